@@ -1,0 +1,113 @@
+"""Errors raised by the reference runtime.
+
+Every error the runtime raises on purpose derives from :class:`RuntimeFault`.
+Three kinds are kept apart: the caller's mistake (bad input or configuration),
+a conflict that concurrency makes normal (stale write, lost lease), and the
+outside world misbehaving (a service rejected or timed out)::
+
+    RuntimeFault
+    ├── InputError (ValueError)            -- the caller's mistake; nothing was written
+    │   ├── MalformedEventError
+    │   ├── UnknownWorkflowError
+    │   ├── ForgedApprovalError
+    │   └── ConfigError
+    ├── ConcurrencyConflict                -- another writer won; reload and retry
+    │   ├── StaleWriteError                (state_version moved on)
+    │   └── LeaseLostError                 (fenced: the lease expired or was taken)
+    ├── IllegalTransitionError             -- the state machine forbids it (a bug in the caller)
+    ├── DuplicateRunError
+    ├── FutureSchemaError                  -- a payload written by newer code; the run is parked
+    └── ServiceError                       -- an external service's answer
+        ├── ServiceRejected                (definitely not applied)
+        └── OutcomeUnknown                 (may or may not have been applied)
+"""
+
+from __future__ import annotations
+
+
+class RuntimeFault(Exception):
+    """Root of every error the reference runtime raises on purpose."""
+
+
+class InputError(RuntimeFault, ValueError):
+    """The caller gave input the runtime cannot accept. No state was changed."""
+
+
+class MalformedEventError(InputError):
+    """An inbound message does not have the shape its kind requires."""
+
+
+class UnknownWorkflowError(InputError):
+    """A run names a workflow (or a version of it) the registry does not know."""
+
+
+class ForgedApprovalError(InputError):
+    """An approval decision whose signature or approver role does not verify."""
+
+
+class ConfigError(InputError):
+    """A configuration value (URL, option, crash-point spec) is invalid."""
+
+
+class ConcurrencyConflict(RuntimeFault):
+    """Another writer changed the run first. Reload durable state and decide again."""
+
+
+class StaleWriteError(ConcurrencyConflict):
+    """An update carried a ``state_version`` that is no longer current."""
+
+    def __init__(self, run_id: str, expected: int, actual: int | None) -> None:
+        self.run_id, self.expected, self.actual = run_id, expected, actual
+        super().__init__(
+            f"stale write to run {run_id!r}: it was read at state_version {expected}, "
+            f"but the store holds {actual}; another writer advanced it. Reload and retry."
+        )
+
+
+class LeaseLostError(ConcurrencyConflict):
+    """The worker's lease expired or another worker holds a newer fencing token."""
+
+    def __init__(self, run_id: str, worker_id: str, token: int, reason: str) -> None:
+        self.run_id, self.worker_id, self.token = run_id, worker_id, token
+        super().__init__(
+            f"worker {worker_id!r} was fenced off run {run_id!r} (token {token}): {reason}"
+        )
+
+
+class IllegalTransitionError(RuntimeFault):
+    """The state machine has no edge between the two statuses."""
+
+    def __init__(self, run_id: str, src: str, dst: str, allowed: tuple[str, ...]) -> None:
+        self.run_id, self.src, self.dst = run_id, src, dst
+        super().__init__(
+            f"illegal transition for run {run_id!r}: {src} -> {dst}; "
+            f"from {src} the state machine allows only: {', '.join(allowed) or 'nothing'}"
+        )
+
+
+class DuplicateRunError(RuntimeFault):
+    """A run with this id already exists."""
+
+
+class FutureSchemaError(RuntimeFault):
+    """A payload carries a schema version newer than this code understands."""
+
+    def __init__(self, what: str, found: int, known: int) -> None:
+        self.what, self.found, self.known = what, found, known
+        super().__init__(
+            f"{what} has schema_version {found}, but this code knows versions up to {known}; "
+            "it was written by newer code. The run is parked untouched: deploy the newer "
+            "worker version to continue it."
+        )
+
+
+class ServiceError(RuntimeFault):
+    """An external service answered with an error."""
+
+
+class ServiceRejected(ServiceError):
+    """The service refused the request before applying it. Safe to retry later."""
+
+
+class OutcomeUnknown(ServiceError):
+    """The call timed out or the connection was lost: it may have been applied."""

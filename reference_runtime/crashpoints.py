@@ -1,0 +1,149 @@
+"""Named failpoints at every persistence and effect boundary.
+
+In the style of fail-rs and gofail: code calls :func:`hit` with a site name;
+nothing happens unless that site is *armed*. Arming is done by configuration
+-- the ``RR_CRASHPOINTS`` environment variable, read once per process, or
+:func:`arm` -- with a list of ``site=action[@n]`` terms separated by ``;``:
+
+* ``kill``  -- SIGKILL this process (the real thing: no cleanup, no flush);
+* ``exit``  -- ``os._exit(137)``;
+* ``raise`` -- raise :class:`CrashPointHit` (for in-process tests);
+* ``pause`` -- SIGSTOP this process; the controller resumes it with SIGCONT.
+  This is how a harness holds a worker at a precise point (a barrier) to
+  build races and zombies deterministically.
+
+``@n`` fires on the n-th hit of that site in this process only (default: the
+first). Before acting, the site, hit number and action are appended to the
+file named by ``RR_CRASHPOINT_LOG`` (if set), so the controller learns which
+fault actually fired; an appended line survives SIGKILL of the writer.
+
+Disarmed cost: one dictionary lookup on an empty dict.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+
+from ._errors import ConfigError
+
+ENV_SPEC = "RR_CRASHPOINTS"
+ENV_LOG = "RR_CRASHPOINT_LOG"
+ACTIONS = ("kill", "exit", "raise", "pause")
+
+#: Every crash point the runtime declares, with what sits on each side of it.
+SITES: dict[str, str] = {}
+
+
+def declare(name: str, doc: str) -> str:
+    """Register a site so it can be listed and armed; returns the name."""
+    SITES[name] = doc
+    return name
+
+
+class CrashPointHit(BaseException):
+    """Raised by the ``raise`` action. A BaseException so that ordinary
+    ``except Exception`` recovery code cannot swallow a simulated crash."""
+
+    def __init__(self, site: str, hit: int) -> None:
+        self.site, self.hit = site, hit
+        super().__init__(f"crash point {site!r} fired on hit {hit}")
+
+
+@dataclass(frozen=True)
+class Arm:
+    site: str
+    action: str
+    nth: int = 1
+
+
+_armed: dict[str, Arm] = {}
+_counts: dict[str, int] = {}
+_log_path: str | None = None
+
+
+def parse(spec: str) -> list[Arm]:
+    """Parse ``"site=action[@n];..."``; raises ConfigError naming the bad term."""
+    arms: list[Arm] = []
+    for raw in spec.split(";"):
+        term = raw.strip()
+        if not term:
+            continue
+        site, sep, rest = term.partition("=")
+        action, _, nth_s = rest.partition("@")
+        if not sep or not site or action not in ACTIONS:
+            raise ConfigError(
+                f"bad crash point term {term!r} in {spec!r}: expected 'site=action[@n]' "
+                f"with action one of {', '.join(ACTIONS)}"
+            )
+        if site not in SITES:
+            raise ConfigError(
+                f"unknown crash point {site!r}; known sites: {', '.join(sorted(SITES))}"
+            )
+        try:
+            nth = int(nth_s) if nth_s else 1
+        except ValueError:
+            nth = 0
+        if nth < 1:
+            raise ConfigError(f"bad hit number in {term!r}: '@n' needs an integer n >= 1")
+        arms.append(Arm(site, action, nth))
+    return arms
+
+
+def arm(spec: str, log_path: str | None = None) -> None:
+    """Replace the armed set with ``spec`` and reset hit counters."""
+    global _log_path
+    arms = parse(spec)
+    _armed.clear()
+    _counts.clear()
+    _armed.update({a.site: a for a in arms})
+    _log_path = log_path
+
+
+def disarm() -> None:
+    arm("")
+
+
+def arm_from_env() -> None:
+    """Arm from ``RR_CRASHPOINTS`` / ``RR_CRASHPOINT_LOG`` (call after importing
+    every module that declares sites)."""
+    arm(os.environ.get(ENV_SPEC, ""), os.environ.get(ENV_LOG))
+
+
+def hits() -> dict[str, int]:
+    """Hit counts of armed sites in this process."""
+    return dict(_counts)
+
+
+def hit(site: str) -> None:
+    """Pass a crash point. Free unless some site is armed."""
+    if not _armed:
+        return
+    a = _armed.get(site)
+    if a is None:
+        return
+    n = _counts.get(site, 0) + 1
+    _counts[site] = n
+    if n != a.nth:
+        return
+    if _log_path:
+        fd = os.open(_log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{os.getpid()} {site} {n} {a.action}\n".encode())
+        finally:
+            os.close(fd)
+    if a.action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif a.action == "exit":
+        os._exit(137)
+    elif a.action == "pause":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    else:
+        raise CrashPointHit(site, n)
+
+
+# Sites inside a checkpoint write. Backends call hit("checkpoint_stmt_<n>")
+# before the n-th statement of Store.commit (n counted from 1).
+for _i in range(1, 9):
+    declare(f"checkpoint_stmt_{_i}", f"inside a checkpoint transaction, before statement {_i}")
