@@ -81,7 +81,8 @@ class Commit:
     ``run`` is the new row (``state_version == expected_version + 1``).
     Operations and approvals are upserted by id; audit events appended; inbox
     message ids in ``inbox_acked`` marked processed at ``now``; memory records
-    inserted; child runs (delegated work) created with their working state.
+    inserted; child runs (delegated work) created with their working state and
+    a "created" audit event; ``outbox`` messages delivered to other runs.
     """
 
     run: Run
@@ -97,6 +98,9 @@ class Commit:
     memory: tuple[MemoryRecord, ...] = ()
     artifacts: tuple[ArtifactRef, ...] = ()
     children: tuple[tuple[Run, WorkingState], ...] = ()
+    #: Inbound messages for *other* runs (a child telling its parent it is
+    #: done), inserted in the same transaction, deduplicated by message_id.
+    outbox: tuple[InboxMessage, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
