@@ -20,6 +20,7 @@ from ._errors import (
     StaleWriteError,
     UnknownWorkflowError,
 )
+from ._model import ModelContext
 from ._records import (
     Approval,
     ArtifactRef,
@@ -34,6 +35,7 @@ from ._records import (
     Run,
     WorkingState,
 )
+from ._runtime import Runtime, RuntimeConfig, Worker
 from ._services import CallContext, ExternalServices, ServiceCapabilities, ServiceResponse
 from ._states import TRANSITIONS, RunStatus, check_transition, is_legal
 
@@ -60,12 +62,15 @@ __all__ = [
     "MalformedEventError",
     "ManualClock",
     "MemoryRecord",
+    "ModelContext",
     "Operation",
     "OperationStatus",
     "OutcomeUnknown",
     "Provenance",
     "Run",
     "RunStatus",
+    "Runtime",
+    "RuntimeConfig",
     "RuntimeFault",
     "ServiceCapabilities",
     "ServiceError",
@@ -74,6 +79,7 @@ __all__ = [
     "StaleWriteError",
     "SystemClock",
     "UnknownWorkflowError",
+    "Worker",
     "WorkingState",
     "check_transition",
     "is_legal",

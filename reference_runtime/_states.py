@@ -26,8 +26,9 @@ class RunStatus(StrEnum):
 
 S = RunStatus
 
-#: Legal successors of each status. Self-loops on Running are steps that make
-#: progress without changing status (each still bumps ``state_version``).
+#: Legal successors of each status. Self-loops (Running -> Running, a wait ->
+#: the same wait) are checkpoints that make progress or consume a message
+#: without changing status; each still bumps ``state_version``.
 TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     S.CREATED: frozenset({S.RUNNING, S.CANCELLED, S.FAILED}),
     S.RUNNING: frozenset(
@@ -42,9 +43,7 @@ TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
             S.CANCELLED,
         }
     ),
-    S.WAITING_FOR_APPROVAL: frozenset(
-        {S.RUNNING, S.CANCELLED, S.FAILED, S.WAITING_FOR_APPROVAL}
-    ),
+    S.WAITING_FOR_APPROVAL: frozenset({S.RUNNING, S.CANCELLED, S.FAILED, S.WAITING_FOR_APPROVAL}),
     S.WAITING_FOR_EVENT: frozenset({S.RUNNING, S.CANCELLED, S.FAILED, S.WAITING_FOR_EVENT}),
     S.RETRY_SCHEDULED: frozenset({S.RUNNING, S.FAILED, S.CANCELLED}),
     S.RECONCILING: frozenset({S.RUNNING, S.RETRY_SCHEDULED, S.WAITING_FOR_EVENT, S.FAILED}),

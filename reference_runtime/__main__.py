@@ -1,0 +1,139 @@
+"""Command line: ``python -m reference_runtime COMMAND`` (worker, submit, deliver, status, ...).
+
+Configuration comes from ``RR_*`` environment variables and the options below
+(options win). Exit codes: 0 ok, 1 the command ran but found a problem, 2 bad
+input or configuration (the message says what and how to fix it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from . import crashpoints
+from ._errors import InputError, RuntimeFault
+from ._runtime import Runtime, RuntimeConfig
+
+
+def _config(ns: argparse.Namespace) -> RuntimeConfig:
+    import os
+
+    env = dict(os.environ)
+    for opt, var in [
+        ("store", "RR_STORE"),
+        ("schema", "RR_SCHEMA"),
+        ("services", "RR_SERVICES"),
+        ("services_arg", "RR_SERVICES_ARG"),
+        ("clock", "RR_CLOCK"),
+        ("artifacts", "RR_ARTIFACTS"),
+        ("queue", "RR_QUEUE"),
+        ("redis_url", "RR_REDIS_URL"),
+        ("code_version", "RR_CODE_VERSION"),
+    ]:
+        if getattr(ns, opt, None) is not None:
+            env[var] = str(getattr(ns, opt))
+    if getattr(ns, "tenant_key", None):
+        env["RR_TENANT_KEYS"] = ",".join(ns.tenant_key)
+    return RuntimeConfig.from_env(env)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m reference_runtime", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--store", help="sqlite:///path.db or postgresql://... (RR_STORE)")
+        sp.add_argument("--schema", help="Postgres schema (RR_SCHEMA)")
+        sp.add_argument("--clock", help="system or file:PATH (RR_CLOCK)")
+        sp.add_argument("--code-version", type=int, dest="code_version")
+
+    w = sub.add_parser("worker", help="claim and advance runnable runs")
+    common(w)
+    w.add_argument("--services", help="module:factory of the external services (RR_SERVICES)")
+    w.add_argument("--services-arg", dest="services_arg")
+    w.add_argument("--artifacts", help="artifact directory (RR_ARTIFACTS)")
+    w.add_argument("--queue", choices=["store", "redis"])
+    w.add_argument("--redis-url", dest="redis_url")
+    w.add_argument("--tenant-key", action="append", help="TENANT=HEX approval key")
+    w.add_argument("--worker-id", dest="worker_id")
+    w.add_argument("--forever", action="store_true", help="poll instead of exiting when idle")
+
+    s = sub.add_parser("submit", help="create a run")
+    common(s)
+    s.add_argument("workflow")
+    s.add_argument("--tenant", required=True)
+    s.add_argument("--run-id", required=True, dest="run_id")
+    s.add_argument("--input", required=True, help="JSON object")
+
+    d = sub.add_parser("deliver", help="deliver an inbound message (JSON on stdin or --message)")
+    common(d)
+    d.add_argument("--message")
+
+    st = sub.add_parser("status", help="print a run as JSON")
+    common(st)
+    st.add_argument("run_id")
+
+    sub.add_parser("crashpoints", help="list crash point names")
+    sub.add_parser("workflows", help="list workflows and their definition versions")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = _parser().parse_args(argv)
+    try:
+        return _run(ns)
+    except (InputError, json.JSONDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeFault as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(ns: argparse.Namespace) -> int:
+    from . import _executor  # noqa: F401  (declares the executor's crash points)
+
+    if ns.command == "crashpoints":
+        for name, doc in sorted(crashpoints.SITES.items()):
+            print(f"{name:28} {doc}")
+        return 0
+    if ns.command == "workflows":
+        from ._workflows import DEFINITIONS_BY_CODE
+
+        for code, defs in sorted(DEFINITIONS_BY_CODE.items()):
+            for d in defs:
+                print(f"code v{code}  {d.name} v{d.version}: {' -> '.join(d.steps)}")
+        return 0
+    if ns.command == "worker":
+        from ._worker import main as worker_main
+
+        cfg = _config(ns)
+        args: dict[str, Any] = {
+            "mode": "forever" if ns.forever else "until_idle",
+            "worker_id": ns.worker_id,
+            "env": cfg.to_env(),
+        }
+        return worker_main(args)
+    with Runtime(_config(ns)) as rt:
+        if ns.command == "submit":
+            data = json.loads(ns.input)
+            run = rt.submit(ns.workflow, data, tenant=ns.tenant, run_id=ns.run_id)
+            print(run.model_dump_json())
+        elif ns.command == "deliver":
+            msg = json.loads(ns.message if ns.message else sys.stdin.read())
+            if not isinstance(msg, dict):
+                raise json.JSONDecodeError("the message must be a JSON object", "", 0)
+            print("delivered" if rt.deliver(msg) else "duplicate (ignored)")
+        elif ns.command == "status":
+            r = rt.get(ns.run_id)
+            if r is None:
+                print(f"no run {ns.run_id!r}", file=sys.stderr)
+                return 1
+            print(r.model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

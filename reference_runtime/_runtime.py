@@ -1,0 +1,336 @@
+"""The runtime's public API: configuration, submitting runs, delivering
+messages, and worker loops.
+
+One :class:`RuntimeConfig` (frozen) describes a deployment; it round-trips
+through environment variables (``RR_*``) so a supervisor can hand it to worker
+processes. Everything that holds a connection is opened lazily in the process
+that uses it, never inherited across ``fork``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from . import crashpoints as cp
+from ._artifacts import ArtifactStore
+from ._clock import Clock, FileClock, SystemClock
+from ._errors import ConfigError, MalformedEventError
+from ._executor import Executor, ExecutorSettings
+from ._model import ModelContext
+from ._records import AuditEvent, InboxMessage, Run, WorkingState
+from ._services import ExternalServices, load_services
+from ._states import RunStatus
+from ._workflows import CURRENT_CODE_VERSION, Registry
+from .store import Claim, Store
+
+
+def _parse_keys(spec: str) -> dict[str, bytes]:
+    keys: dict[str, bytes] = {}
+    for term in filter(None, (t.strip() for t in spec.split(","))):
+        tenant, sep, hexkey = term.partition("=")
+        try:
+            if not sep or not tenant:
+                raise ValueError("missing '='")
+            keys[tenant] = bytes.fromhex(hexkey)
+        except ValueError as exc:
+            raise ConfigError(
+                f"bad tenant key {term!r} ({exc}); expected TENANT=HEXKEY, e.g. acme=00ff10"
+            ) from exc
+    return keys
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """Everything a worker needs to know. ``from_env``/``to_env`` round-trip it."""
+
+    store_url: str
+    schema: str | None = None
+    services: str | None = None
+    services_arg: str | None = None
+    clock: str = "system"  # or "file:/path/to/clock"
+    artifact_dir: str | None = None
+    queue: str = "store"  # or "redis"
+    redis_url: str | None = None
+    code_version: int = CURRENT_CODE_VERSION
+    lease_seconds: float = 30.0
+    max_attempts: int = 5
+    retry_backoff: float = 1.0
+    tenant_keys: Mapping[str, bytes] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.queue not in ("store", "redis"):
+            raise ConfigError(f"queue must be 'store' or 'redis', got {self.queue!r}")
+        if self.queue == "redis" and not self.redis_url:
+            raise ConfigError("queue='redis' needs redis_url (or RR_REDIS_URL)")
+        if not (self.clock == "system" or self.clock.startswith("file:")):
+            raise ConfigError(f"clock must be 'system' or 'file:PATH', got {self.clock!r}")
+        if self.lease_seconds <= 0:
+            raise ConfigError(f"lease_seconds must be positive, got {self.lease_seconds}")
+
+    _ENV = {
+        "store_url": "RR_STORE",
+        "schema": "RR_SCHEMA",
+        "services": "RR_SERVICES",
+        "services_arg": "RR_SERVICES_ARG",
+        "clock": "RR_CLOCK",
+        "artifact_dir": "RR_ARTIFACTS",
+        "queue": "RR_QUEUE",
+        "redis_url": "RR_REDIS_URL",
+        "code_version": "RR_CODE_VERSION",
+        "lease_seconds": "RR_LEASE_SECONDS",
+        "max_attempts": "RR_MAX_ATTEMPTS",
+        "retry_backoff": "RR_RETRY_BACKOFF",
+    }
+
+    def to_env(self) -> dict[str, str]:
+        env = {
+            var: str(getattr(self, name))
+            for name, var in self._ENV.items()
+            if getattr(self, name) is not None
+        }
+        env["RR_TENANT_KEYS"] = ",".join(f"{t}={k.hex()}" for t, k in self.tenant_keys.items())
+        return env
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
+        env = os.environ if env is None else env
+        if "RR_STORE" not in env:
+            raise ConfigError("RR_STORE is not set; e.g. RR_STORE=sqlite:///tmp/agent.db")
+        kwargs: dict[str, Any] = {}
+        types = {
+            "code_version": int,
+            "lease_seconds": float,
+            "max_attempts": int,
+            "retry_backoff": float,
+        }
+        for name, var in cls._ENV.items():
+            if var in env and env[var] != "":
+                try:
+                    kwargs[name] = types.get(name, str)(env[var])
+                except ValueError as exc:
+                    raise ConfigError(f"{var}={env[var]!r} is not a valid {name}") from exc
+        kwargs["tenant_keys"] = _parse_keys(env.get("RR_TENANT_KEYS", ""))
+        return cls(**kwargs)
+
+    def with_(self, **changes: Any) -> RuntimeConfig:
+        return replace(self, **changes)
+
+
+def open_clock(spec: str) -> Clock:
+    if spec == "system":
+        return SystemClock()
+    return FileClock(spec.removeprefix("file:"))
+
+
+class Runtime:
+    """A handle on one deployment: submit runs, deliver messages, run workers."""
+
+    def __init__(self, config: RuntimeConfig, *, clock: Clock | None = None) -> None:
+        self.config = config
+        self.clock = clock or open_clock(config.clock)
+        self.registry = Registry(config.code_version)
+        self._store: Store | None = None
+        self._pid = os.getpid()
+
+    @property
+    def store(self) -> Store:
+        if self._store is None or self._pid != os.getpid():
+            from .store import open_store
+
+            self._store = open_store(self.config.store_url, schema=self.config.schema)
+            self._store.setup()
+            self._pid = os.getpid()
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None and self._pid == os.getpid():
+            self._store.close()
+        self._store = None
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- ingress ------------------------------------------------------------
+
+    def submit(
+        self,
+        workflow: str,
+        input: Mapping[str, Any],
+        *,
+        tenant: str,
+        run_id: str,
+        parent_run_id: str | None = None,
+    ) -> Run:
+        """Create a run. Validates input first; raises MalformedEventError or
+        UnknownWorkflowError without writing anything."""
+        if not tenant or not run_id:
+            raise MalformedEventError("a run needs a non-empty tenant and run_id")
+        definition = self.registry.definition(workflow)
+        payload = self.registry.validate_input(workflow, dict(input))
+        now = self.clock.now()
+        run = Run(
+            tenant=tenant,
+            created_at=now,
+            updated_at=now,
+            run_id=run_id,
+            workflow=workflow,
+            definition_version=definition.version,
+            status=RunStatus.CREATED,
+            current_step=definition.steps[0],
+            parent_run_id=parent_run_id,
+        )
+        state = WorkingState(
+            tenant=tenant,
+            created_at=now,
+            updated_at=now,
+            run_id=run_id,
+            workflow=workflow,
+            payload_version=self.registry.payload_version(workflow),
+            payload=payload,
+        )
+        audit = AuditEvent(
+            tenant=tenant,
+            created_at=now,
+            updated_at=now,
+            run_id=run_id,
+            at=now,
+            actor="api",
+            action="created",
+            to_status=RunStatus.CREATED,
+            state_version=0,
+            detail={"workflow": workflow, "definition_version": definition.version},
+        )
+        self.store.create_run(run, state, audit)
+        return run
+
+    def deliver(self, message: Mapping[str, Any]) -> bool:
+        """Accept an inbound message (webhook, event, approval decision).
+
+        Returns False for a duplicate ``message_id`` (nothing changes). Raises
+        MalformedEventError, without writing, for a message that lacks fields or
+        names an unknown run or another tenant's run.
+        """
+        now = self.clock.now()
+        try:
+            msg = InboxMessage(
+                tenant=str(message["tenant"]),
+                created_at=now,
+                updated_at=now,
+                message_id=str(message["message_id"]),
+                run_id=str(message["run_id"]),
+                kind=message["kind"],
+                payload=dict(message.get("payload") or {}),
+                signature=message.get("signature"),
+                received_at=now,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MalformedEventError(
+                f"inbound message rejected: {exc}; a message needs message_id, tenant, "
+                "run_id, kind (approval_decision|event|webhook) and a payload object"
+            ) from exc
+        run = self.store.get_run(msg.run_id)
+        if run is None or run.tenant != msg.tenant:
+            raise MalformedEventError(
+                f"inbound message {msg.message_id!r} names run {msg.run_id!r} of tenant "
+                f"{msg.tenant!r}, which does not exist"
+            )
+        return self.store.deliver(msg)
+
+    def get(self, run_id: str) -> Run | None:
+        return self.store.get_run(run_id)
+
+    # -- workers ------------------------------------------------------------
+
+    def worker(self, worker_id: str, *, services: ExternalServices | None = None) -> Worker:
+        return Worker(self, worker_id, services=services)
+
+
+class Worker:
+    """Claims runnable runs under a lease and advances them."""
+
+    def __init__(
+        self, runtime: Runtime, worker_id: str, *, services: ExternalServices | None = None
+    ) -> None:
+        self.runtime = runtime
+        self.worker_id = worker_id
+        cfg = runtime.config
+        if services is None and cfg.services:
+            services = load_services(cfg.services, cfg.services_arg)
+        self.services = services
+        self.contexts: list[ModelContext] = []
+        self.executor = Executor(
+            store=runtime.store,
+            services=services,
+            registry=runtime.registry,
+            clock=runtime.clock,
+            worker_id=worker_id,
+            artifacts=ArtifactStore(cfg.artifact_dir) if cfg.artifact_dir else None,
+            settings=ExecutorSettings(
+                lease_seconds=cfg.lease_seconds,
+                max_attempts=cfg.max_attempts,
+                retry_backoff=cfg.retry_backoff,
+                tenant_keys=cfg.tenant_keys,
+            ),
+            on_context=self.contexts.append,
+        )
+        self._coordinator = _coordinator(runtime)
+
+    def claim(self, run_id: str | None = None) -> Claim | None:
+        cp.hit("before_lease_acquire")
+        claim = self._coordinator.claim(self.worker_id, run_id)
+        if claim is not None:
+            cp.hit("after_lease_acquire")
+        return claim
+
+    def run_once(self, run_id: str | None = None) -> Run | None:
+        """Claim and advance one run; None when nothing was runnable."""
+        claim = self.claim(run_id)
+        if claim is None:
+            return None
+        return self.executor.advance(claim) or claim.run
+
+    def run_until_idle(self, max_claims: int = 10_000) -> int:
+        """Advance runs until none is runnable now; returns how many claims it made."""
+        n = 0
+        while n < max_claims and self.run_once() is not None:
+            n += 1
+        return n
+
+    def run_forever(self, poll_seconds: float = 0.2, stop_after_idle: float | None = None) -> None:
+        idle_since: float | None = None
+        while True:
+            if self.run_once() is not None:
+                idle_since = None
+                continue
+            idle_since = idle_since or time.monotonic()
+            if stop_after_idle is not None and time.monotonic() - idle_since > stop_after_idle:
+                return
+            time.sleep(poll_seconds)
+
+    def close(self) -> None:
+        if self.services is not None:
+            self.services.close()
+
+
+class _StoreCoordinator:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def claim(self, worker_id: str, run_id: str | None) -> Claim | None:
+        rt = self.runtime
+        return rt.store.claim(worker_id, rt.clock.now(), rt.config.lease_seconds, run_id)
+
+
+def _coordinator(runtime: Runtime) -> Any:
+    if runtime.config.queue == "redis":
+        from .store.redis_queue import RedisCoordinator
+
+        return RedisCoordinator(runtime)
+    return _StoreCoordinator(runtime)
