@@ -899,7 +899,6 @@ class Executor:
             self._rejected(snap, run, op, str(exc))
             return
         except OutcomeUnknown as exc:
-            now2 = self._now()
             cp.hit("after_external_call")
             cp.hit("before_result_commit")
             self._commit(

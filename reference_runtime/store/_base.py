@@ -162,9 +162,7 @@ class Store(abc.ABC):
         """Give the lease up (no-op if it was already lost)."""
 
     @abc.abstractmethod
-    def record_lease(
-        self, run_id: str, worker_id: str, token: int, lease_expiry: float
-    ) -> bool:
+    def record_lease(self, run_id: str, worker_id: str, token: int, lease_expiry: float) -> bool:
         """Adopt a lease granted by an external coordinator (Redis): write the
         lease fields only if ``token`` is greater than the stored fencing token."""
 
