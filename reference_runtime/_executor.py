@@ -22,7 +22,7 @@ import contextlib
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from . import crashpoints as cp
 from ._approvals import POLICY_VERSION, authorizes, verify_decision
@@ -179,6 +179,25 @@ class ExecutorSettings:
     tenant_keys: Mapping[str, bytes] = field(default_factory=dict)
 
 
+class LeaseKeeper(Protocol):
+    """Who extends and gives up leases: the store itself, or Redis."""
+
+    def renew(self, claim: Claim, now: float, ttl: float) -> Claim: ...
+
+    def release(self, claim: Claim) -> None: ...
+
+
+class _StoreLeases:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def renew(self, claim: Claim, now: float, ttl: float) -> Claim:
+        return self.store.renew_lease(claim, now, ttl)
+
+    def release(self, claim: Claim) -> None:
+        self.store.release(claim)
+
+
 class _Yield(Exception):
     """Stop working on this run for now (it waits, finished, or was parked)."""
 
@@ -198,8 +217,10 @@ class Executor:
         settings: ExecutorSettings | None = None,
         model: Callable[[ModelContext, Definition], Action] | None = None,
         on_context: Callable[[ModelContext], None] | None = None,
+        leases: LeaseKeeper | None = None,
     ) -> None:
         self.store = store
+        self.leases: LeaseKeeper = leases or _StoreLeases(store)
         self.services = services
         self.registry = registry
         self.clock = clock
@@ -235,7 +256,7 @@ class Executor:
         finally:
             if self._claim is not None:
                 with contextlib.suppress(ConcurrencyConflict):
-                    self.store.release(self._claim)
+                    self.leases.release(self._claim)
             self._claim = None
         return last
 
@@ -866,7 +887,7 @@ class Executor:
             )
             cp.hit("after_sent_mark")
         cp.hit("before_lease_renew")
-        self._claim = self.store.renew_lease(self._claim, self._now(), self.settings.lease_seconds)
+        self._claim = self.leases.renew(self._claim, self._now(), self.settings.lease_seconds)
         cp.hit("after_lease_renew")
         cp.hit("before_external_call")
         # A paused worker may wake up here long after its lease ran out; the

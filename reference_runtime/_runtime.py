@@ -265,6 +265,7 @@ class Worker:
             services = load_services(cfg.services, cfg.services_arg)
         self.services = services
         self.contexts: list[ModelContext] = []
+        self._coordinator = _coordinator(runtime)
         self.executor = Executor(
             store=runtime.store,
             services=services,
@@ -279,8 +280,8 @@ class Worker:
                 tenant_keys=cfg.tenant_keys,
             ),
             on_context=self.contexts.append,
+            leases=self._coordinator,
         )
-        self._coordinator = _coordinator(runtime)
 
     def claim(self, run_id: str | None = None) -> Claim | None:
         cp.hit("before_lease_acquire")
@@ -326,6 +327,12 @@ class _StoreCoordinator:
     def claim(self, worker_id: str, run_id: str | None) -> Claim | None:
         rt = self.runtime
         return rt.store.claim(worker_id, rt.clock.now(), rt.config.lease_seconds, run_id)
+
+    def renew(self, claim: Claim, now: float, ttl: float) -> Claim:
+        return self.runtime.store.renew_lease(claim, now, ttl)
+
+    def release(self, claim: Claim) -> None:
+        self.runtime.store.release(claim)
 
 
 def _coordinator(runtime: Runtime) -> Any:
