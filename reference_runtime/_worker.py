@@ -21,7 +21,11 @@ def main(args: dict[str, Any] | None = None) -> int:
     args = dict(args or {})
     env = {**os.environ, **{k: str(v) for k, v in (args.get("env") or {}).items()}}
     config = RuntimeConfig.from_env(env)
-    crashpoints.arm(env.get(crashpoints.ENV_SPEC, ""), env.get(crashpoints.ENV_LOG))
+    crashpoints.arm(
+        env.get(crashpoints.ENV_SPEC, ""),
+        env.get(crashpoints.ENV_LOG),
+        trace=env.get(crashpoints.ENV_TRACE, "") == "1",
+    )
     worker_id = str(args.get("worker_id") or env.get("RR_WORKER_ID") or f"w{os.getpid()}")
     with Runtime(config) as runtime:
         worker = runtime.worker(worker_id)

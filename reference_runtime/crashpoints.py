@@ -13,7 +13,9 @@ nothing happens unless that site is *armed*. Arming is done by configuration
   build races and zombies deterministically.
 
 ``@n`` fires on the n-th hit of that site in this process only (default: the
-first). Before acting, the site, hit number and action are appended to the
+first). ``RR_CRASHPOINT_TRACE=1`` (or ``arm(..., trace=True)``) appends every
+hit of every site to the log, with its action ``trace``: that is how a harness
+enumerates the (site, n) pairs a workload passes through, to then kill at each. Before acting, the site, hit number and action are appended to the
 file named by ``RR_CRASHPOINT_LOG`` (if set), so the controller learns which
 fault actually fired; an appended line survives SIGKILL of the writer.
 
@@ -30,6 +32,7 @@ from ._errors import ConfigError
 
 ENV_SPEC = "RR_CRASHPOINTS"
 ENV_LOG = "RR_CRASHPOINT_LOG"
+ENV_TRACE = "RR_CRASHPOINT_TRACE"
 ACTIONS = ("kill", "exit", "raise", "pause")
 
 #: Every crash point the runtime declares, with what sits on each side of it.
@@ -61,6 +64,8 @@ class Arm:
 _armed: dict[str, Arm] = {}
 _counts: dict[str, int] = {}
 _log_path: str | None = None
+_active = False  # some site armed, or tracing on: the only check on the fast path
+_trace = False
 
 
 def parse(spec: str) -> list[Arm]:
@@ -91,14 +96,18 @@ def parse(spec: str) -> list[Arm]:
     return arms
 
 
-def arm(spec: str, log_path: str | None = None) -> None:
+def arm(spec: str, log_path: str | None = None, *, trace: bool = False) -> None:
     """Replace the armed set with ``spec`` and reset hit counters."""
-    global _log_path
+    global _log_path, _active, _trace
     arms = parse(spec)
+    if trace and not log_path:
+        raise ConfigError("crash point tracing needs a log file (RR_CRASHPOINT_LOG)")
     _armed.clear()
     _counts.clear()
     _armed.update({a.site: a for a in arms})
     _log_path = log_path
+    _trace = trace
+    _active = bool(_armed) or trace
 
 
 def disarm() -> None:
@@ -108,31 +117,41 @@ def disarm() -> None:
 def arm_from_env() -> None:
     """Arm from ``RR_CRASHPOINTS`` / ``RR_CRASHPOINT_LOG`` (call after importing
     every module that declares sites)."""
-    arm(os.environ.get(ENV_SPEC, ""), os.environ.get(ENV_LOG))
+    arm(
+        os.environ.get(ENV_SPEC, ""),
+        os.environ.get(ENV_LOG),
+        trace=os.environ.get(ENV_TRACE, "") == "1",
+    )
 
 
 def hits() -> dict[str, int]:
-    """Hit counts of armed sites in this process."""
+    """Hit counts of armed (or, when tracing, all) sites in this process."""
     return dict(_counts)
 
 
-def hit(site: str) -> None:
-    """Pass a crash point. Free unless some site is armed."""
-    if not _armed:
-        return
-    a = _armed.get(site)
-    if a is None:
-        return
-    n = _counts.get(site, 0) + 1
-    _counts[site] = n
-    if n != a.nth:
-        return
+def _log(site: str, n: int, action: str) -> None:
     if _log_path:
         fd = os.open(_log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, f"{os.getpid()} {site} {n} {a.action}\n".encode())
+            os.write(fd, f"{os.getpid()} {site} {n} {action}\n".encode())
         finally:
             os.close(fd)
+
+
+def hit(site: str) -> None:
+    """Pass a crash point. Free unless some site is armed or tracing is on."""
+    if not _active:
+        return
+    a = _armed.get(site)
+    if a is None and not _trace:
+        return
+    n = _counts.get(site, 0) + 1
+    _counts[site] = n
+    if _trace:
+        _log(site, n, "trace")
+    if a is None or n != a.nth:
+        return
+    _log(site, n, a.action)
     if a.action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     elif a.action == "exit":
