@@ -15,11 +15,13 @@ nothing happens unless that site is *armed*. Arming is done by configuration
 ``@n`` fires on the n-th hit of that site in this process only (default: the
 first). ``RR_CRASHPOINT_TRACE=1`` (or ``arm(..., trace=True)``) appends every
 hit of every site to the log, with its action ``trace``: that is how a harness
-enumerates the (site, n) pairs a workload passes through, to then kill at each. Before acting, the site, hit number and action are appended to the
-file named by ``RR_CRASHPOINT_LOG`` (if set), so the controller learns which
-fault actually fired; an appended line survives SIGKILL of the writer.
+enumerates the (site, n) pairs a workload passes through, to then kill at each.
 
-Disarmed cost: one dictionary lookup on an empty dict.
+Before acting, the site, hit number and action are appended to the file named
+by ``RR_CRASHPOINT_LOG`` (if set), so the controller learns which fault
+actually fired; an appended line survives SIGKILL of the writer.
+
+Disarmed cost: one test of a module-level boolean.
 """
 
 from __future__ import annotations
