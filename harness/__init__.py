@@ -1,0 +1,1 @@
+"""Jepsen-style chaos verification for durable AI-agent runtimes."""

@@ -1,0 +1,81 @@
+"""The world: simulated external services, and the one place effects are counted.
+
+Runtimes under test reach payments, provisioning, email and identity through a
+:class:`WorldClient`. Every request is recorded durably in one SQLite file per
+world before the caller learns its outcome, so the records survive the SIGKILL
+of any worker, and exactly-once is judged from :meth:`World.effects`, never
+from the runtime's own records. Faults are armed by the controller as
+:class:`FaultRule` objects and fired by counters, never by timing.
+
+A five-line tour::
+
+    world = World(tmp / "world.db").create()
+    world.arm(FaultRule("payments", nth=1, mode="apply_then_timeout"))
+    client = world.client()            # or open_world(path) in a worker process
+    client.call("payments", "charge", {"amount": 5}, idempotency_key="k1",
+                caller=Caller(tenant="t1", run_id="r1"))   # raises Unknown, but applied
+    assert len(world.effects("payments")) == 1
+
+This package imports nothing from the runtimes it tests.
+"""
+
+from __future__ import annotations
+
+from ._approvals import DECISIONS, ApprovalAuthority, sign
+from ._client import WorldClient
+from ._errors import NotSupported, Rejected, ServiceFault, Unknown, WorldError, WorldUsageError
+from ._faults import ArmedRule
+from ._model import (
+    FAULT_MODES,
+    MAX_SLOW_DELAY,
+    OUTCOMES,
+    SCHEMA_VERSION,
+    Caller,
+    CallerLike,
+    Capabilities,
+    FaultMode,
+    FaultRule,
+    FiredFault,
+    Outcome,
+    RequestRecord,
+    Response,
+    ServiceCounts,
+    canonical_json,
+    request_hash,
+)
+from ._services import SERVICES
+from ._world import ENV_WORLD_PATH, World, open_world
+
+__all__ = [
+    "DECISIONS",
+    "ENV_WORLD_PATH",
+    "FAULT_MODES",
+    "MAX_SLOW_DELAY",
+    "OUTCOMES",
+    "SCHEMA_VERSION",
+    "SERVICES",
+    "ApprovalAuthority",
+    "ArmedRule",
+    "Caller",
+    "CallerLike",
+    "Capabilities",
+    "FaultMode",
+    "FaultRule",
+    "FiredFault",
+    "NotSupported",
+    "Outcome",
+    "Rejected",
+    "RequestRecord",
+    "Response",
+    "ServiceCounts",
+    "ServiceFault",
+    "Unknown",
+    "World",
+    "WorldClient",
+    "WorldError",
+    "WorldUsageError",
+    "canonical_json",
+    "open_world",
+    "request_hash",
+    "sign",
+]

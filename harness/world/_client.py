@@ -1,0 +1,336 @@
+"""The worker side of the world: :class:`WorldClient`, what a runtime calls.
+
+A call is one write transaction that counts the call, fires a matching fault
+rule, processes the request and records it -- all or nothing. Only after that
+transaction commits does the caller learn anything (a response, an error, or
+SIGKILL), so the world's records always say what really happened, even when
+the caller never finds out.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from ._errors import Rejected, Unknown, WorldUsageError
+from ._faults import ArmedRule, count_and_match, kill_caller
+from ._model import CallerLike, Capabilities, Outcome, Response, canonical_json, request_hash
+from ._services import Processed, ServiceSpec, find_first, process, service_spec
+from ._store import Store
+
+Clock = Callable[[], float]
+
+#: What the record says for a fault that fires before the service processes the request.
+_BEFORE_APPLY: dict[str | None, Outcome] = {
+    "reject": "rejected",
+    "timeout_before_apply": "unknown_not_applied",
+    "kill_before_apply": "killed_before_apply",
+}
+
+
+class WorldClient:
+    """Calls the simulated services of one world (one SQLite file).
+
+    Safe to share across ``fork``: each process opens its own connection on
+    first use. Several processes may call at once; their calls are serialised
+    by the world's write lock. It has the shape of the reference runtime's
+    ``ExternalServices`` (``capabilities``, ``call``, ``lookup``, ``close``), but
+    raises the world's own errors (:class:`Rejected`, :class:`Unknown`,
+    :class:`NotSupported`); an adapter translates them for a runtime.
+
+    A ``kill_*`` fault rule SIGKILLs the *calling* process: never arm one for a
+    call made in the test runner's own process.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], clock: Clock | None = None) -> None:
+        self._store = Store(path)
+        self._clock: Clock = clock if clock is not None else time.time
+
+    @property
+    def path(self) -> str:
+        """The world's SQLite file."""
+        return str(self._store.path)
+
+    def capabilities(self, service: str) -> Capabilities:
+        """What ``service`` offers for deduplication and reconciliation."""
+        return service_spec(service).capabilities
+
+    def call(
+        self,
+        service: str,
+        action: str,
+        request: Mapping[str, Any],
+        *,
+        idempotency_key: str | None = None,
+        business_key: str | None = None,
+        caller: CallerLike | None = None,
+        context: CallerLike | None = None,
+    ) -> Response:
+        """Perform ``action`` at ``service`` on behalf of ``caller``.
+
+        Returns a :class:`Response` (applied, or deduplicated for a repeated
+        idempotency key with the same request). Raises :class:`Rejected` when
+        nothing was applied (an injected fault, or a key reused with another
+        request), :class:`Unknown` when the caller cannot know, and
+        :class:`WorldUsageError` for an unknown service/action or a request
+        that is not plain JSON. ``context=`` is accepted as another name for
+        ``caller=`` (the reference runtime's keyword); give exactly one.
+        Every call is recorded before this returns or raises.
+        """
+        who = _one_caller(caller, context)
+        spec = service_spec(service, action)
+        for name, key in (("idempotency_key", idempotency_key), ("business_key", business_key)):
+            if key is not None and not isinstance(key, str):
+                raise WorldUsageError(f"{name} must be a str or None; got {key!r}")
+        if not isinstance(request, Mapping):
+            raise WorldUsageError(f"a request is a mapping of JSON values; got {request!r}")
+        body = dict(request)
+        req = _Request(spec, action, body, idempotency_key, business_key, who)
+
+        with self._store.transaction() as conn:
+            matched = count_and_match(conn, service, action)
+            if matched is not None and matched[0].rule.mode == "slow":
+                # Do not hold the world's write lock while sleeping: other
+                # workers must keep going. The request is processed afterwards.
+                self._record_fired(conn, matched, who, request_seq=None)
+            else:
+                outcome, done, seq = self._execute(conn, req, matched)
+        if matched is not None and matched[0].rule.mode == "slow":
+            time.sleep(matched[0].rule.delay)
+            with self._store.transaction() as conn:
+                outcome, done, seq = self._execute(conn, req, None, rule_id=matched[0].rule_id)
+                conn.execute(
+                    "UPDATE fired SET request_seq = ? WHERE rule_id = ?", (seq, matched[0].rule_id)
+                )
+        # The transaction has committed: what follows is only what the caller sees.
+        return _answer(spec.name, action, outcome, done)
+
+    def lookup(
+        self,
+        service: str,
+        *,
+        idempotency_key: str | None = None,
+        business_key: str | None = None,
+        tenant: str,
+    ) -> Response | None:
+        """The first applied request of ``tenant`` with that key, or None.
+
+        Give exactly one key. Raises :class:`NotSupported` when ``service``
+        has no lookup of that kind (see :meth:`capabilities`). The lookup is
+        recorded (action ``"lookup"``, never an effect), so a checker can see
+        whether a runtime reconciled before it retried; lookups are not counted
+        by fault rules.
+        """
+        spec = service_spec(service)
+        keys = {"idempotency_key": idempotency_key, "business_key": business_key}
+        with self._store.transaction() as conn:
+            found = find_first(
+                conn,
+                spec,
+                tenant=tenant,
+                idempotency_key=idempotency_key,
+                business_key=business_key,
+            )
+            self._insert(
+                conn,
+                _Request(spec, "lookup", keys, idempotency_key, business_key, _Tenant(tenant)),
+                "applied",
+                Processed(applied=False, response=found),
+                rule_id=None,
+            )
+        return found
+
+    def close(self) -> None:
+        """Close this process's connection; the client reopens on next use."""
+        self._store.close()
+
+    def __enter__(self) -> WorldClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"WorldClient({self.path!r})"
+
+    # -- inside the transaction -------------------------------------------------
+
+    def _execute(
+        self,
+        conn: sqlite3.Connection,
+        req: _Request,
+        matched: tuple[ArmedRule, int] | None,
+        *,
+        rule_id: int | None = None,
+    ) -> tuple[Outcome, Processed, int]:
+        mode = None if matched is None else matched[0].rule.mode
+        outcome: Outcome
+        if mode in ("reject", "timeout_before_apply", "kill_before_apply"):
+            assert matched is not None
+            done = Processed(
+                applied=False,
+                response=None,
+                error=f"injected fault: {mode} (rule {matched[0].rule_id})",
+            )
+            outcome = _BEFORE_APPLY[mode]
+        else:
+            done = process(
+                conn,
+                req.spec,
+                req.action,
+                tenant=req.caller.tenant,
+                request_hash=req.hash,
+                idempotency_key=req.idempotency_key,
+            )
+            if mode == "apply_then_timeout":
+                outcome = "unknown_applied"
+            elif mode == "kill_after_apply":
+                outcome = "killed_after_apply"
+            elif done.response is None:
+                outcome = "rejected"
+            else:
+                outcome = "deduplicated" if done.deduplicated else "applied"
+        if matched is not None:
+            rule_id = matched[0].rule_id
+        seq = self._insert(conn, req, outcome, done, rule_id=rule_id)
+        if matched is not None:
+            self._record_fired(conn, matched, req.caller, request_seq=seq)
+        return outcome, done, seq
+
+    def _insert(
+        self,
+        conn: sqlite3.Connection,
+        req: _Request,
+        outcome: Outcome,
+        done: Processed,
+        *,
+        rule_id: int | None,
+    ) -> int:
+        who = req.caller
+        response = None if done.response is None else canonical_json(done.response.to_dict())
+        cursor = conn.execute(
+            "INSERT INTO requests (service, action, tenant, run_id, op_id, worker_id, "
+            "fencing_token, idempotency_key, business_key, request, request_hash, outcome, "
+            "applied, deduplicated, external_ref, response, error, rule_id, pid, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                req.spec.name,
+                req.action,
+                who.tenant,
+                who.run_id,
+                who.op_id,
+                who.worker_id,
+                who.fencing_token,
+                req.idempotency_key,
+                req.business_key,
+                req.text,
+                req.hash,
+                outcome,
+                int(done.applied),
+                int(done.deduplicated),
+                None if done.response is None else done.response.external_ref,
+                response,
+                done.error,
+                rule_id,
+                os.getpid(),
+                float(self._clock()),
+            ),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def _record_fired(
+        self,
+        conn: sqlite3.Connection,
+        matched: tuple[ArmedRule, int],
+        who: CallerLike,
+        *,
+        request_seq: int | None,
+    ) -> None:
+        armed, nth = matched
+        rule = armed.rule
+        conn.execute(
+            "INSERT INTO fired (rule_id, service, action, nth, mode, delay, request_seq, "
+            "tenant, run_id, worker_id, pid, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                armed.rule_id,
+                rule.service,
+                rule.action if rule.action is not None else "*",
+                nth,
+                rule.mode,
+                rule.delay,
+                request_seq,
+                who.tenant,
+                who.run_id,
+                who.worker_id,
+                os.getpid(),
+                float(self._clock()),
+            ),
+        )
+
+
+class _Request:
+    """A validated request, with its canonical JSON and hash computed once."""
+
+    def __init__(
+        self,
+        spec: ServiceSpec,
+        action: str,
+        body: dict[str, Any],
+        idempotency_key: str | None,
+        business_key: str | None,
+        caller: CallerLike,
+    ) -> None:
+        self.spec, self.action, self.caller = spec, action, caller
+        self.idempotency_key, self.business_key = idempotency_key, business_key
+        self.text = canonical_json(body)
+        self.hash = request_hash(body)
+
+
+class _Tenant:
+    """The caller of a lookup: only its tenant is known."""
+
+    def __init__(self, tenant: str) -> None:
+        self.tenant = tenant
+        self.run_id: str | None = None
+        self.op_id: str | None = None
+        self.worker_id: str | None = None
+        self.fencing_token: int | None = None
+
+
+def _one_caller(caller: CallerLike | None, context: CallerLike | None) -> CallerLike:
+    if (caller is None) == (context is None):
+        raise WorldUsageError(
+            "say who calls with exactly one of caller= or context= "
+            "(e.g. caller=Caller(tenant='t1', run_id='r1'))"
+        )
+    who = caller if caller is not None else context
+    assert who is not None
+    if not isinstance(getattr(who, "tenant", None), str):
+        raise WorldUsageError(f"the caller must have a str tenant; got {who!r}")
+    return who
+
+
+def _answer(
+    service: str,
+    action: str,
+    outcome: Outcome,
+    done: Processed,
+) -> Response:
+    """What the caller sees, once the world's records are committed."""
+    if outcome in ("killed_before_apply", "killed_after_apply"):
+        kill_caller()
+    if outcome in ("unknown_applied", "unknown_not_applied"):
+        raise Unknown(service, action, "timed out waiting for the service's answer")
+    if outcome == "rejected":
+        raise Rejected(service, action, done.error or "rejected")
+    assert done.response is not None, "an applied or deduplicated request has a response"
+    return done.response

@@ -1,0 +1,183 @@
+"""The simulated services: what each one offers and how it processes a request.
+
+Each service is a small, fixed specification, and processing is a pure
+function of the world's durable records, run inside the caller's write
+transaction. Nothing here depends on time or on which process calls, so the
+same sequence of calls always gives the same records and external refs.
+
+=============  ================  ===========  ============  ===========
+service        actions           idem. keys   lookup by     side effect
+=============  ================  ===========  ============  ===========
+payments       charge, refund    yes          key           yes
+provisioning   create_account    no           business key  yes
+email          send              no           --            yes
+identity       verify            no           --            no
+=============  ================  ===========  ============  ===========
+
+A key the service does not support is recorded but ignored, as a real
+service ignores a header it does not know: a repeated ``create_account`` or
+``send`` is a real second effect whatever key it carries.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ._errors import NotSupported, WorldUsageError
+from ._model import Capabilities, Response
+from ._store import next_counter
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One simulated service: its actions (with the status each answers), what
+    it supports, and the prefix of its external refs."""
+
+    name: str
+    actions: Mapping[str, str]
+    capabilities: Capabilities
+    ref_prefix: str
+
+
+SERVICES: dict[str, ServiceSpec] = {
+    spec.name: spec
+    for spec in (
+        ServiceSpec(
+            "payments",
+            {"charge": "succeeded", "refund": "refunded"},
+            Capabilities(idempotency_keys=True, lookup_by_key=True, lookup_by_business_key=False),
+            "pay",
+        ),
+        ServiceSpec(
+            "provisioning",
+            {"create_account": "created"},
+            Capabilities(idempotency_keys=False, lookup_by_key=False, lookup_by_business_key=True),
+            "acct",
+        ),
+        ServiceSpec(
+            "email",
+            {"send": "sent"},
+            Capabilities(idempotency_keys=False, lookup_by_key=False, lookup_by_business_key=False),
+            "mail",
+        ),
+        ServiceSpec(
+            "identity",
+            {"verify": "verified"},
+            Capabilities(
+                idempotency_keys=False,
+                lookup_by_key=False,
+                lookup_by_business_key=False,
+                side_effect=False,
+            ),
+            "idv",
+        ),
+    )
+}
+
+
+def service_spec(service: str, action: str | None = None) -> ServiceSpec:
+    """The spec of ``service``; checks ``action`` too when given."""
+    spec = SERVICES.get(service)
+    if spec is None:
+        raise WorldUsageError(
+            f"unknown service {service!r}; the world offers {', '.join(sorted(SERVICES))}"
+        )
+    if action is not None and action not in spec.actions:
+        raise WorldUsageError(
+            f"service {service!r} has no action {action!r}; it offers "
+            f"{', '.join(sorted(spec.actions))}"
+        )
+    return spec
+
+
+@dataclass(frozen=True)
+class Processed:
+    """What the service did with a request it got to process."""
+
+    applied: bool
+    response: Response | None
+    error: str | None = None
+
+    @property
+    def deduplicated(self) -> bool:
+        return self.response is not None and self.response.deduplicated
+
+
+def process(
+    conn: sqlite3.Connection,
+    spec: ServiceSpec,
+    action: str,
+    *,
+    tenant: str,
+    request_hash: str,
+    idempotency_key: str | None,
+) -> Processed:
+    """Apply (or deduplicate, or refuse) one request. Runs inside the caller's
+    write transaction, so the check for an earlier key and the apply are atomic
+    across processes."""
+    if spec.capabilities.idempotency_keys and idempotency_key is not None:
+        first = conn.execute(
+            "SELECT request_hash, response FROM requests "
+            "WHERE service = ? AND tenant = ? AND idempotency_key = ? AND applied = 1 "
+            "ORDER BY seq LIMIT 1",
+            (spec.name, tenant, idempotency_key),
+        ).fetchone()
+        if first is not None:
+            if first[0] != request_hash:
+                return Processed(
+                    applied=False,
+                    response=None,
+                    error=(
+                        f"idempotency key {idempotency_key!r} was first used with a different "
+                        f"request (hash {first[0][:12]}..., now {request_hash[:12]}...); "
+                        "a key must name exactly one request"
+                    ),
+                )
+            original = Response.from_dict(json.loads(first[1]))
+            return Processed(
+                applied=False,
+                response=Response(original.external_ref, original.body, deduplicated=True),
+            )
+    ref = f"{spec.ref_prefix}-{next_counter(conn, f'ref:{spec.name}'):06d}"
+    body = {"status": spec.actions[action], "external_ref": ref}
+    return Processed(applied=spec.capabilities.side_effect, response=Response(ref, body))
+
+
+def find_first(
+    conn: sqlite3.Connection,
+    spec: ServiceSpec,
+    *,
+    tenant: str,
+    idempotency_key: str | None,
+    business_key: str | None,
+) -> Response | None:
+    """The response of the first applied request with that key, or None.
+
+    Raises :class:`NotSupported` for a lookup the service lacks and
+    :class:`WorldUsageError` unless exactly one key is given.
+    """
+    if (idempotency_key is None) == (business_key is None):
+        raise WorldUsageError(
+            "lookup needs exactly one of idempotency_key= or business_key=; "
+            f"got idempotency_key={idempotency_key!r}, business_key={business_key!r}"
+        )
+    if idempotency_key is not None:
+        if not spec.capabilities.lookup_by_key:
+            raise NotSupported(spec.name, "lookup by idempotency key")
+        column, value = "idempotency_key", idempotency_key
+    else:
+        if not spec.capabilities.lookup_by_business_key:
+            raise NotSupported(spec.name, "lookup by business key")
+        column, value = "business_key", str(business_key)
+    row = conn.execute(
+        f"SELECT response FROM requests WHERE service = ? AND tenant = ? AND {column} = ? "
+        "AND applied = 1 ORDER BY seq LIMIT 1",
+        (spec.name, tenant, value),
+    ).fetchone()
+    if row is None:
+        return None
+    found = Response.from_dict(json.loads(row[0]))
+    return Response(found.external_ref, found.body, deduplicated=False)

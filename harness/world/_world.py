@@ -1,0 +1,222 @@
+"""The controller side of the world: create it, arm faults, read its records.
+
+The harness owns a :class:`World`; workers get a :class:`WorldClient` for the
+same file, either from :meth:`World.client` (in-process) or from
+:func:`open_world` (a worker process given the spec
+``"harness.world:open_world"`` and the file's path). Exactly-once is judged
+from :meth:`World.effects`, never from the runtime's own records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from types import TracebackType
+from typing import Any, cast
+
+from ._client import Clock, WorldClient
+from ._errors import WorldUsageError
+from ._faults import ArmedRule, arm, call_counter, list_rules
+from ._model import FaultMode, FaultRule, FiredFault, Outcome, RequestRecord, ServiceCounts
+from ._services import SERVICES, service_spec
+from ._store import Store, read_counter
+
+#: Environment variable :func:`open_world` reads when given no path.
+ENV_WORLD_PATH = "HARNESS_WORLD_PATH"
+
+_REQUEST_COLUMNS = (
+    "seq, service, action, tenant, run_id, op_id, worker_id, fencing_token, idempotency_key, "
+    "business_key, request, request_hash, outcome, applied, deduplicated, external_ref, "
+    "response, error, rule_id, pid, at"
+)
+
+
+class World:
+    """One simulated world, stored in the SQLite file at ``path``.
+
+    ``World(path)`` touches nothing; call :meth:`create` for a new world or
+    :meth:`open` to check an existing one. ``clock`` (a callable returning
+    seconds) stamps the records written through :meth:`client`; default
+    :func:`time.time`. Every method reads the durable file, so it sees the
+    calls of every process.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], clock: Clock | None = None) -> None:
+        self._store = Store(path)
+        self._clock = clock
+
+    @property
+    def path(self) -> str:
+        """The world's SQLite file."""
+        return str(self._store.path)
+
+    def create(self) -> World:
+        """Create the world's file, empty. Refuses an existing file."""
+        self._store.create()
+        return self
+
+    def open(self) -> World:
+        """Check that ``path`` holds a world this code can read; returns self."""
+        self._store.conn()
+        return self
+
+    def client(self) -> WorldClient:
+        """A client for this world (same clock), for in-process callers."""
+        return WorldClient(self._store.path, clock=self._clock)
+
+    # -- faults -------------------------------------------------------------------
+
+    def arm(self, rule: FaultRule) -> int:
+        """Arm ``rule`` durably; returns its id. Refuses a rule for an unknown
+        service or action, and one whose ``nth`` call has already happened."""
+        if not isinstance(rule, FaultRule):
+            raise WorldUsageError(f"arm() takes a FaultRule; got {rule!r}")
+        with self._store.transaction() as conn:
+            return arm(conn, rule)
+
+    def rules(self) -> list[ArmedRule]:
+        """Every armed rule in arming order, with whether it has fired."""
+        return list_rules(self._store.conn())
+
+    def fired(self) -> list[FiredFault]:
+        """The rules that actually fired, in firing order."""
+        rows = self._store.conn().execute(
+            "SELECT rule_id, service, action, nth, mode, delay, request_seq, tenant, run_id, "
+            "worker_id, pid, at FROM fired ORDER BY rowid"
+        )
+        return [
+            FiredFault(
+                rule_id=r[0],
+                service=r[1],
+                action=r[2],
+                nth=r[3],
+                mode=cast(FaultMode, r[4]),
+                delay=r[5],
+                request_seq=r[6],
+                tenant=r[7],
+                run_id=r[8],
+                worker_id=r[9],
+                pid=r[10],
+                at=r[11],
+            )
+            for r in rows
+        ]
+
+    def calls(self, service: str, action: str | None = None) -> int:
+        """How many calls ``service`` (and ``action``) has had, lookups excluded.
+
+        Arm ``nth=world.calls(s) + 1`` to hit the next call.
+        """
+        service_spec(service, action)
+        return read_counter(self._store.conn(), call_counter(service, action))
+
+    # -- records ------------------------------------------------------------------
+
+    def requests(self, service: str | None = None) -> list[RequestRecord]:
+        """Every recorded request (lookups included), in order; of one service if given."""
+        return self._select("" if service is None else "WHERE service = ?", service)
+
+    def effects(self, service: str | None = None) -> list[RequestRecord]:
+        """The requests that changed the world (``applied=True``), in order.
+
+        This is what exactly-once is judged on: two effects for one logical
+        operation are a duplicate, whatever the runtime believes.
+        """
+        where = "WHERE applied = 1" + ("" if service is None else " AND service = ?")
+        return self._select(where, service)
+
+    def summary(self) -> dict[str, ServiceCounts]:
+        """Counts per service (every service listed, in name order).
+
+        ``calls`` excludes lookups; ``applied`` counts effects; ``unknown`` and
+        ``killed`` count the fault outcomes.
+        """
+        rows = (
+            self._store.conn()
+            .execute(
+                "SELECT service, "
+                "SUM(action != 'lookup'), SUM(applied), SUM(outcome = 'deduplicated'), "
+                "SUM(outcome = 'rejected'), SUM(outcome LIKE 'unknown_%'), "
+                "SUM(outcome LIKE 'killed_%') "
+                "FROM requests GROUP BY service"
+            )
+            .fetchall()
+        )
+        counts = {name: ServiceCounts() for name in sorted(SERVICES)}
+        for service, *numbers in rows:
+            counts[service] = ServiceCounts(*(int(n) for n in numbers))
+        return counts
+
+    def _select(self, where: str, service: str | None) -> list[RequestRecord]:
+        params: tuple[Any, ...] = () if service is None else (service,)
+        rows = self._store.conn().execute(
+            f"SELECT {_REQUEST_COLUMNS} FROM requests {where} ORDER BY seq", params
+        )
+        return [_request_record(row) for row in rows]
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close this process's connection; the world reopens on next use."""
+        self._store.close()
+
+    def __enter__(self) -> World:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"World({self.path!r})"
+
+
+def open_world(arg: str | None) -> WorldClient:
+    """Factory for worker processes: a client for the world at path ``arg``.
+
+    Meant for a ``"harness.world:open_world"`` spec string; ``arg`` is the
+    world's file (``None``: read it from ``$HARNESS_WORLD_PATH``). The world
+    must already exist (the controller creates it). Records are stamped with
+    the wall clock.
+    """
+    path = arg if arg else os.environ.get(ENV_WORLD_PATH)
+    if not path:
+        raise WorldUsageError(
+            "open_world needs the world's file: pass its path as the factory argument "
+            f"or set ${ENV_WORLD_PATH}"
+        )
+    client = WorldClient(path)
+    client._store.conn()  # fail here, at start-up, if there is no world at path
+    return client
+
+
+def _request_record(row: tuple[Any, ...]) -> RequestRecord:
+    (seq, service, action, tenant, run_id, op_id, worker_id, token, key, bkey, request, rhash,
+     outcome, applied, dedup, ref, response, error, rule_id, pid, at) = row  # fmt: skip
+    return RequestRecord(
+        seq=seq,
+        service=service,
+        action=action,
+        tenant=tenant,
+        run_id=run_id,
+        op_id=op_id,
+        worker_id=worker_id,
+        fencing_token=token,
+        idempotency_key=key,
+        business_key=bkey,
+        request=json.loads(request),
+        request_hash=rhash,
+        outcome=cast(Outcome, outcome),
+        applied=bool(applied),
+        deduplicated=bool(dedup),
+        external_ref=ref,
+        response=None if response is None else json.loads(response),
+        error=error,
+        rule_id=rule_id,
+        pid=pid,
+        at=at,
+    )
