@@ -10,7 +10,7 @@ service        actions           idem. keys   lookup by     side effect
 =============  ================  ===========  ============  ===========
 payments       charge, refund    yes          key           yes
 provisioning   create_account    no           business key  yes
-email          send              no           --            yes
+email          send, notify      no           --            yes
 identity       verify            no           --            no
 =============  ================  ===========  ============  ===========
 
@@ -59,7 +59,7 @@ SERVICES: dict[str, ServiceSpec] = {
         ),
         ServiceSpec(
             "email",
-            {"send": "sent"},
+            {"send": "sent", "notify": "sent"},
             Capabilities(idempotency_keys=False, lookup_by_key=False, lookup_by_business_key=False),
             "mail",
         ),

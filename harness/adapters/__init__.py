@@ -1,0 +1,1 @@
+"""Adapters: the only way the harness touches a runtime."""

@@ -1,0 +1,225 @@
+"""One isolated deployment of the reference runtime, wired to a world.
+
+A :class:`Deployment` owns everything one scenario needs and nothing else: its
+own SQLite file or Postgres schema, its own Redis key prefix, its own world
+database, a virtual clock file shared with its workers, tenant approval keys and
+an artifact directory. Workers are real OS processes started by a spawner (the
+harness's fork server, or fresh interpreters); they get the configuration as
+``RR_*`` environment variables and open their own connections.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from reference_runtime import FileClock, Run, Runtime, RuntimeConfig
+from reference_runtime import crashpoints as cp
+from reference_runtime.store import Snapshot
+
+from ...world import ApprovalAuthority, World
+from ._services import SPEC, services_arg
+
+#: Where virtual time starts; any fixed value keeps histories reproducible.
+EPOCH = 1_700_000_000.0
+WORKER_TARGET = "reference_runtime._worker:main"
+
+
+@dataclass(frozen=True)
+class Exit:
+    """How a worker process ended: ``code`` for an exit, ``signal`` for a kill."""
+
+    code: int | None
+    signal: int | None
+
+    @property
+    def killed(self) -> bool:
+        return self.signal is not None
+
+
+class Spawner(Protocol):
+    def run(self, args: dict[str, Any], env: dict[str, str], timeout: float) -> Exit:
+        """Run ``reference_runtime._worker.main(args)`` in a new process to its end."""
+        ...
+
+
+class SubprocessSpawner:
+    """A fresh interpreter per worker: slow, but needs nothing else."""
+
+    def run(self, args: dict[str, Any], env: dict[str, str], timeout: float) -> Exit:
+        import json
+
+        code = f"import json,sys; from reference_runtime._worker import main; main(json.loads({json.dumps(json.dumps(args))}))"
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, **env},
+            timeout=timeout,
+            check=False,
+            stderr=subprocess.PIPE,
+        )
+        if proc.returncode < 0:
+            return Exit(None, -proc.returncode)
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr.decode(errors="replace"))
+        return Exit(proc.returncode, None)
+
+
+class Deployment:
+    """The reference runtime plus a world, isolated under ``root``."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        backend: str = "sqlite",
+        queue: str = "store",
+        postgres_url: str | None = None,
+        redis_url: str | None = None,
+        code_version: int | None = None,
+        tenants: tuple[str, ...] = ("acme", "globex"),
+        lease_seconds: float = 30.0,
+        spawner: Spawner | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.backend, self.queue = backend, queue
+        self.world = World(self.root / "world.db").create()
+        self.clock = FileClock(self.root / "clock", start=EPOCH)
+        self.keys = {t: secrets.token_bytes(16) for t in tenants}
+        self.authority = ApprovalAuthority(self.keys)
+        self.schema: str | None = None
+        if backend == "sqlite":
+            store_url = f"sqlite:///{(self.root / 'runtime.db').resolve()}"
+        elif backend == "postgres":
+            if not postgres_url:
+                raise ValueError("backend='postgres' needs postgres_url")
+            store_url = postgres_url
+            self.schema = f"rr_{uuid.uuid4().hex[:12]}"
+        else:
+            raise ValueError(f"backend must be 'sqlite' or 'postgres', got {backend!r}")
+        extra: dict[str, Any] = {}
+        if code_version is not None:
+            extra["code_version"] = code_version
+        self.config = RuntimeConfig(
+            store_url=store_url,
+            schema=self.schema,
+            services=SPEC,
+            services_arg=services_arg(str(self.world.path), str(self.clock.path)),
+            clock=f"file:{self.clock.path}",
+            artifact_dir=str(self.root / "artifacts"),
+            queue=queue,
+            redis_url=redis_url if queue == "redis" else None,
+            lease_seconds=lease_seconds,
+            tenant_keys=self.keys,
+            **extra,
+        )
+        self.runtime = Runtime(self.config, clock=self.clock)
+        self.spawner: Spawner = spawner or SubprocessSpawner()
+        self._crash_log = self.root / "crashpoints.log"
+
+    # -- workers --------------------------------------------------------------
+
+    def worker_env(
+        self,
+        *,
+        crash: str | None = None,
+        trace: bool = False,
+        code_version: int | None = None,
+    ) -> dict[str, str]:
+        cfg = self.config if code_version is None else self.config.with_(code_version=code_version)
+        env = cfg.to_env()
+        env[cp.ENV_LOG] = str(self._crash_log)
+        env[cp.ENV_SPEC] = crash or ""
+        env[cp.ENV_TRACE] = "1" if trace else ""
+        return env
+
+    def run_worker(
+        self,
+        worker_id: str,
+        *,
+        crash: str | None = None,
+        trace: bool = False,
+        code_version: int | None = None,
+        timeout: float = 120.0,
+    ) -> Exit:
+        """Run one worker process until it is idle (or dies at ``crash``)."""
+        env = self.worker_env(crash=crash, trace=trace, code_version=code_version)
+        return self.spawner.run({"worker_id": worker_id}, env, timeout)
+
+    def crash_log(self) -> list[tuple[int, str, int, str]]:
+        """(pid, site, hit, action) lines written by crash points so far."""
+        if not self._crash_log.exists():
+            return []
+        out = []
+        for line in self._crash_log.read_text().splitlines():
+            pid, site, n, action = line.split()
+            out.append((int(pid), site, int(n), action))
+        return out
+
+    def reset_crash_log(self) -> None:
+        self._crash_log.unlink(missing_ok=True)
+
+    # -- ingress and observation ----------------------------------------------
+
+    def submit(self, workflow: str, input: Mapping[str, Any], *, tenant: str, run_id: str) -> Run:
+        return self.runtime.submit(workflow, input, tenant=tenant, run_id=run_id)
+
+    def snapshot(self, run_id: str) -> Snapshot:
+        return self.runtime.store.load(run_id)
+
+    def approve(
+        self,
+        run_id: str,
+        *,
+        decision: str = "approved",
+        role: str | None = None,
+        approver: str = "alice",
+        message_id: str | None = None,
+    ) -> dict[str, Any]:
+        """A signed decision for the approval ``run_id`` waits on (not delivered)."""
+        snap = self.snapshot(run_id)
+        waiting = (snap.run.waiting_on or "").removeprefix("approval:")
+        approval = next(a for a in snap.approvals if a.approval_id == waiting)
+        return self.authority.decision(
+            tenant=snap.run.tenant,
+            approval_id=approval.approval_id,
+            run_id=run_id,
+            decision=decision,
+            approver=approver,
+            role=role or approval.approver_role,
+            params_hash=approval.params_hash,
+            message_id=message_id or f"decision:{approval.approval_id}",
+        )
+
+    def deliver(self, message: Mapping[str, Any]) -> bool:
+        return self.runtime.deliver(message)
+
+    def close(self) -> None:
+        store = self.runtime.store
+        self.runtime.close()
+        if self.schema is not None:
+            drop = getattr(store, "drop_schema", None)
+            if drop is not None:
+                drop()
+        if self.queue == "redis" and self.config.redis_url:
+            from reference_runtime.store.redis_queue import RedisLeases, prefix_for
+
+            leases = RedisLeases(
+                self.config.redis_url, prefix_for(self.config.store_url, self.schema)
+            )
+            leases.drop_all()
+            leases.close()
+        self.world.close()
+
+    def __enter__(self) -> Deployment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
