@@ -1,7 +1,79 @@
-"""Storage backends behind one contract (see :mod:`reference_runtime.store._base`)."""
+"""Storage backends behind one contract (see :mod:`reference_runtime.store._base`).
+
+:func:`open_store` turns a URL into a backend; backends are imported only when
+asked for, so the Postgres driver stays an optional extra.
+"""
 
 from __future__ import annotations
 
+from .._errors import ConfigError
 from ._base import Claim, Commit, RetentionPolicy, Snapshot, Store
 
-__all__ = ["Claim", "Commit", "RetentionPolicy", "Snapshot", "Store"]
+__all__ = ["Claim", "Commit", "RetentionPolicy", "Snapshot", "Store", "open_store"]
+
+_EXAMPLES = (
+    "'sqlite:///var/lib/harness/runs.db' (absolute path), 'sqlite:runs.db' (relative "
+    "path) or 'postgresql://user@localhost:5432/dbname'"
+)
+
+
+def open_store(url: str, *, schema: str | None = None) -> Store:
+    """A store for ``url``; call ``setup()`` on it before first use.
+
+    Accepted: ``sqlite:///abs/path.db``, ``sqlite:relative/path.db`` and
+    ``postgresql://...`` (or ``postgres://...``). ``schema`` selects the
+    Postgres schema (default ``public``); SQLite ignores it, a file being its
+    own namespace. Raises :class:`ConfigError` for anything else, or when the
+    Postgres extra is not installed.
+    """
+    scheme, sep, rest = url.partition(":")
+    scheme = scheme.lower()
+    if scheme == "sqlite" and sep:
+        from .sqlite import SqliteStore
+
+        return SqliteStore(_sqlite_path(url, rest))
+    if scheme in ("postgresql", "postgres") and rest.startswith("//"):
+        try:
+            from .postgres import PostgresStore
+        except ImportError as exc:
+            raise ConfigError(
+                f"store URL {_redact(url)!r} needs the Postgres driver, which is not "
+                f"installed ({exc}); install it with: "
+                "pip install 'stateful-agent-harness[postgres]'"
+            ) from exc
+        return PostgresStore(url, schema=schema or "public")
+    raise ConfigError(
+        f"unsupported store URL {_redact(url)!r}: expected a 'sqlite:' or 'postgresql://' "
+        f"URL, for example {_EXAMPLES}"
+    )
+
+
+def _sqlite_path(url: str, rest: str) -> str:
+    if rest.startswith("//"):
+        # sqlite:///abs/path -> "/abs/path" (SQLAlchemy's four-slash form too);
+        # anything between the slashes would be a host, which a file cannot have.
+        host, slash, path = rest[2:].partition("/")
+        if host or not slash or not path:
+            raise ConfigError(
+                f"bad SQLite URL {url!r}: 'sqlite://' must be followed by an absolute path "
+                f"(three slashes in all), for example {_EXAMPLES}"
+            )
+        return "/" + path.lstrip("/")
+    if not rest:
+        raise ConfigError(f"bad SQLite URL {url!r}: it names no file; for example {_EXAMPLES}")
+    if rest == ":memory:":
+        raise ConfigError(
+            f"bad SQLite URL {url!r}: an in-memory database cannot be shared by worker "
+            f"processes; name a file instead, for example {_EXAMPLES}"
+        )
+    return rest
+
+
+def _redact(url: str) -> str:
+    """``url`` without its password, fit for an error message."""
+    head, at, tail = url.rpartition("@")
+    if not at or "://" not in head:
+        return url
+    scheme, _, userinfo = head.partition("://")
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{tail}" if ":" in userinfo else url

@@ -1,0 +1,265 @@
+"""The PostgreSQL backend: one schema per deployment (or per test).
+
+Connections come from a :class:`psycopg_pool.ConnectionPool` opened lazily in
+the process that uses it; each connection gets ``search_path`` set to the
+store's schema when the pool creates it, so every query names bare tables.
+Claims use ``SELECT ... FOR UPDATE SKIP LOCKED``: competing workers never wait
+on each other's candidate rows, and re-check the lease on the row they lock.
+
+Fork safety: a pool (and its sockets) inherited by a forked child is never
+used there. At fork, the child points each inherited socket at ``/dev/null``,
+so that finalizing those connections in the child cannot send the server a
+"terminate" message that would kill the *parent's* sessions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+from psycopg.rows import TupleRow
+from psycopg.types.string import TextLoader
+from psycopg_pool import ConnectionPool
+
+from .._errors import ConfigError
+from ._sql import SqlStore
+from ._sqlkit import Migration, Tx
+
+#: Versioned DDL for PostgreSQL. Append new steps; never edit an applied one.
+MIGRATIONS: tuple[Migration, ...] = (
+    (
+        1,
+        "initial schema",
+        (
+            """CREATE TABLE runs (
+                run_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, status TEXT NOT NULL,
+                state_version BIGINT NOT NULL, wake_at DOUBLE PRECISION, parent_run_id TEXT,
+                lease_owner TEXT, lease_expiry DOUBLE PRECISION, fencing_token BIGINT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+                doc JSONB NOT NULL)""",
+            "CREATE INDEX runs_status_wake ON runs (status, wake_at)",
+            "CREATE INDEX runs_created ON runs (created_at, run_id)",
+            "CREATE INDEX runs_tenant ON runs (tenant, created_at)",
+            "CREATE INDEX runs_lease ON runs (lease_owner, lease_expiry)",
+            "CREATE INDEX runs_finished ON runs (status, updated_at)",
+            """CREATE TABLE working_state (
+                run_id TEXT PRIMARY KEY, updated_at DOUBLE PRECISION NOT NULL,
+                compacted_at DOUBLE PRECISION, doc JSONB NOT NULL)""",
+            """CREATE TABLE operations (
+                seq BIGSERIAL PRIMARY KEY, op_id TEXT NOT NULL UNIQUE, run_id TEXT NOT NULL,
+                status TEXT NOT NULL, idempotency_key TEXT NOT NULL, doc JSONB NOT NULL)""",
+            "CREATE INDEX operations_run ON operations (run_id, seq)",
+            "CREATE INDEX operations_key ON operations (idempotency_key)",
+            """CREATE TABLE approvals (
+                seq BIGSERIAL PRIMARY KEY, approval_id TEXT NOT NULL UNIQUE, run_id TEXT NOT NULL,
+                decision TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL,
+                doc JSONB NOT NULL)""",
+            "CREATE INDEX approvals_run ON approvals (run_id, seq)",
+            "CREATE INDEX approvals_expiry ON approvals (expires_at)",
+            """CREATE TABLE memory (
+                seq BIGSERIAL PRIMARY KEY, memory_id TEXT NOT NULL UNIQUE,
+                tenant TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL,
+                version BIGINT NOT NULL, trust DOUBLE PRECISION NOT NULL, subject TEXT,
+                expires_at DOUBLE PRECISION, deleted BOOLEAN NOT NULL, doc JSONB NOT NULL)""",
+            "CREATE INDEX memory_lookup ON memory (tenant, namespace, key, version)",
+            "CREATE INDEX memory_subject ON memory (tenant, subject)",
+            "CREATE INDEX memory_namespace ON memory (namespace, seq)",
+            "CREATE INDEX memory_expiry ON memory (expires_at)",
+            """CREATE TABLE memory_sources (
+                memory_id TEXT NOT NULL, source_id TEXT NOT NULL,
+                PRIMARY KEY (memory_id, source_id))""",
+            "CREATE INDEX memory_sources_source ON memory_sources (source_id)",
+            """CREATE TABLE audit (
+                seq BIGSERIAL PRIMARY KEY, run_id TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,
+                doc JSONB NOT NULL)""",
+            "CREATE INDEX audit_run ON audit (run_id, seq)",
+            """CREATE TABLE artifacts (
+                seq BIGSERIAL PRIMARY KEY, uri TEXT NOT NULL UNIQUE, owner TEXT NOT NULL,
+                subject TEXT, expires_at DOUBLE PRECISION, doc JSONB NOT NULL)""",
+            "CREATE INDEX artifacts_owner ON artifacts (owner, seq)",
+            "CREATE INDEX artifacts_expiry ON artifacts (expires_at)",
+            """CREATE TABLE inbox (
+                seq BIGSERIAL PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, run_id TEXT NOT NULL,
+                received_at DOUBLE PRECISION NOT NULL, processed_at DOUBLE PRECISION,
+                doc JSONB NOT NULL)""",
+            "CREATE INDEX inbox_pending ON inbox (run_id, processed_at, received_at)",
+        ),
+    ),
+)
+
+_SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+Conn = psycopg.Connection[TupleRow]
+
+# Every connection any pool in this process created, so a forked child can
+# disarm the ones it inherits (see module docstring), and keep them alive.
+_OPENED: weakref.WeakSet[Conn] = weakref.WeakSet()
+_INHERITED: list[Any] = []
+
+
+def _disarm_inherited_connections() -> None:
+    """Runs in a forked child: make inherited sockets harmless, keep them alive."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        for conn in list(_OPENED):
+            with contextlib.suppress(Exception):
+                os.dup2(devnull, conn.pgconn.socket)
+            _INHERITED.append(conn)
+    finally:
+        os.close(devnull)
+
+
+os.register_at_fork(after_in_child=_disarm_inherited_connections)
+
+
+class PostgresStore(SqlStore):
+    """The store contract over one PostgreSQL schema (see :mod:`._base`).
+
+    ``schema`` is created by :meth:`setup` if missing; ``pool_size`` bounds
+    the connections one process opens. Thread-safe (a connection per call
+    from the pool) and fork-safe (a child builds its own pool).
+    """
+
+    name = "postgres"
+    placeholder = "%s"
+    claim_lock = " FOR UPDATE OF runs SKIP LOCKED"
+
+    def __init__(self, url: str, *, schema: str = "public", pool_size: int = 4) -> None:
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ConfigError(
+                f"bad Postgres schema name {schema!r}: use 1-63 letters, digits or '_', "
+                "not starting with a digit (for example 'harness_runs')"
+            )
+        if pool_size < 1:
+            raise ConfigError(f"pool_size must be at least 1, got {pool_size}")
+        #: Connection URL (may hold a password: do not log it).
+        self.url = url
+        self.schema = schema
+        self.pool_size = pool_size
+        self._pool: ConnectionPool[Conn] | None = None
+        self._pid = 0
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _row_lock(self, of: str = "") -> str:
+        return f" FOR UPDATE OF {of}" if of else " FOR UPDATE"
+
+    # -- connections -----------------------------------------------------
+    def _configure(self, conn: Conn) -> None:
+        # Read JSONB as its text: pydantic parses JSON text faster than it
+        # validates a Python dict, and the round trip stays exact.
+        conn.adapters.register_loader("jsonb", TextLoader)
+        conn.execute(f'SET search_path TO "{self.schema}"')
+        conn.commit()
+        _OPENED.add(conn)
+
+    def _connections(self) -> ConnectionPool[Conn]:
+        """This process's pool, opened on first use (and anew after a fork)."""
+        if self._closed:
+            raise RuntimeError(f"PostgresStore(schema={self.schema!r}) was closed")
+        pool, pid = self._pool, os.getpid()
+        if pool is not None and self._pid == pid:
+            return pool
+        with self._lock:
+            if self._pool is not None and self._pid == pid:
+                return self._pool
+            if self._pool is not None:
+                _INHERITED.append(self._pool)  # the parent's; never close it here
+            pool = ConnectionPool(
+                self.url,
+                min_size=1,
+                max_size=self.pool_size,
+                open=False,
+                configure=self._configure,
+                name=f"store-{self.schema}",
+            )
+            pool.open(wait=True, timeout=30.0)
+            self._pool, self._pid = pool, pid
+            return pool
+
+    @contextlib.contextmanager
+    def _transaction(self, first: str | None = None) -> Iterator[Tx]:
+        with self._connections().connection() as conn:
+            try:
+                with conn.cursor() as cur:
+                    if first:
+                        cur.execute(first)
+                    yield Tx(cur, self.placeholder)
+                conn.commit()
+            except BaseException:
+                # BaseException too: a simulated crash must roll back before the
+                # connection goes back to the pool. A broken connection cannot
+                # roll back; the server aborts its transaction and the pool
+                # discards it.
+                with contextlib.suppress(psycopg.Error):
+                    conn.rollback()
+                raise
+
+    def _write(self) -> contextlib.AbstractContextManager[Tx]:
+        return self._transaction()
+
+    def _read(self) -> contextlib.AbstractContextManager[Tx]:
+        return self._transaction()
+
+    def _snapshot(self) -> contextlib.AbstractContextManager[Tx]:
+        # load() reads several tables: they must come from one snapshot.
+        return self._transaction("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+    # -- lifecycle -------------------------------------------------------
+    def setup(self) -> None:
+        """Create the schema and apply missing migrations. Idempotent; several
+        processes calling it at once take turns on a transaction-scoped
+        advisory lock named after the schema."""
+        with self._write() as tx:
+            tx.run("SELECT pg_advisory_xact_lock(hashtext(?))", f"sah-store-setup:{self.schema}")
+            tx.run(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            tx.run(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
+                " name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
+            )
+            done = {r[0] for r in tx.all("SELECT version FROM schema_migrations")}
+            for version, step_name, statements in MIGRATIONS:
+                if version in done:
+                    continue
+                for ddl in statements:
+                    tx.run(ddl)
+                # Wall time on purpose: this is operator metadata, not run state.
+                tx.run(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    version,
+                    step_name,
+                    time.time(),
+                )
+
+    def applied_migrations(self) -> list[int]:
+        """Versions recorded in ``schema_migrations``, ascending."""
+        with self._read() as tx:
+            return [r[0] for r in tx.all("SELECT version FROM schema_migrations ORDER BY version")]
+
+    def drop_schema(self) -> None:
+        """Drop the store's schema and everything in it (for tests). Refuses
+        ``public``, which other software may share."""
+        if self.schema == "public":
+            raise ConfigError("refusing to drop the 'public' schema; use a dedicated schema")
+        with self._write() as tx:
+            tx.run(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+
+    def close(self) -> None:
+        """Close this process's pool; an inherited one is left alone."""
+        with self._lock:
+            if self._pool is not None and self._pid == os.getpid():
+                self._pool.close()
+            elif self._pool is not None:
+                _INHERITED.append(self._pool)
+            self._pool = None
+            self._closed = True
+
+    def __repr__(self) -> str:
+        return f"PostgresStore(schema={self.schema!r}, pool_size={self.pool_size})"

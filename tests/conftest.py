@@ -1,0 +1,72 @@
+"""Shared fixtures: external services and the store backends.
+
+Services come from :mod:`reference_runtime.service_urls`. A missing service
+skips the tests that need it, with the reason, unless
+``HARNESS_REQUIRE_SERVICES=1`` (CI), where it fails them instead.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from reference_runtime import service_urls
+from reference_runtime.store import Store
+
+
+def _service(resolve: Callable[[], str]) -> str:
+    try:
+        return resolve()
+    except service_urls.ServiceUnavailable as exc:
+        if service_urls.services_required():
+            pytest.fail(f"{exc} (HARNESS_REQUIRE_SERVICES=1 forbids skipping)")
+        pytest.skip(str(exc))
+
+
+# -- services ------------------------------------------------------------
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """URL of a PostgreSQL server (skips, or fails in CI, when there is none)."""
+    return _service(service_urls.postgres_url)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """URL of a Redis server (skips, or fails in CI, when there is none)."""
+    return _service(service_urls.redis_url)
+
+
+# -- stores --------------------------------------------------------------
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    """A set-up SQLite store in a fresh file."""
+    from reference_runtime.store.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "store.db")
+    store.setup()
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def postgres_store(postgres_url: str) -> Iterator[Store]:
+    """A set-up Postgres store in a schema of its own, dropped afterwards."""
+    from reference_runtime.store.postgres import PostgresStore
+
+    store = PostgresStore(postgres_url, schema=f"test_{uuid.uuid4().hex[:16]}")
+    store.setup()
+    try:
+        yield store
+    finally:
+        store.drop_schema()
+        store.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest) -> Store:
+    """Each backend in turn: the conformance suite runs once per backend."""
+    backend: Store = request.getfixturevalue(f"{request.param}_store")
+    return backend
