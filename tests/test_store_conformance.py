@@ -475,10 +475,11 @@ def test_claim_picks_only_runnable_runs(store: Store) -> None:
         ("j_wait_not_due", S.WAITING_FOR_APPROVAL, now + 5, False),
     ]
     for n, (run_id, status, wake_at, _) in enumerate(cases):
-        create(store, make_run(run_id, status, at=T0 + n, wake_at=wake_at))
+        # Created in reverse id order: "oldest first" must not mean "by id".
+        create(store, make_run(run_id, status, at=T0 - n, wake_at=wake_at))
     store.deliver(make_message("e_waiting_inbox", "m-e"))
     store.deliver(make_message("h_waiting_acked", "m-h", processed_at=T0))
-    expected = [run_id for run_id, *_, ok in cases if ok]
+    expected = [run_id for run_id, *_, ok in reversed(cases) if ok]
     assert store.runnable(now) == expected
     assert store.runnable(now, limit=2) == expected[:2]
     got = []
@@ -521,7 +522,7 @@ def test_claiming_a_named_run_fails_when_it_is_leased_or_not_runnable(store: Sto
 
 
 def test_racing_worker_processes_claim_each_run_exactly_once(store: Store, tmp_path: Path) -> None:
-    ids = [f"r{n:03}" for n in range(40)]
+    ids = [f"r{n:03}" for n in range(60)]
     for n, run_id in enumerate(ids):
         create(store, make_run(run_id, at=T0 + n))
     go = tmp_path / "go"
@@ -583,9 +584,13 @@ def test_release_frees_the_run_and_the_next_claim_gets_a_larger_token(store: Sto
 def test_release_of_a_lost_lease_leaves_the_new_holder_alone(store: Store) -> None:
     create(store, make_run("r1"))
     old = claimed(store, "r1", "w1", T0)
-    new = claimed(store, "r1", "w2", T0 + 11)
+    other = claimed(store, "r1", "w2", T0 + 11)
     store.release(old)
-    assert store.get_run("r1") == new.run
+    assert store.get_run("r1") == other.run
+    # The same worker id again (a restarted worker): only the token tells them apart.
+    again = claimed(store, "r1", "w1", T0 + 22)
+    store.release(old)
+    assert store.get_run("r1") == again.run
 
 
 def test_record_lease_adopts_only_a_larger_token(store: Store) -> None:
@@ -800,6 +805,7 @@ def test_a_forked_child_uses_its_own_connection_and_spares_the_parents(store: St
 
 # -- open_store ----------------------------------------------------------
 def test_open_store_understands_sqlite_and_postgres_urls(tmp_path: Path) -> None:
+    pytest.importorskip("psycopg", reason="the Postgres extra is not installed")
     from reference_runtime.store.postgres import PostgresStore
     from reference_runtime.store.sqlite import SqliteStore
 

@@ -146,7 +146,15 @@ class PostgresStore(SqlStore):
         self._pool: ConnectionPool[Conn] | None = None
         self._pid = 0
         self._lock = threading.Lock()
+        self._lock_pid = os.getpid()
         self._closed = False
+
+    def _fork_safe_lock(self) -> threading.Lock:
+        # A lock held by another thread at fork time would stay held forever in
+        # the child: a new process gets a new lock.
+        if self._lock_pid != os.getpid():
+            self._lock, self._lock_pid = threading.Lock(), os.getpid()
+        return self._lock
 
     def _row_lock(self, of: str = "") -> str:
         return f" FOR UPDATE OF {of}" if of else " FOR UPDATE"
@@ -167,7 +175,7 @@ class PostgresStore(SqlStore):
         pool, pid = self._pool, os.getpid()
         if pool is not None and self._pid == pid:
             return pool
-        with self._lock:
+        with self._fork_safe_lock():
             if self._pool is not None and self._pid == pid:
                 return self._pool
             if self._pool is not None:
@@ -253,7 +261,7 @@ class PostgresStore(SqlStore):
 
     def close(self) -> None:
         """Close this process's pool; an inherited one is left alone."""
-        with self._lock:
+        with self._fork_safe_lock():
             if self._pool is not None and self._pid == os.getpid():
                 self._pool.close()
             elif self._pool is not None:
