@@ -243,6 +243,11 @@ class Runtime:
             )
         return self.store.deliver(msg)
 
+    def unpark(self, run_id: str, actor: str = "operator") -> bool:
+        """Let workers pick a parked run up again (after deploying code that can
+        read its payload). False if the run was not parked."""
+        return self.store.unpark(run_id, self.clock.now(), actor)
+
     def get(self, run_id: str) -> Run | None:
         return self.store.get_run(run_id)
 

@@ -242,7 +242,7 @@ def test_setup_is_idempotent_and_records_each_migration_once(store: Store) -> No
     create(store, make_run("r1"))
     store.setup()
     store.setup()
-    assert store.applied_migrations() == [1]  # type: ignore[attr-defined]
+    assert store.applied_migrations() == [1, 2]  # type: ignore[attr-defined]
     assert store.get_run("r1") is not None
 
 
@@ -737,6 +737,62 @@ def test_park_sets_the_error_and_audits_it_without_touching_status_or_payload(
     assert (last.action, last.detail["reason"]) == ("parked", snap.run.error)
 
 
+def test_a_parked_run_is_not_claimable_until_it_is_unparked(store: Store) -> None:
+    create(store, make_run("r1", S.RUNNING))
+    store.park("r1", "payload from the future", T0)
+    assert store.runnable(T0 + 100) == []
+    assert store.claim("w1", T0 + 100, 10.0) is None
+    assert store.unpark("r1", T0 + 101, "operator") is True
+    assert store.get_run("r1").error is None  # type: ignore[union-attr]
+    assert store.runnable(T0 + 102) == ["r1"]
+    assert store.audit("r1")[-1].action == "unparked"
+    assert store.unpark("r1", T0 + 103, "operator") is False
+
+
+def test_outbox_messages_and_child_runs_commit_with_the_parent_checkpoint(store: Store) -> None:
+    create(store, make_run("parent", S.WAITING_FOR_EVENT))
+    create(store, make_run("child"))
+    claim = claimed(store, "child")
+    run = store.get_run("child")
+    assert run is not None
+    done = run.model_copy(update={"status": S.COMPLETED, "state_version": run.state_version + 1})
+    grandchild = make_run("child.g", status=S.CREATED, parent_run_id="child")
+    store.commit(
+        Commit(
+            run=done,
+            expected_version=run.state_version,
+            worker_id="w1",
+            fencing_token=claim.fencing_token,
+            now=T0,
+            outbox=(make_message("parent", "child-done"),),
+            children=((grandchild, make_state("child.g")),),
+        )
+    )
+    assert [m.message_id for m in store.load("parent").pending_inbox] == ["child-done"]
+    assert "parent" in store.runnable(T0)
+    assert [e.action for e in store.audit("child.g")] == ["created"]
+
+
+def test_an_outbox_message_is_not_delivered_when_its_commit_is_refused(store: Store) -> None:
+    create(store, make_run("parent", S.WAITING_FOR_EVENT))
+    create(store, make_run("child"))
+    claim = claimed(store, "child")
+    run = store.get_run("child")
+    assert run is not None
+    with pytest.raises(StaleWriteError):
+        store.commit(
+            Commit(
+                run=run.model_copy(update={"state_version": run.state_version + 6}),
+                expected_version=run.state_version + 5,
+                worker_id="w1",
+                fencing_token=claim.fencing_token,
+                now=T0,
+                outbox=(make_message("parent", "child-done"),),
+            )
+        )
+    assert store.load("parent").pending_inbox == ()
+
+
 def test_prune_compacts_only_finished_runs_older_than_the_policy(store: Store) -> None:
     policy = RetentionPolicy(keep_finished_seconds=100)
     now = T0 + 1000
@@ -777,7 +833,7 @@ def test_setup_from_several_processes_at_once_succeeds(store: Store, tmp_path: P
         for child in children:
             out, err = child.communicate(timeout=60)
             assert child.returncode == 0, err
-            assert json.loads(out) == [1]
+            assert json.loads(out) == [1, 2]
     finally:
         if fresh["schema"] is not None:
             cleanup = open_store(fresh["url"], schema=fresh["schema"])

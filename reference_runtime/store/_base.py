@@ -1,6 +1,6 @@
 """The store contract every backend implements.
 
-One abstract class, one conformance suite (``tests/store_conformance.py``) run
+One abstract class, one conformance suite (``tests/test_store_conformance.py``) run
 against every backend. Required of every backend:
 
 * **Atomic commit.** :meth:`Store.commit` applies a :class:`Commit` -- run row,
@@ -17,7 +17,7 @@ against every backend. Required of every backend:
   store writes it with the lease fields unchanged (leases are not state).
 * **Claim under a lease.** :meth:`Store.claim` atomically picks one runnable
   run whose lease is free or expired, sets ``lease_owner``, ``lease_expiry``
-  and increments ``fencing_token``. Runnable means: status in ``ACTIVE`` with
+  and increments ``fencing_token``. Runnable means: not parked, and status in ``ACTIVE`` with
   ``wake_at`` unset or ``<= now``; or status in ``WAITING`` with an unprocessed
   inbox message, or with ``wake_at <= now`` (a wait that timed out).
   Postgres uses ``FOR UPDATE SKIP LOCKED``; SQLite ``BEGIN IMMEDIATE``.
@@ -175,6 +175,11 @@ class Store(abc.ABC):
     def park(self, run_id: str, reason: str, now: float) -> None:
         """Mark a run unreadable by this code (future schema) without touching
         its payload: sets ``error`` and audits it, leaving status and data as-is."""
+
+    @abc.abstractmethod
+    def unpark(self, run_id: str, now: float, actor: str) -> bool:
+        """Clear a parked run's ``error`` (an operator deployed code that can
+        read it) so workers may claim it again; False if it was not parked."""
 
     # -- inbox -----------------------------------------------------------
     @abc.abstractmethod

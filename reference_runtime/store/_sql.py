@@ -87,7 +87,7 @@ class SqlStore(Store):
 
     def _insert_run(self, tx: Tx, run: Run, state: WorkingState) -> None:
         inserted = tx.run(
-            f"INSERT INTO runs ({RUN_COLS}) VALUES ({marks(12)}) ON CONFLICT (run_id) DO NOTHING",
+            f"INSERT INTO runs ({RUN_COLS}) VALUES ({marks(13)}) ON CONFLICT (run_id) DO NOTHING",
             *run_row(run),
         )
         if not inserted:
@@ -238,7 +238,7 @@ class SqlStore(Store):
         group *n*, whether or not the group has rows, so that one spec hits
         the same place in every commit: 1 run row, 2 working state,
         3 operations, 4 approvals, 5 audit, 6 inbox acks, 7 memory,
-        8 artifacts and child runs.
+        8 artifacts, child runs and outbox messages.
         """
         validate_commit(commit)
         run_id = commit.run.run_id
@@ -273,6 +273,11 @@ class SqlStore(Store):
             self._upsert_artifacts(tx, c.artifacts)
             for child, child_state in c.children:
                 self._insert_run(tx, child, child_state)
+                self._append_audit(tx, (_created_event(child, c.worker_id),))
+            # Messages to other runs (a child reporting to its parent) commit
+            # with the state change that produced them, or not at all.
+            for message in c.outbox:
+                self._insert_inbox(tx, message)
 
         return [
             run_row,
@@ -371,6 +376,37 @@ class SqlStore(Store):
                 detail={"reason": reason},
             )
             self._append_audit(tx, (event,))
+
+    def unpark(self, run_id: str, now: float, actor: str) -> bool:
+        with self._write() as tx:
+            stored = self._locked_run(tx, run_id)
+            if stored is None:
+                raise KeyError(f"no run with id {run_id!r} in this store")
+            if stored.error is None or stored.status.value in TERMINAL_VALUES:
+                return False
+            run = stored.model_copy(
+                update={"error": None, "updated_at": now, "state_version": stored.state_version + 1}
+            )
+            tx.run(RUN_UPDATE, *run_update_params(run))
+            self._append_audit(
+                tx,
+                (
+                    AuditEvent(
+                        tenant=run.tenant,
+                        created_at=now,
+                        updated_at=now,
+                        run_id=run_id,
+                        at=now,
+                        actor=actor,
+                        action="unparked",
+                        from_status=run.status,
+                        to_status=run.status,
+                        state_version=run.state_version,
+                        detail={"was": stored.error},
+                    ),
+                ),
+            )
+        return True
 
     # -- inbox -----------------------------------------------------------
     def deliver(self, message: InboxMessage) -> bool:
@@ -544,3 +580,18 @@ class SqlStore(Store):
                 )
                 self._append_audit(tx, (event,))
         return len(rows)
+
+
+def _created_event(run: Run, actor: str) -> AuditEvent:
+    return AuditEvent(
+        tenant=run.tenant,
+        created_at=run.created_at,
+        updated_at=run.created_at,
+        run_id=run.run_id,
+        at=run.created_at,
+        actor=actor,
+        action="created",
+        to_status=run.status,
+        state_version=run.state_version,
+        detail={"workflow": run.workflow, "parent_run_id": run.parent_run_id},
+    )

@@ -76,12 +76,12 @@ def load_docs(model: type[M], rows: list[Any]) -> list[M]:
 
 _ACTIVE = tuple(sorted(s.value for s in ACTIVE))
 _WAITING = tuple(sorted(s.value for s in WAITING))
-#: Terminal statuses as stored (for ``IN`` lists).
 TERMINAL_VALUES = tuple(sorted(s.value for s in TERMINAL))
 
 # Runnable, as the contract defines it. Kept as one SQL fragment (with its
 # parameters) so that runnable(), claim() and a seeded bug all agree on it.
 RUNNABLE_SQL = (
+    "runs.parked = 0 AND "
     f"((runs.status IN ({marks(len(_ACTIVE))}) AND (runs.wake_at IS NULL OR runs.wake_at <= ?))"
     f" OR (runs.status IN ({marks(len(_WAITING))}) AND (runs.wake_at <= ?"
     " OR EXISTS (SELECT 1 FROM inbox WHERE inbox.run_id = runs.run_id"
@@ -95,11 +95,12 @@ def runnable_params(now: float) -> tuple[Any, ...]:
 
 RUN_COLS = (
     "run_id, tenant, status, state_version, wake_at, parent_run_id, lease_owner,"
-    " lease_expiry, fencing_token, created_at, updated_at, doc"
+    " lease_expiry, fencing_token, created_at, updated_at, doc, parked"
 )
 RUN_UPDATE = (
     "UPDATE runs SET status = ?, state_version = ?, wake_at = ?, lease_owner = ?,"
-    " lease_expiry = ?, fencing_token = ?, updated_at = ?, doc = ? WHERE run_id = ?"
+    " lease_expiry = ?, fencing_token = ?, updated_at = ?, doc = ?, parked = ?"
+    " WHERE run_id = ?"
 )
 
 
@@ -117,6 +118,7 @@ def run_row(run: Run) -> tuple[Any, ...]:
         run.created_at,
         run.updated_at,
         run.model_dump_json(),
+        _parked(run),
     )
 
 
@@ -130,8 +132,15 @@ def run_update_params(run: Run) -> tuple[Any, ...]:
         run.fencing_token,
         run.updated_at,
         run.model_dump_json(),
+        _parked(run),
         run.run_id,
     )
+
+
+def _parked(run: Run) -> int:
+    """A run with an error that has not ended is parked: no worker may claim it
+    until an operator clears the error (``Store.unpark``)."""
+    return int(run.error is not None and run.status.value not in TERMINAL_VALUES)
 
 
 def check_lease(run_id: str, stored: Run | None, worker: str, token: int, now: float) -> None:

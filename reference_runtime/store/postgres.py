@@ -92,6 +92,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX inbox_pending ON inbox (run_id, processed_at, received_at)",
         ),
     ),
+    (
+        2,
+        "parked runs are not runnable",
+        ("ALTER TABLE runs ADD COLUMN parked INTEGER NOT NULL DEFAULT 0",),
+    ),
 )
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")

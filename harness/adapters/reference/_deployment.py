@@ -198,16 +198,30 @@ class Deployment:
             message_id=message_id or f"decision:{approval.approval_id}",
         )
 
+    def drive(self, run_id: str, *, approve: bool = True, max_rounds: int = 10) -> str:
+        """Run workers one after another, approving what waits for approval,
+        until the run settles; returns its status. Raises if a worker fails."""
+        for i in range(max_rounds):
+            exit_ = self.run_worker(f"drive-{i}")
+            if exit_.code != 0:
+                raise RuntimeError(f"worker drive-{i} ended with {exit_}")
+            run = self.snapshot(run_id).run
+            if run.status.value == "WaitingForApproval" and approve:
+                self.deliver(self.approve(run_id))
+                continue
+            if run.status.value in ("Completed", "Failed", "Cancelled", "WaitingForEvent"):
+                break
+        return self.snapshot(run_id).run.status.value
+
     def deliver(self, message: Mapping[str, Any]) -> bool:
         return self.runtime.deliver(message)
 
     def close(self) -> None:
-        store = self.runtime.store
-        self.runtime.close()
         if self.schema is not None:
-            drop = getattr(store, "drop_schema", None)
+            drop = getattr(self.runtime.store, "drop_schema", None)
             if drop is not None:
                 drop()
+        self.runtime.close()
         if self.queue == "redis" and self.config.redis_url:
             from reference_runtime.store.redis_queue import RedisLeases, prefix_for
 
