@@ -13,13 +13,13 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from . import crashpoints as cp
 from ._artifacts import ArtifactStore
 from ._clock import Clock, FileClock, SystemClock
 from ._errors import ConfigError, MalformedEventError
-from ._executor import Executor, ExecutorSettings
+from ._executor import Executor, ExecutorSettings, LeaseKeeper
 from ._model import ModelContext
 from ._records import AuditEvent, InboxMessage, Run, WorkingState
 from ._services import ExternalServices, load_services
@@ -340,7 +340,13 @@ class _StoreCoordinator:
         self.runtime.store.release(claim)
 
 
-def _coordinator(runtime: Runtime) -> Any:
+class Coordinator(LeaseKeeper, Protocol):
+    """Grants leases on runnable runs (the store itself, or Redis)."""
+
+    def claim(self, worker_id: str, run_id: str | None) -> Claim | None: ...
+
+
+def _coordinator(runtime: Runtime) -> Coordinator:
     if runtime.config.queue == "redis":
         from .store.redis_queue import RedisCoordinator
 

@@ -56,9 +56,9 @@ class SubprocessSpawner:
     def run(self, args: dict[str, Any], env: dict[str, str], timeout: float) -> Exit:
         import json
 
-        code = f"import json,sys; from reference_runtime._worker import main; main(json.loads({json.dumps(json.dumps(args))}))"
+        code = "import json, sys, reference_runtime._worker as w; w.main(json.loads(sys.argv[1]))"
         proc = subprocess.run(
-            [sys.executable, "-c", code],
+            [sys.executable, "-c", code, json.dumps(args)],
             env={**os.environ, **env},
             timeout=timeout,
             check=False,
