@@ -1,0 +1,142 @@
+"""What runs inside a worker: resolving a target and running it like a process.
+
+Shared by the fork server (after ``fork``) and by :class:`DirectSpawner`, which
+runs :func:`main` in a fresh interpreter, so that
+both give a target the same life: called with its args dict, its return value
+or exception turned into an exit status, stdio flushed, ``os._exit``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from harness.runner._wire import die_with_parent
+
+Target = Callable[[dict[str, Any]], object]
+
+# Exit status of a worker whose setup (not its target) failed: distinct from 1
+# (the target raised) so that a harness bug does not pass for a runtime crash.
+SETUP_FAILED_EXIT = 70
+
+
+def target_format_problem(target: object) -> str | None:
+    """Return why ``target`` is not a ``"package.module:function"`` string, or None."""
+    if not isinstance(target, str):
+        return f"a target must be a str, got {type(target).__name__}"
+    module, sep, attr = target.partition(":")
+    if not sep or not module.strip() or not attr.strip():
+        return "a target must look like 'package.module:function'"
+    return None
+
+
+def resolve(target: str) -> Target:
+    """Import the target's module and return its callable.
+
+    Raises the original exception (ImportError, AttributeError, ...) or
+    TypeError if the attribute is not callable.
+    """
+    module_name, _, attr = target.partition(":")
+    obj: object = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{target} is a {type(obj).__name__}, not a function")
+    return obj
+
+
+def describe_failure(exc: BaseException) -> str:
+    """The traceback of a failed :func:`resolve`, without the import machinery's frames.
+
+    What remains points into the user's module (a syntax error, an exception
+    raised at import time) or is just the final line ("No module named ...").
+    """
+    tb = traceback.TracebackException.from_exception(exc)
+    tb.stack = traceback.StackSummary.from_list(
+        [
+            frame
+            for frame in tb.stack
+            if frame.filename not in (__file__, importlib.__file__)
+            and not frame.filename.startswith("<frozen importlib")
+        ]
+    )
+    return "".join(tb.format())
+
+
+def reset_signals() -> None:
+    """Undo the fork server's signal handling: give the worker the dispositions
+    of a fresh Python process (the server has already cleared its signal mask)."""
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def run(func: Target, args: dict[str, Any]) -> int:
+    """Call ``func(args)`` and return the exit status it stands for.
+
+    An int result is the status; any other result is 0; ``SystemExit`` keeps
+    its meaning; any other exception prints its traceback to stderr and is 1.
+    """
+    try:
+        result = func(args)
+        status = result if isinstance(result, int) and not isinstance(result, bool) else 0
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            status = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+            status = 1
+    except BaseException:
+        traceback.print_exc()
+        status = 1
+    return status & 0xFF
+
+
+def finish(status: int) -> None:
+    """Flush stdio and end the process now (atexit handlers do not run)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
+def main(argv: list[str]) -> None:
+    """Entry point of a :class:`DirectSpawner` worker; never returns.
+
+    ``argv[1]`` is a JSON spec: target, args, sys_path, err_fd, and the parent
+    pid when the worker should die with its parent. The outcome of resolving
+    the target is written to ``err_fd`` (empty means success) before the target runs.
+    """
+    status = SETUP_FAILED_EXIT
+    try:
+        spec = json.loads(argv[1])
+        if spec["parent"] is not None:
+            die_with_parent(spec["parent"])
+        sys.path[:] = spec["sys_path"]
+        if spec["pythonpath"] is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = spec["pythonpath"]
+        err_fd: int = spec["err_fd"]
+        try:
+            func = resolve(spec["target"])
+        except BaseException as exc:
+            os.write(err_fd, describe_failure(exc).encode())
+            finish(SETUP_FAILED_EXIT)
+        os.close(err_fd)
+        status = run(func, spec["args"])
+    except BaseException:
+        traceback.print_exc()
+    finish(status)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,60 @@
+"""Tiny worker targets for the runner's tests and ``benchmarks/kill_cycles.py``.
+
+Each takes the args dict that :meth:`Spawner.spawn` passes and behaves as its
+docstring says; none imports anything heavy.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+
+def write_and_exit(args: dict[str, Any]) -> int:
+    """Write ``args["text"]`` and the env var ``args["env_name"]`` to ``args["path"]``,
+    print ``args["text"]`` to stdout, then exit with ``args.get("code", 0)``."""
+    value = os.environ.get(args["env_name"], "<unset>")
+    Path(args["path"]).write_text(f"{args['text']}|{value}")
+    print(args["text"], flush=True)
+    return int(args.get("code", 0))
+
+
+def sleep_forever(args: dict[str, Any]) -> None:
+    """Sleep until killed; with ``args["pidfile"]``, first write the pid there."""
+    if "pidfile" in args:
+        Path(args["pidfile"]).write_text(str(os.getpid()))
+    while True:
+        time.sleep(3600)
+
+
+def stop_self_then_exit(args: dict[str, Any]) -> int:
+    """Stop at a "crash point" (SIGSTOP to self), then exit ``args.get("code", 0)``
+    once continued; with ``args["path"]``, write "resumed" there after the stop."""
+    os.kill(os.getpid(), signal.SIGSTOP)
+    if "path" in args:
+        Path(args["path"]).write_text("resumed")
+    return int(args.get("code", 0))
+
+
+def spawn_grandchild_and_sleep(args: dict[str, Any]) -> None:
+    """Start a ``sleep`` subprocess, write its pid to ``args["pidfile"]``, sleep forever."""
+    child = subprocess.Popen(["sleep", "3600"])
+    Path(args["pidfile"]).write_text(str(child.pid))
+    while True:
+        time.sleep(3600)
+
+
+def raise_error(args: dict[str, Any]) -> None:
+    """Raise ``RuntimeError(args["message"])``: the worker exits 1 with a traceback."""
+    raise RuntimeError(args["message"])
+
+
+def noop(args: dict[str, Any]) -> None:
+    """Return at once (exit 0)."""
+
+
+NOT_CALLABLE = 42
