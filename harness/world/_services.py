@@ -21,6 +21,7 @@ service ignores a header it does not know: a repeated ``create_account`` or
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Mapping
@@ -141,7 +142,13 @@ def process(
                 applied=False,
                 response=Response(original.external_ref, original.body, deduplicated=True),
             )
-    ref = f"{spec.ref_prefix}-{next_counter(conn, f'ref:{spec.name}'):06d}"
+    # A ref names the logical request (tenant + request hash) and how many times
+    # it was applied, not a global sequence: the same request gets the same ref
+    # whatever other runs did before it, so a faulted run and its fault-free
+    # oracle can be compared field by field. A real duplicate gets "-2".
+    logical = hashlib.sha256(f"{tenant}\n{request_hash}".encode()).hexdigest()[:10]
+    n = next_counter(conn, f"ref:{spec.name}:{logical}")
+    ref = f"{spec.ref_prefix}-{logical}-{n}"
     body = {"status": spec.actions[action], "external_ref": ref}
     return Processed(applied=spec.capabilities.side_effect, response=Response(ref, body))
 

@@ -30,7 +30,8 @@ def test_racing_processes_with_one_key_apply_it_exactly_once(world: World) -> No
     assert [p.exitcode for p in workers] == [0, 0, 0, 0]
     summary = world.summary()["payments"]
     assert (summary.calls, summary.applied, summary.deduplicated) == (20, 1, 19)
-    assert {r.external_ref for r in world.requests()} == {"pay-000001"}
+    refs = {r.external_ref for r in world.requests()}
+    assert len(refs) == 1 and refs.pop().startswith("pay-")  # one charge, seen by all
 
 
 def test_threads_sharing_one_client_each_get_their_own_transactions(
@@ -42,7 +43,9 @@ def test_threads_sharing_one_client_each_get_their_own_transactions(
     with ThreadPoolExecutor(max_workers=8) as pool:
         refs = list(pool.map(send, range(80)))
 
-    assert sorted(refs) == [f"mail-{n:06d}" for n in range(1, 81)]
+    # 80 distinct requests, each applied once: 80 distinct refs, none lost.
+    assert len(set(refs)) == 80 and all(r.endswith("-1") for r in refs)
     assert len(world.effects("email")) == 80
     client.close()
-    assert client.call("email", "send", {}, caller=Caller("t1")).external_ref == "mail-000081"
+    again = client.call("email", "send", {"i": 0}, caller=Caller("t1", "r0")).external_ref
+    assert again == refs[0][:-1] + "2"  # the connection reopened; same request, second send

@@ -64,11 +64,12 @@ def test_apply_then_timeout_commits_the_effect_and_a_retry_with_the_key_is_dedup
         client.call("payments", "charge", CHARGE, idempotency_key="k", caller=caller)
 
     [record] = world.effects()
-    assert (record.outcome, record.external_ref) == ("unknown_applied", "pay-000001")
+    assert record.outcome == "unknown_applied"
+    assert record.external_ref is not None and record.external_ref.startswith("pay-")
     found = client.lookup("payments", idempotency_key="k", tenant="t1")
-    assert found is not None and found.external_ref == "pay-000001"
+    assert found is not None and found.external_ref == record.external_ref
     retry = client.call("payments", "charge", CHARGE, idempotency_key="k", caller=caller)
-    assert (retry.external_ref, retry.deduplicated) == ("pay-000001", True)
+    assert (retry.external_ref, retry.deduplicated) == (record.external_ref, True)
     assert len(world.effects()) == 1
 
 

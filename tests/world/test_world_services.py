@@ -84,7 +84,9 @@ def test_provisioning_has_no_keys_so_a_repeated_call_creates_a_second_account(
         caller=caller,
     )  # fmt: skip
 
-    assert (one.external_ref, two.external_ref) == ("acct-000001", "acct-000002")
+    # Refs name the logical request and count its applications: a real duplicate.
+    assert one.external_ref.startswith("acct-") and one.external_ref.endswith("-1")
+    assert two.external_ref == one.external_ref[:-1] + "2"
     assert not two.deduplicated
     assert [e.business_key for e in world.effects("provisioning")] == ["cust-1", "cust-1"]
 
@@ -194,9 +196,10 @@ def test_every_record_carries_the_caller_keys_hash_and_clock_time(
     canonical = json.dumps(req, sort_keys=True, separators=(",", ":"))
     assert r.request_hash == hashlib.sha256(canonical.encode()).hexdigest() == request_hash(req)
     assert r.at == 1_700_000_000.0
+    logical = hashlib.sha256(f"t9\n{r.request_hash}".encode()).hexdigest()[:10]
     assert r.response == {
-        "external_ref": "pay-000001",
-        "body": {"status": "succeeded", "external_ref": "pay-000001"},
+        "external_ref": f"pay-{logical}-1",
+        "body": {"status": "succeeded", "external_ref": f"pay-{logical}-1"},
         "deduplicated": False,
     }
 

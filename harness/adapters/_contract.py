@@ -1,0 +1,210 @@
+"""The adapter contract: the only way the harness touches a runtime.
+
+An :class:`Adapter` describes a runtime and declares its *capabilities*; for
+every scenario it opens a fresh, isolated :class:`Environment` (its own
+database or schema, its own world, its own clock) and closes it afterwards.
+What a runtime cannot do is declared, never faked: a scenario that needs a
+missing capability is skipped and reported as *not tested*.
+
+Required of every environment: start / kill (SIGKILL) / pause (SIGSTOP) /
+continue workers that are real OS processes; submit a run; deliver an inbound
+message (the harness decides about duplicates, order and delay); observe runs
+in a normalized form; route every side effect through :attr:`Environment.world`
+so the world can count it and kill the calling worker at the effect boundary.
+
+Optional, by capability:
+
+=================  ==========================================================
+capability          what the environment then offers
+=================  ==========================================================
+crash_points        ``crash_points()`` and ``RunWorker(crash=...)`` at named sites
+clock               ``advance_clock()`` drives leases, expiry and timers
+approvals           signed approval decisions through ``approval_message()``
+memory_injection    ``inject_memory()`` plants records in long-term memory
+version_switch      ``RunWorker(code_version=...)`` runs older or newer code
+context             ``observe()`` returns the model contexts workers built
+storage_faults      ``storage_fault()`` cuts a worker's database connection
+concurrent_workers  two workers may run at once (pause + continue barriers)
+=================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..model import CrashSpec, RunSpec, RunState
+from ..world import World
+
+
+class Capability(StrEnum):
+    CRASH_POINTS = "crash_points"
+    CLOCK = "clock"
+    APPROVALS = "approvals"
+    MEMORY_INJECTION = "memory_injection"
+    VERSION_SWITCH = "version_switch"
+    CONTEXT = "context"
+    STORAGE_FAULTS = "storage_faults"
+    CONCURRENT_WORKERS = "concurrent_workers"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class WorkflowSpec(_Frozen):
+    """A workflow the adapter can run, for scenario generation."""
+
+    name: str
+    #: example inputs; generated workloads pick among and vary them
+    inputs: tuple[dict[str, Any], ...]
+    needs_approval: bool = False
+    #: effect kinds ("service.action") this workflow performs when it succeeds
+    effects: tuple[str, ...] = ()
+
+
+class RunView(_Frozen):
+    """A run as the adapter sees it, normalized."""
+
+    run_id: str
+    tenant: str
+    state: RunState
+    raw_status: str
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    waiting_on: str | None = None
+    #: approval the run waits on: {approval_id, action, params_hash, role, expires_at}
+    approval: dict[str, Any] | None = None
+
+
+class Observation(_Frozen):
+    """What changed in the runtime since the last observation (``cursor``)."""
+
+    runs: tuple[RunView, ...]
+    #: checkpointed transitions: {run_id, from, to, state_version, actor, action, detail, at}
+    transitions: tuple[dict[str, Any], ...] = ()
+    #: model contexts: {run_id, step, worker_id, fingerprint, context}
+    contexts: tuple[dict[str, Any], ...] = ()
+    #: approval records: {run_id, approval_id, action, params_hash, decision, expires_at, ...}
+    approvals: tuple[dict[str, Any], ...] = ()
+
+
+class WorkerExit(_Frozen):
+    """How a worker ended (or stopped): exactly one of the three is set."""
+
+    code: int | None = None
+    signal: int | None = None
+    stopped: bool = False
+
+    @property
+    def killed(self) -> bool:
+        return self.signal is not None
+
+    def describe(self) -> str:
+        if self.stopped:
+            return "stopped"
+        if self.signal is not None:
+            return f"killed by signal {self.signal}"
+        return f"exited {self.code}"
+
+
+@runtime_checkable
+class WorkerHandle(Protocol):
+    """A worker process: real, so that SIGKILL means what it means."""
+
+    worker_id: str
+    pid: int
+
+    def wait(self, timeout: float) -> WorkerExit:
+        """Block until the worker exits or stops itself (SIGSTOP at a crash point)."""
+        ...
+
+    def kill(self) -> None: ...
+
+    def cont(self) -> None:
+        """SIGCONT a stopped worker."""
+        ...
+
+
+class Declarations(_Frozen):
+    """What a runtime promises, so checkers judge it by its own word."""
+
+    #: effect kind ("service.action") -> "exactly_once" | "at_most_once" | "at_least_once"
+    delivery: dict[str, str] = Field(default_factory=dict)
+    #: legal transitions, raw status -> successors; None if the runtime has no table
+    transitions: dict[str, list[str]] | None = None
+    #: effect kinds that need an approval for their exact parameters
+    needs_approval: dict[str, str] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class Environment(Protocol):
+    """One isolated deployment of the runtime under test, for one scenario."""
+
+    world: World
+
+    def declarations(self) -> Declarations: ...
+
+    def crash_points(self) -> list[str]:
+        """Named crash points (empty without the ``crash_points`` capability)."""
+        ...
+
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> WorkerHandle:
+        """Start a worker that works until idle, then exits 0."""
+        ...
+
+    def submit(self, run: RunSpec) -> None: ...
+
+    def deliver(self, message: dict[str, Any]) -> bool:
+        """Hand an inbound message to the runtime; False if it was a duplicate it
+        recognised at the door. Raises for a message it refuses outright."""
+        ...
+
+    def approval_message(
+        self, run_id: str, decision: str, variant: str, message_id: str
+    ) -> dict[str, Any] | None:
+        """A decision message for the approval ``run_id`` waits on (None if none)."""
+        ...
+
+    def observe(self) -> Observation: ...
+
+    def now(self) -> float:
+        """The environment's current (virtual) time."""
+        ...
+
+    def advance_clock(self, seconds: float) -> None: ...
+
+    def inject_memory(self, record: dict[str, Any]) -> None: ...
+
+    def storage_fault(self, kind: str) -> bool:
+        """Cut the storage connections of running workers; True if one was cut."""
+        ...
+
+    def close(self) -> None:
+        """Stop every worker and remove every resource the environment created."""
+        ...
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """A runtime, as the harness knows it."""
+
+    name: str
+    capabilities: frozenset[Capability]
+
+    def workflows(self) -> list[WorkflowSpec]: ...
+
+    def open(self, workdir: Path, *, seed: int) -> Environment: ...
+
+    def describe(self) -> dict[str, Any]:
+        """Options and versions, for the report."""
+        ...
+
+
+def missing_capabilities(adapter: Adapter, needed: set[Capability]) -> set[Capability]:
+    return set(needed) - set(adapter.capabilities)

@@ -1,0 +1,295 @@
+"""The harness's data model: history events, scenario steps, verdicts.
+
+This module sits at the bottom of the one-way flow (scenarios -> runner ->
+adapter -> runtime and world -> history -> checkers -> report): everything may
+import it, it imports nothing of the harness. All values are frozen and
+round-trip through JSON with a type tag (``f`` for events, ``op`` for steps)
+and a schema version, so a history or a scenario written today can be replayed
+and re-checked later.
+
+History events follow Jepsen: an operation is an ``invoke`` followed by its
+completion -- ``ok``, ``fail`` (certainly did not happen) or ``info`` (may
+have happened: a timeout, a killed worker). Everything the harness merely
+observes (an effect at the world, a state transition in the runtime, a fault
+that fired) is an ``info`` event.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Version of the history/scenario JSON this code writes and reads.
+SCHEMA_VERSION = 1
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# -- history -----------------------------------------------------------------
+
+EventType = Literal["invoke", "ok", "fail", "info"]
+
+
+class EventF(StrEnum):
+    """What an event is about."""
+
+    SUBMIT = "submit"  # invoke/ok/fail: a run was submitted
+    DELIVER = "deliver"  # invoke/ok/fail/info: an inbound message was delivered
+    WORKER = "worker"  # invoke: started; ok: exited 0; fail: crashed; info: killed/stopped
+    FAULT = "fault"  # info: the nemesis did (or armed) something
+    EFFECT = "effect"  # info: a request the world received (from the world's records)
+    TRANSITION = "transition"  # info: a checkpointed state change (from the runtime)
+    CONTEXT = "context"  # info: the model context a worker built at a step
+    APPROVAL = "approval"  # info: an approval record as the runtime holds it
+    MEMORY = "memory"  # info: a memory record the harness planted (with its kind)
+    FINAL = "final"  # info: a run's state when the scenario ended
+    DECLARATION = "declaration"  # info: what the runtime promises per effect kind
+    NOTE = "note"  # info: anything else worth keeping (adapter limits, ...)
+
+
+class Event(_Frozen):
+    """One line of a history."""
+
+    index: int
+    time: float  # virtual time when recorded
+    process: str  # "runner", "nemesis", "world", a worker id, ...
+    type: EventType
+    f: EventF
+    value: dict[str, Any] = Field(default_factory=dict)
+
+
+# -- run views (what an adapter reports about a run) -----------------------------
+
+
+class RunState(StrEnum):
+    """A runtime's status, normalized so checkers can reason across runtimes."""
+
+    PENDING = "pending"  # created, nothing done yet
+    RUNNING = "running"  # in progress (including retry backoff and reconciliation)
+    WAITING_APPROVAL = "waiting_approval"
+    WAITING_EVENT = "waiting_event"
+    NEEDS_OPERATOR = "needs_operator"  # an effect's outcome is unknown and unknowable
+    PARKED = "parked"  # the runtime refused to read it (e.g. a future schema)
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"  # the adapter cannot tell
+
+    @property
+    def terminal(self) -> bool:
+        return self in (RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED)
+
+    @property
+    def legitimate_wait(self) -> bool:
+        """A state a run may rest in once faults stop, without being stuck."""
+        return self in (
+            RunState.WAITING_APPROVAL,
+            RunState.WAITING_EVENT,
+            RunState.NEEDS_OPERATOR,
+            RunState.PARKED,
+        )
+
+
+# -- verdicts ------------------------------------------------------------------
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    UNKNOWN = "unknown"  # could not be judged (missing capability, no data)
+
+    def merge(self, other: Verdict) -> Verdict:
+        """Jepsen's priority: pass < unknown < fail."""
+        order = [Verdict.PASS, Verdict.UNKNOWN, Verdict.FAIL]
+        return max(self, other, key=order.index)
+
+
+class PropertyResult(_Frozen):
+    """A checker's verdict on one history, with the evidence."""
+
+    name: str
+    verdict: Verdict
+    message: str
+    #: indexes of the history events that prove the verdict (the witness)
+    witness: tuple[int, ...] = ()
+    #: counts worth reporting even on a pass (e.g. duplicates absorbed)
+    counts: dict[str, int] = Field(default_factory=dict)
+
+
+# -- scenario steps ------------------------------------------------------------
+
+
+class RunSpec(_Frozen):
+    run_id: str
+    tenant: str
+    workflow: str
+    input: dict[str, Any]
+
+
+class CrashSpec(_Frozen):
+    """Stop a worker at the ``nth`` hit of a crash point (or effect boundary)."""
+
+    site: str
+    nth: int = 1
+    action: Literal["kill", "pause"] = "kill"
+
+
+class Submit(_Frozen):
+    op: Literal["submit"] = "submit"
+    run: RunSpec
+
+
+class RunWorker(_Frozen):
+    """Start a worker and let it work until idle -- or until its crash spec fires."""
+
+    op: Literal["run_worker"] = "run_worker"
+    worker_id: str
+    crash: CrashSpec | None = None
+    code_version: int | None = None
+
+
+class ContinueWorker(_Frozen):
+    """SIGCONT a worker that a ``pause`` crash spec stopped; wait for it to end."""
+
+    op: Literal["continue_worker"] = "continue_worker"
+    worker_id: str
+
+
+class KillWorker(_Frozen):
+    """SIGKILL a (paused) worker."""
+
+    op: Literal["kill_worker"] = "kill_worker"
+    worker_id: str
+
+
+class Approve(_Frozen):
+    """Deliver a decision for the approval a run waits on.
+
+    ``variant``: ``valid`` (signed, right role and parameters), ``forged`` (bad
+    signature), ``wrong_role``, ``wrong_params`` (signed, for other parameters).
+    ``copies`` > 1 delivers the same message again (same message id);
+    ``fresh_copies`` > 0 delivers further distinct messages with the same decision.
+    """
+
+    op: Literal["approve"] = "approve"
+    run_id: str
+    decision: Literal["approved", "rejected"] = "approved"
+    variant: Literal["valid", "forged", "wrong_role", "wrong_params"] = "valid"
+    copies: int = 1
+    fresh_copies: int = 0
+
+
+class AdvanceClock(_Frozen):
+    op: Literal["advance_clock"] = "advance_clock"
+    seconds: float
+
+
+class ArmWorldFault(_Frozen):
+    """Arm a fault at the world: modes as in :class:`harness.world.FaultRule`."""
+
+    op: Literal["arm_world_fault"] = "arm_world_fault"
+    service: str
+    action: str | None = None
+    nth: int = 1
+    mode: str
+
+
+class InjectMemory(_Frozen):
+    """Plant a memory record: ``kind`` says what is wrong with it."""
+
+    op: Literal["inject_memory"] = "inject_memory"
+    tenant: str
+    namespace: str
+    key: str
+    value: Any
+    kind: Literal["poisoned", "cross_tenant", "expired", "stale", "trusted"]
+    provenance: Literal["user_supplied", "system_verified", "tool_output"] = "user_supplied"
+
+
+class StorageFault(_Frozen):
+    """Cut a worker's storage connection (Postgres backend terminate, Redis CLIENT KILL)."""
+
+    op: Literal["storage_fault"] = "storage_fault"
+    kind: Literal["pg_terminate", "redis_client_kill"]
+
+
+class Quiesce(_Frozen):
+    """Faults stop: run workers (approving validly what waits) until nothing moves."""
+
+    op: Literal["quiesce"] = "quiesce"
+    approve_waits: bool = True
+
+
+Step = Annotated[
+    Submit
+    | RunWorker
+    | ContinueWorker
+    | KillWorker
+    | Approve
+    | AdvanceClock
+    | ArmWorldFault
+    | InjectMemory
+    | StorageFault
+    | Quiesce,
+    Field(discriminator="op"),
+]
+
+
+class Scenario(_Frozen):
+    """A workload and a fault schedule: everything needed to replay a run."""
+
+    schema_version: int = SCHEMA_VERSION
+    name: str = "scenario"
+    seed: int = 0
+    steps: tuple[Step, ...]
+
+    @property
+    def runs(self) -> tuple[RunSpec, ...]:
+        return tuple(s.run for s in self.steps if isinstance(s, Submit))
+
+    def fault_free(self) -> Scenario:
+        """The oracle: the same submissions, no faults, then quiesce."""
+        submits: list[Step] = [s for s in self.steps if isinstance(s, Submit)]
+        return Scenario(name=f"{self.name}/oracle", seed=self.seed, steps=(*submits, Quiesce()))
+
+    def describe(self) -> list[str]:
+        """The steps as short readable lines (used in counterexamples)."""
+        return [describe_step(s) for s in self.steps]
+
+
+def describe_step(step: BaseModel) -> str:
+    if isinstance(step, Submit):
+        r = step.run
+        return f"submit {r.workflow} run {r.run_id} for {r.tenant} with {r.input}"
+    if isinstance(step, RunWorker):
+        extra = ""
+        if step.crash is not None:
+            c = step.crash
+            extra = f", {c.action} it at hit {c.nth} of {c.site}"
+        if step.code_version is not None:
+            extra += f", running code v{step.code_version}"
+        return f"start worker {step.worker_id}{extra}"
+    if isinstance(step, ContinueWorker):
+        return f"continue paused worker {step.worker_id}"
+    if isinstance(step, KillWorker):
+        return f"SIGKILL worker {step.worker_id}"
+    if isinstance(step, Approve):
+        copies = f" x{step.copies}" if step.copies > 1 else ""
+        fresh = f" (+{step.fresh_copies} more messages)" if step.fresh_copies else ""
+        return f"deliver a {step.variant} '{step.decision}' decision for {step.run_id}{copies}{fresh}"
+    if isinstance(step, AdvanceClock):
+        return f"advance the clock {step.seconds:g} s"
+    if isinstance(step, ArmWorldFault):
+        action = f".{step.action}" if step.action else ""
+        return f"arm world fault {step.mode} on call {step.nth} of {step.service}{action}"
+    if isinstance(step, InjectMemory):
+        return f"plant {step.kind} memory {step.namespace}/{step.key} for {step.tenant}"
+    if isinstance(step, StorageFault):
+        return f"storage fault {step.kind}"
+    if isinstance(step, Quiesce):
+        return "stop faults and run workers until nothing moves"
+    return repr(step)
