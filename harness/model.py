@@ -280,7 +280,8 @@ def describe_step(step: BaseModel) -> str:
     if isinstance(step, Approve):
         copies = f" x{step.copies}" if step.copies > 1 else ""
         fresh = f" (+{step.fresh_copies} more messages)" if step.fresh_copies else ""
-        return f"deliver a {step.variant} '{step.decision}' decision for {step.run_id}{copies}{fresh}"
+        what = f"a {step.variant} '{step.decision}' decision"
+        return f"deliver {what} for {step.run_id}{copies}{fresh}"
     if isinstance(step, AdvanceClock):
         return f"advance the clock {step.seconds:g} s"
     if isinstance(step, ArmWorldFault):
