@@ -124,10 +124,15 @@ class PropertyResult(_Frozen):
 
 
 class RunSpec(_Frozen):
+    """One run of the workload. ``decision`` is the business decision its
+    approver makes (if it needs one): part of the workload, so the fault-free
+    oracle makes the same one."""
+
     run_id: str
     tenant: str
     workflow: str
     input: dict[str, Any]
+    decision: Literal["approved", "rejected"] = "approved"
 
 
 class CrashSpec(_Frozen):
@@ -167,17 +172,17 @@ class KillWorker(_Frozen):
 
 
 class Approve(_Frozen):
-    """Deliver a decision for the approval a run waits on.
+    """Deliver the run's planned decision for the approval it waits on.
 
     ``variant``: ``valid`` (signed, right role and parameters), ``forged`` (bad
     signature), ``wrong_role``, ``wrong_params`` (signed, for other parameters).
     ``copies`` > 1 delivers the same message again (same message id);
     ``fresh_copies`` > 0 delivers further distinct messages with the same decision.
+    Nothing is delivered if the run does not wait for an approval.
     """
 
     op: Literal["approve"] = "approve"
     run_id: str
-    decision: Literal["approved", "rejected"] = "approved"
     variant: Literal["valid", "forged", "wrong_role", "wrong_params"] = "valid"
     copies: int = 1
     fresh_copies: int = 0
@@ -252,7 +257,8 @@ class Scenario(_Frozen):
         return tuple(s.run for s in self.steps if isinstance(s, Submit))
 
     def fault_free(self) -> Scenario:
-        """The oracle: the same submissions, no faults, then quiesce."""
+        """The oracle: the same submissions, no faults, then quiesce (which
+        delivers each run's planned decision when it waits for one)."""
         submits: list[Step] = [s for s in self.steps if isinstance(s, Submit)]
         return Scenario(name=f"{self.name}/oracle", seed=self.seed, steps=(*submits, Quiesce()))
 
@@ -280,7 +286,7 @@ def describe_step(step: BaseModel) -> str:
     if isinstance(step, Approve):
         copies = f" x{step.copies}" if step.copies > 1 else ""
         fresh = f" (+{step.fresh_copies} more messages)" if step.fresh_copies else ""
-        what = f"a {step.variant} '{step.decision}' decision"
+        what = f"a {step.variant} decision"
         return f"deliver {what} for {step.run_id}{copies}{fresh}"
     if isinstance(step, AdvanceClock):
         return f"advance the clock {step.seconds:g} s"
