@@ -9,6 +9,7 @@ that uses it, never inherited across ``fork``.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping
@@ -253,18 +254,30 @@ class Runtime:
 
     # -- workers ------------------------------------------------------------
 
-    def worker(self, worker_id: str, *, services: ExternalServices | None = None) -> Worker:
-        return Worker(self, worker_id, services=services)
+    def worker(
+        self,
+        worker_id: str,
+        *,
+        services: ExternalServices | None = None,
+        context_log: str | None = None,
+    ) -> Worker:
+        return Worker(self, worker_id, services=services, context_log=context_log)
 
 
 class Worker:
     """Claims runnable runs under a lease and advances them."""
 
     def __init__(
-        self, runtime: Runtime, worker_id: str, *, services: ExternalServices | None = None
+        self,
+        runtime: Runtime,
+        worker_id: str,
+        *,
+        services: ExternalServices | None = None,
+        context_log: str | None = None,
     ) -> None:
         self.runtime = runtime
         self.worker_id = worker_id
+        self.context_log = context_log
         cfg = runtime.config
         if services is None and cfg.services:
             services = load_services(cfg.services, cfg.services_arg)
@@ -284,9 +297,27 @@ class Worker:
                 retry_backoff=cfg.retry_backoff,
                 tenant_keys=cfg.tenant_keys,
             ),
-            on_context=self.contexts.append,
+            on_context=self._on_context,
             leases=self._coordinator,
         )
+
+    def _on_context(self, ctx: ModelContext) -> None:
+        """Keep every context the model was given; with a context log, append it
+        as a JSON line, so an observer can compare resumed and fault-free runs."""
+        self.contexts.append(ctx)
+        if self.context_log:
+            line = json.dumps(
+                {
+                    "run_id": ctx.run_id,
+                    "step": ctx.step,
+                    "worker_id": self.worker_id,
+                    "fingerprint": ctx.fingerprint(),
+                    "context": ctx.model_dump(mode="json"),
+                },
+                sort_keys=True,
+            )
+            with open(self.context_log, "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
 
     def claim(self, run_id: str | None = None) -> Claim | None:
         cp.hit("before_lease_acquire")

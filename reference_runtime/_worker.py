@@ -28,7 +28,7 @@ def main(args: dict[str, Any] | None = None) -> int:
     )
     worker_id = str(args.get("worker_id") or env.get("RR_WORKER_ID") or f"w{os.getpid()}")
     with Runtime(config) as runtime:
-        worker = runtime.worker(worker_id)
+        worker = runtime.worker(worker_id, context_log=env.get("RR_CONTEXT_LOG") or None)
         try:
             if args.get("run_id"):
                 worker.run_once(str(args["run_id"]))
