@@ -1,0 +1,378 @@
+"""The reference runtime behind the adapter contract.
+
+Workers are forked from a preloading :class:`~harness.runner.ForkServer`
+(shared by every environment of one adapter), so a kill-and-restart costs a
+fork. Each environment is a :class:`~._deployment.Deployment`: its own store
+(SQLite file or Postgres schema), Redis prefix, world, virtual clock and keys.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from reference_runtime import TRANSITIONS, MemoryRecord, Provenance
+from reference_runtime import crashpoints as cp
+from reference_runtime._records import DEFAULT_TRUST
+
+from ...model import CrashSpec, RunSpec, RunState
+from ...runner import ForkServer, Stopped
+from ...runner import Worker as ProcWorker
+from .._contract import (
+    Capability,
+    Declarations,
+    Observation,
+    RunView,
+    WorkerExit,
+    WorkflowSpec,
+)
+from ._deployment import WORKER_TARGET, Deployment
+
+#: What the reference runtime declares for each effect kind.
+DELIVERY = {
+    "payments.refund": "exactly_once",
+    "payments.charge": "exactly_once",
+    "provisioning.create_account": "exactly_once",
+    "email.notify": "at_least_once",
+    "email.send": "at_most_once",
+    "identity.verify": "at_least_once",
+}
+NEEDS_APPROVAL = {
+    "payments.refund": "payments.refund",
+    "provisioning.create_account": "provisioning.create_account",
+}
+
+WORKFLOWS = (
+    WorkflowSpec(
+        name="refund",
+        inputs=(
+            {"customer_id": "c-1", "amount_cents": 1250, "currency": "EUR"},
+            {"customer_id": "c-2", "amount_cents": 99_00, "currency": "USD"},
+        ),
+        needs_approval=True,
+        effects=("payments.refund", "email.notify"),
+    ),
+    WorkflowSpec(
+        name="onboarding",
+        inputs=({"customer_id": "k-1", "plan": "gold"}, {"customer_id": "k-2"}),
+        needs_approval=True,
+        effects=("provisioning.create_account", "email.notify"),
+    ),
+    WorkflowSpec(
+        name="research",
+        inputs=({"topic": "tides", "sources": 2, "requester": "u-1"},),
+        effects=("email.send",),
+    ),
+    WorkflowSpec(
+        name="procurement",
+        inputs=({"item": "bolts", "quantity": 3},),
+        effects=("payments.charge",),
+    ),
+)
+
+PRELOAD = (
+    "pydantic",
+    "sqlite3",
+    "reference_runtime",
+    "reference_runtime._worker",
+    "harness.adapters.reference._services",
+)
+
+_server_lock = threading.Lock()
+_servers: dict[tuple[str, ...], ForkServer] = {}
+
+
+def fork_server(extra: tuple[str, ...] = ()) -> ForkServer:
+    """One started fork server per preload set, for the whole harness process."""
+    key = PRELOAD + extra
+    with _server_lock:
+        server = _servers.get(key)
+        if server is None:
+            server = ForkServer(preload=list(key), spares=2).start()
+            _servers[key] = server
+        return server
+
+
+def normalize(raw: str, waiting_on: str | None, error: str | None) -> RunState:
+    if raw in ("Completed", "Failed", "Cancelled"):
+        return RunState(raw.lower())
+    if error is not None:
+        return RunState.PARKED
+    if raw == "Created":
+        return RunState.PENDING
+    if raw == "WaitingForApproval":
+        return RunState.WAITING_APPROVAL
+    if raw == "WaitingForEvent":
+        if (waiting_on or "").startswith("operator:"):
+            return RunState.NEEDS_OPERATOR
+        return RunState.WAITING_EVENT
+    if raw in ("Running", "RetryScheduled", "Reconciling"):
+        return RunState.RUNNING
+    return RunState.UNKNOWN
+
+
+class _Handle:
+    """A worker process forked by the fork server."""
+
+    def __init__(self, worker_id: str, proc: ProcWorker) -> None:
+        self.worker_id = worker_id
+        self.proc = proc
+        self.pid = proc.pid
+
+    def wait(self, timeout: float) -> WorkerExit:
+        got = self.proc.wait_stopped_or_exit(timeout)
+        if isinstance(got, Stopped):
+            return WorkerExit(stopped=True)
+        if got.signal is not None:
+            return WorkerExit(signal=got.signal)
+        return WorkerExit(code=got.code)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None or isinstance(self.proc.poll(), Stopped):
+            self.proc.kill()
+
+    def cont(self) -> None:
+        self.proc.cont()
+
+
+class ReferenceEnvironment:
+    """One isolated deployment of the reference runtime (see the contract)."""
+
+    def __init__(self, adapter: ReferenceAdapter, workdir: Path) -> None:
+        self.adapter = adapter
+        self.workdir = workdir
+        self.d = Deployment(
+            workdir,
+            backend=adapter.backend,
+            queue=adapter.queue,
+            postgres_url=adapter.postgres_url,
+            redis_url=adapter.redis_url,
+            lease_seconds=adapter.lease_seconds,
+        )
+        self.world = self.d.world
+        self._server = fork_server()
+        self._workers: list[_Handle] = []
+        self._audit_seen = 0
+        self._context_log = workdir / "contexts.jsonl"
+        self._context_seen = 0
+
+    # -- declarations ---------------------------------------------------------
+
+    def declarations(self) -> Declarations:
+        return Declarations(
+            delivery=dict(DELIVERY),
+            transitions={s.value: sorted(t.value for t in succ) for s, succ in TRANSITIONS.items()},
+            needs_approval=dict(NEEDS_APPROVAL),
+        )
+
+    def crash_points(self) -> list[str]:
+        from reference_runtime import _executor  # noqa: F401  (declares the sites)
+
+        return sorted(cp.SITES)
+
+    # -- workers --------------------------------------------------------------
+
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> _Handle:
+        spec = None if crash is None else f"{crash.site}={crash.action}@{crash.nth}"
+        env = self.d.worker_env(crash=spec, code_version=code_version)
+        env["RR_CONTEXT_LOG"] = str(self._context_log)
+        proc = self._server.spawn(
+            WORKER_TARGET,
+            args={"worker_id": worker_id, "env": env},
+            env=env,
+            log=self.workdir / "workers.log",
+        )
+        handle = _Handle(worker_id, proc)
+        self._workers.append(handle)
+        return handle
+
+    # -- ingress ----------------------------------------------------------------
+
+    def submit(self, run: RunSpec) -> None:
+        self.d.submit(run.workflow, run.input, tenant=run.tenant, run_id=run.run_id)
+
+    def deliver(self, message: dict[str, Any]) -> bool:
+        return self.d.deliver(message)
+
+    def approval_message(
+        self, run_id: str, decision: str, variant: str, message_id: str
+    ) -> dict[str, Any] | None:
+        snap = self.d.snapshot(run_id)
+        if snap.run.status.value != "WaitingForApproval" or not snap.run.waiting_on:
+            return None
+        approval_id = snap.run.waiting_on.removeprefix("approval:")
+        approval = next(a for a in snap.approvals if a.approval_id == approval_id)
+        fields: dict[str, Any] = {
+            "tenant": snap.run.tenant,
+            "approval_id": approval_id,
+            "run_id": run_id,
+            "decision": decision,
+            "approver": "alice",
+            "role": approval.approver_role,
+            "params_hash": approval.params_hash,
+            "message_id": message_id,
+        }
+        if variant == "forged":
+            return self.d.authority.forge(**fields)
+        if variant == "wrong_role":
+            fields["role"] = "intern"
+        elif variant == "wrong_params":
+            fields["params_hash"] = "0" * 64
+        return self.d.authority.decision(**fields)
+
+    # -- observation --------------------------------------------------------------
+
+    def observe(self) -> Observation:
+        store = self.d.runtime.store
+        runs = []
+        approvals: list[dict[str, Any]] = []
+        for run in store.list_runs():
+            snap = store.load(run.run_id)
+            waiting = None
+            for a in snap.approvals:
+                view = {
+                    "run_id": a.run_id,
+                    "approval_id": a.approval_id,
+                    "action": a.action,
+                    "params_hash": a.params_hash,
+                    "params": a.params,
+                    "decision": a.decision.value,
+                    "approver": a.approver,
+                    "role": a.approver_role,
+                    "expires_at": a.expires_at,
+                    "decided_at": a.decided_at,
+                }
+                approvals.append(view)
+                if run.waiting_on == f"approval:{a.approval_id}":
+                    waiting = view
+            output = snap.state.payload.get("_output", {}).get("output")
+            runs.append(
+                RunView(
+                    run_id=run.run_id,
+                    tenant=run.tenant,
+                    state=normalize(run.status.value, run.waiting_on, run.error),
+                    raw_status=run.status.value,
+                    output=output,
+                    error=run.error,
+                    waiting_on=run.waiting_on,
+                    approval=waiting,
+                )
+            )
+        audit = store.audit()
+        fresh, self._audit_seen = audit[self._audit_seen :], len(audit)
+        transitions = tuple(
+            {
+                "run_id": e.run_id,
+                "tenant": e.tenant,
+                "from": None if e.from_status is None else e.from_status.value,
+                "to": None if e.to_status is None else e.to_status.value,
+                "state_version": e.state_version,
+                "action": e.action,
+                "actor": e.actor,
+                "detail": e.detail,
+                "at": e.at,
+            }
+            for e in fresh
+            if e.state_version is not None
+        )
+        return Observation(
+            runs=tuple(runs),
+            transitions=transitions,
+            contexts=self._new_contexts(),
+            approvals=tuple(approvals),
+        )
+
+    def _new_contexts(self) -> tuple[dict[str, Any], ...]:
+        if not self._context_log.exists():
+            return ()
+        lines = self._context_log.read_text(encoding="utf-8").splitlines()
+        fresh, self._context_seen = lines[self._context_seen :], len(lines)
+        out = []
+        for line in fresh:
+            try:
+                ctx = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line torn by a SIGKILL mid-write
+            ctx["memory_ids"] = [m["memory_id"] for m in ctx["context"].get("memory", [])]
+            out.append(ctx)
+        return tuple(out)
+
+    # -- time, memory, storage ----------------------------------------------------------
+
+    def now(self) -> float:
+        return self.d.clock.now()
+
+    def advance_clock(self, seconds: float) -> None:
+        self.d.clock.advance(seconds)
+
+    def inject_memory(self, record: dict[str, Any]) -> None:
+        now = self.now()
+        provenance = Provenance(record.get("provenance", "user_supplied"))
+        self.d.runtime.store.put_memory(
+            MemoryRecord(
+                tenant=record["tenant"],
+                created_at=now,
+                updated_at=now,
+                memory_id=record["memory_id"],
+                namespace=record["namespace"],
+                key=record["key"],
+                value=record["value"],
+                version=int(record.get("version", 1)),
+                provenance=provenance,
+                trust=DEFAULT_TRUST[provenance],
+                expires_at=record.get("expires_at"),
+            )
+        )
+
+    def storage_fault(self, kind: str) -> bool:
+        return False
+
+    def close(self) -> None:
+        for w in self._workers:
+            if w.proc.exit is None:  # still running or stopped: no leaks
+                w.proc.kill()
+                w.proc.wait(10.0)
+        self.d.close()
+
+
+class ReferenceAdapter:
+    """The reference runtime: ``backend`` sqlite|postgres, ``queue`` store|redis."""
+
+    name = "reference"
+    capabilities = frozenset(
+        {
+            Capability.CRASH_POINTS,
+            Capability.CLOCK,
+            Capability.APPROVALS,
+            Capability.MEMORY_INJECTION,
+            Capability.VERSION_SWITCH,
+            Capability.CONTEXT,
+            Capability.CONCURRENT_WORKERS,
+        }
+    )
+
+    def __init__(
+        self,
+        backend: str = "sqlite",
+        queue: str = "store",
+        *,
+        postgres_url: str | None = None,
+        redis_url: str | None = None,
+        lease_seconds: float = 30.0,
+    ) -> None:
+        self.backend, self.queue = backend, queue
+        self.postgres_url, self.redis_url = postgres_url, redis_url
+        self.lease_seconds = lease_seconds
+
+    def workflows(self) -> list[WorkflowSpec]:
+        return list(WORKFLOWS)
+
+    def open(self, workdir: Path, *, seed: int) -> ReferenceEnvironment:
+        return ReferenceEnvironment(self, workdir)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.backend, "queue": self.queue, "lease_seconds": self.lease_seconds}
