@@ -96,6 +96,15 @@ def authorizes(approval: Approval | None, action: str, params_hash: str, now: fl
         return f"approval is for {approval.action}, not {action}"
     if approval.params_hash != params_hash:
         return "approval was given for other parameters"
-    if now > approval.expires_at:
+    # ``expires_at`` is the first instant the approval no longer counts (as
+    # for memory's ``expires_at``). The wait wakes at exactly that instant;
+    # were the approval still valid then, the woken worker would find nothing
+    # to do and the still-runnable run would be claimed again and again.
+    if is_expired(approval, now):
         return f"approval expired at {approval.expires_at}"
     return None
+
+
+def is_expired(approval: Approval, now: float) -> bool:
+    """True from ``approval.expires_at`` on (the bound itself is expired)."""
+    return now >= approval.expires_at

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import crashpoints as cp
-from ._approvals import POLICY_VERSION, authorizes, verify_decision
+from ._approvals import POLICY_VERSION, authorizes, is_expired, verify_decision
 from ._artifacts import ArtifactStore
 from ._clock import Clock
 from ._errors import (
@@ -72,7 +72,7 @@ from ._records import (
 )
 from ._services import CallContext, ExternalServices, ServiceResponse
 from ._states import TERMINAL, RunStatus, check_transition
-from ._workflows import Definition, Registry
+from ._workflows import Definition, Registry, upgrade_approval
 from .store import Claim, Commit, Snapshot, Store
 
 S = RunStatus
@@ -651,7 +651,7 @@ class Executor:
                 else:
                     if vd.params_hash != approval.params_hash:
                         reason = "the decision is for other parameters than the request"
-                    elif now > approval.expires_at:
+                    elif is_expired(approval, now):
                         reason = f"the decision arrived after expiry ({approval.expires_at})"
                     else:
                         decided = vd
@@ -692,7 +692,9 @@ class Executor:
             if not approved:
                 raise _Yield
             return
-        if now > approval.expires_at:
+        # Same bound as wake_at (= expires_at): a wait that wakes must end, or
+        # the run stays runnable and the worker spins claiming it.
+        if is_expired(approval, now):
             self._commit(
                 run,
                 status=S.CANCELLED,
@@ -830,6 +832,10 @@ class Executor:
             approval = next(
                 (x for x in snap.approvals if x.approval_id == a.requires_approval), None
             )
+            if approval is not None:
+                # An approval granted under older code names the parameters
+                # in that code's shape; compare like with like.
+                approval = upgrade_approval(self.registry, run.workflow, approval)
             why = authorizes(approval, kind, request_hash, now)
             if why is not None:
                 # Re-checked on every attempt, so an approval that expired or no

@@ -33,7 +33,7 @@ from ._model import (
     StoreArtifact,
     WriteMemory,
 )
-from ._records import Delivery, Provenance
+from ._records import DEFAULT_TRUST, Approval, Delivery, Provenance, stable_hash
 
 CURRENT_CODE_VERSION = 2
 
@@ -67,6 +67,23 @@ def _fact(ctx: ModelContext, namespace: str, key: str, min_trust: float) -> Any:
     return None
 
 
+def _verified_fact(ctx: ModelContext, namespace: str, key: str) -> Any:
+    """A fact that may carry authority: written by the system itself.
+
+    ``trust`` is a number the writer chose, so a user-supplied record can
+    claim 1.0; the provenance is what says who vouches for it. Both must hold.
+    """
+    for f in ctx.memory:
+        if (
+            f.namespace == namespace
+            and f.key == key
+            and f.provenance is Provenance.SYSTEM_VERIFIED
+            and f.trust >= DEFAULT_TRUST[Provenance.SYSTEM_VERIFIED]
+        ):
+            return f.value
+    return None
+
+
 # -- refund ----------------------------------------------------------------
 
 
@@ -91,7 +108,7 @@ def refund_policy(ctx: ModelContext, d: Definition) -> Action:
     if step == "approval":
         # Only system-verified memory may waive the approval; anything a user
         # or a tool wrote is data and never authority.
-        limit = _fact(ctx, "policy", "auto_approve_below_cents", 1.0)
+        limit = _verified_fact(ctx, "policy", "auto_approve_below_cents")
         if isinstance(limit, int) and amount < limit:
             return Proceed(next_step=d.after(step), updates={"auto_approved": True})
         return RequestApproval(
@@ -328,8 +345,23 @@ def _refund_v1_to_v2(p: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _refund_params_v1_to_v2(params: dict[str, Any]) -> dict[str, Any]:
+    # v1 refunds were in US cents; v2 says so explicitly.
+    return {**params, "currency": params.get("currency", "USD")}
+
+
 #: workflow -> {from_version: migration to from_version + 1}
 MIGRATIONS: dict[str, dict[int, Migration]] = {"refund": {1: _refund_v1_to_v2}}
+#: workflow -> {payload version: {action: migration of an approval's params
+#: into that version's shape}}. An approval names the parameters of the
+#: action as the code that requested it built them; when a payload migration
+#: changes how that action's request is built, the approved parameters must be
+#: read the same way, or every run approved before a deploy is denied after it.
+#: Each entry only makes explicit what the older version implied, and must be
+#: idempotent (it also sees parameters already in its version's shape).
+APPROVAL_PARAM_MIGRATIONS: dict[str, dict[int, dict[str, Migration]]] = {
+    "refund": {2: {"payments.refund": _refund_params_v1_to_v2}},
+}
 #: workflow -> payload version written by each code version
 PAYLOAD_VERSION: dict[int, dict[str, int]] = {
     1: {"refund": 1, "onboarding": 1, "research": 1, "procurement": 1, "vendor_quote": 1},
@@ -405,6 +437,20 @@ class Registry:
             payload = steps[version](payload)
             version += 1
         return payload
+
+
+def upgrade_approval(registry: Registry, workflow: str, approval: Approval) -> Approval:
+    """``approval`` with its params (and ``params_hash``) read in this code's
+    shape, for comparing with a request this code builds. The stored approval
+    -- what the approver actually signed -- is never rewritten."""
+    params = dict(approval.params)
+    for version, by_action in sorted(APPROVAL_PARAM_MIGRATIONS.get(workflow, {}).items()):
+        migrate = by_action.get(approval.action)
+        if migrate is not None and version <= registry.payload_version(workflow):
+            params = migrate(params)
+    if params == approval.params:
+        return approval
+    return approval.model_copy(update={"params": params, "params_hash": stable_hash(params)})
 
 
 def migrate_definition(registry: Registry, name: str, step: str, to_version: int) -> str:

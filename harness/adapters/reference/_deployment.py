@@ -153,6 +153,30 @@ class Deployment:
         env = self.worker_env(crash=crash, trace=trace, code_version=code_version)
         return self.spawner.run({"worker_id": worker_id}, env, timeout)
 
+    def start_worker(
+        self,
+        worker_id: str,
+        *,
+        crash: str | None = None,
+        code_version: int | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start one worker process (a fresh interpreter) and return at once.
+
+        For barriers: arm ``crash`` with ``site=pause`` and wait for the worker
+        to stop itself with ``os.waitpid(proc.pid, os.WUNTRACED)``; resume it
+        with ``SIGCONT``. The caller owns the process: it must ``wait()`` for it
+        (or kill it) before the deployment is closed.
+        """
+        import json
+
+        env = self.worker_env(crash=crash, code_version=code_version)
+        code = "import json, sys, reference_runtime._worker as w; w.main(json.loads(sys.argv[1]))"
+        return subprocess.Popen(
+            [sys.executable, "-c", code, json.dumps({"worker_id": worker_id})],
+            env={**os.environ, **env},
+            stderr=subprocess.PIPE,
+        )
+
     def crash_log(self) -> list[tuple[int, str, int, str]]:
         """(pid, site, hit, action) lines written by crash points so far."""
         if not self._crash_log.exists():
