@@ -39,6 +39,22 @@ def _config(ns: argparse.Namespace) -> RuntimeConfig:
     return RuntimeConfig.from_env(env)
 
 
+def _json_object(text: str, what: str, example: str) -> dict[str, Any]:
+    """Parse ``text`` as a JSON object, or raise an InputError naming ``what``
+    was wrong and showing ``example`` (the decoder's own message says neither)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{what} is not valid JSON ({exc}); pass a JSON object, e.g. {example}"
+        ) from exc
+    if not isinstance(value, dict):
+        raise InputError(
+            f"{what} must be a JSON object, got {type(value).__name__}; e.g. {example}"
+        )
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m reference_runtime", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -118,13 +134,18 @@ def _run(ns: argparse.Namespace) -> int:
         return worker_main(args)
     with Runtime(_config(ns)) as rt:
         if ns.command == "submit":
-            data = json.loads(ns.input)
+            data = _json_object(
+                ns.input, "--input", """--input '{"customer_id": "c1", "amount_cents": 500}'"""
+            )
             run = rt.submit(ns.workflow, data, tenant=ns.tenant, run_id=ns.run_id)
             print(run.model_dump_json())
         elif ns.command == "deliver":
-            msg = json.loads(ns.message if ns.message else sys.stdin.read())
-            if not isinstance(msg, dict):
-                raise json.JSONDecodeError("the message must be a JSON object", "", 0)
+            msg = _json_object(
+                ns.message if ns.message else sys.stdin.read(),
+                "the message (--message or stdin)",
+                """--message '{"message_id": "m1", "tenant": "acme", "run_id": "r1", """
+                """"kind": "event", "payload": {"event_key": "k"}}'""",
+            )
             print("delivered" if rt.deliver(msg) else "duplicate (ignored)")
         elif ns.command == "status":
             r = rt.get(ns.run_id)

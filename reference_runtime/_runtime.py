@@ -34,9 +34,16 @@ def _parse_keys(spec: str) -> dict[str, bytes]:
     for term in filter(None, (t.strip() for t in spec.split(","))):
         tenant, sep, hexkey = term.partition("=")
         try:
-            if not sep or not tenant:
+            if not sep:
                 raise ValueError("missing '='")
-            keys[tenant] = bytes.fromhex(hexkey)
+            if not tenant:
+                raise ValueError("the tenant name is empty")
+            key = bytes.fromhex(hexkey)
+            # An empty key would make every HMAC computable by anyone: a
+            # forger could sign approvals for this tenant.
+            if not key:
+                raise ValueError("the key is empty")
+            keys[tenant] = key
         except ValueError as exc:
             raise ConfigError(
                 f"bad tenant key {term!r} ({exc}); expected TENANT=HEXKEY, e.g. acme=00ff10"
@@ -173,6 +180,13 @@ class Runtime:
         UnknownWorkflowError without writing anything."""
         if not tenant or not run_id:
             raise MalformedEventError("a run needs a non-empty tenant and run_id")
+        if not isinstance(input, Mapping):
+            # Checked here, at the boundary: dict() of a list would raise a bare
+            # TypeError (or silently accept a list of pairs) deeper down.
+            raise MalformedEventError(
+                f"the input of a {workflow!r} run must be a JSON object (a mapping of field "
+                f"names to values), got {type(input).__name__}: {input!r:.80}"
+            )
         definition = self.registry.definition(workflow)
         payload = self.registry.validate_input(workflow, dict(input))
         now = self.clock.now()
@@ -219,6 +233,23 @@ class Runtime:
         names an unknown run or another tenant's run.
         """
         now = self.clock.now()
+        if not isinstance(message, Mapping):
+            raise MalformedEventError(
+                f"an inbound message must be a JSON object, got {type(message).__name__}"
+            )
+        # Name every missing field at once, rather than a bare KeyError for the
+        # first one: the sender fixes its message in one go.
+        missing = [f for f in ("message_id", "tenant", "run_id", "kind") if not message.get(f)]
+        payload = message.get("payload")
+        if missing or not isinstance(payload, Mapping | None):
+            what = (
+                f"lacks {', '.join(missing)}" if missing else "has a payload that is not an object"
+            )
+            raise MalformedEventError(
+                f"inbound message {message.get('message_id')!r} rejected: it {what}; a message "
+                "needs message_id, tenant, run_id, kind (approval_decision|event|webhook) and "
+                "a payload object"
+            )
         try:
             msg = InboxMessage(
                 tenant=str(message["tenant"]),
@@ -240,7 +271,8 @@ class Runtime:
         if run is None or run.tenant != msg.tenant:
             raise MalformedEventError(
                 f"inbound message {msg.message_id!r} names run {msg.run_id!r} of tenant "
-                f"{msg.tenant!r}, which does not exist"
+                f"{msg.tenant!r}, which does not exist; check the message's run_id and "
+                "tenant against the run (python -m reference_runtime status RUN_ID)"
             )
         return self.store.deliver(msg)
 
