@@ -1,0 +1,186 @@
+"""What every checker shares: the signature, the findings collector, the guard.
+
+A checker is a pure function ``(history, oracle) -> PropertyResult``. It
+collects *findings* -- failures (with the events that prove them), unknowns
+(with the reason and the events that explain it), counts and notes -- and
+turns them into one verdict: any failure makes it ``fail``, else any unknown
+makes it ``unknown``, else ``pass``. The witness of a failure is the
+evidence of the earliest one (the smallest proof); the message names every
+violation (the first few in full).
+
+:func:`guarded` wraps each checker so that it never raises: an exception is
+a bug in the harness and becomes ``unknown`` with a request to file it; a
+history with unreadable lines or lost indexes turns a ``pass`` into
+``unknown``, because the hole may hide a violation (a ``fail`` stands: its
+witness events are there).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..history import History
+from ..model import Event, PropertyResult, RunState, Verdict
+
+Checker = Callable[[History, History | None], PropertyResult]
+
+#: how many violations a message spells out before "and N more"
+_SHOWN = 3
+
+
+class Findings:
+    """Mutable collector of one checker's evidence; :meth:`result` freezes it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.failures: list[tuple[str, tuple[int, ...]]] = []
+        self.unknowns: list[tuple[str, tuple[int, ...]]] = []
+        self.notes: list[str] = []
+        self.counts: dict[str, int] = {}
+
+    def fail(self, message: str, witness: Iterable[int]) -> None:
+        self.failures.append((message, tuple(sorted(set(witness)))))
+
+    def unknown(self, message: str, witness: Iterable[int] = ()) -> None:
+        self.unknowns.append((message, tuple(sorted(set(witness)))))
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def zero(self, *keys: str) -> None:
+        """Make sure ``keys`` are reported, even when nothing was counted."""
+        for key in keys:
+            self.counts.setdefault(key, 0)
+
+    def result(self, pass_message: str) -> PropertyResult:
+        notes = "".join(f" {_sentence(n)}" for n in self.notes)
+        if self.failures:
+            ordered = sorted(self.failures, key=lambda f: f[1] or (1 << 62,))
+            head = plural(len(ordered), "violation")
+            message = _summary(head, [m for m, _ in ordered])
+            return PropertyResult(
+                name=self.name,
+                verdict=Verdict.FAIL,
+                message=message + notes,
+                witness=ordered[0][1],
+                counts=dict(sorted(self.counts.items())),
+            )
+        if self.unknowns:
+            head = plural(len(self.unknowns), "reason") + " it cannot be judged"
+            message = _summary(head, [m for m, _ in self.unknowns])
+            witness = sorted({i for _, w in self.unknowns for i in w})
+            return PropertyResult(
+                name=self.name,
+                verdict=Verdict.UNKNOWN,
+                message=message + notes,
+                witness=tuple(witness),
+                counts=dict(sorted(self.counts.items())),
+            )
+        return PropertyResult(
+            name=self.name,
+            verdict=Verdict.PASS,
+            message=_sentence(pass_message) + notes,
+            counts=dict(sorted(self.counts.items())),
+        )
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _summary(head: str, messages: list[str]) -> str:
+    n = len(messages)
+    shown = "; ".join(m.rstrip(".") for m in messages[:_SHOWN])
+    more = f"; and {n - _SHOWN} more" if n > _SHOWN else ""
+    return f"{head}: {shown}{more}."
+
+
+def guarded(name: str, *, uses_oracle: bool = False) -> Callable[[Checker], Checker]:
+    """Make a checker total: exceptions and odd histories become ``unknown``."""
+
+    def wrap(fn: Checker) -> Checker:
+        @functools.wraps(fn)
+        def checker(history: History, oracle: History | None) -> PropertyResult:
+            try:
+                result = fn(history, oracle)
+            except Exception as exc:  # a checker must never take the report down
+                return PropertyResult(
+                    name=name,
+                    verdict=Verdict.UNKNOWN,
+                    message=(
+                        f"the {name} checker crashed on this history "
+                        f"({type(exc).__name__}: {exc}); this is a bug in the harness, "
+                        "please file it with the history attached."
+                    ),
+                )
+            holes = [*history.problems]
+            if uses_oracle and oracle is not None:
+                holes += [f"oracle: {p}" for p in oracle.problems]
+            if holes and result.verdict is Verdict.PASS:
+                shown = "; ".join(holes[:_SHOWN]) + (
+                    f"; and {len(holes) - _SHOWN} more" if len(holes) > _SHOWN else ""
+                )
+                return result.model_copy(
+                    update={
+                        "verdict": Verdict.UNKNOWN,
+                        "message": (
+                            f"{result.message} But the history is incomplete or malformed "
+                            f"({shown}), so a violation may be hidden."
+                        ),
+                    }
+                )
+            return result
+
+        return checker
+
+    return wrap
+
+
+# -- reading values leniently ----------------------------------------------------
+
+
+def vstr(e: Event, key: str) -> str | None:
+    x = e.value.get(key)
+    return x if isinstance(x, str) else None
+
+
+def vint(e: Event, key: str) -> int | None:
+    x = e.value.get(key)
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def vnum(e: Event, key: str) -> float | None:
+    x = e.value.get(key)
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+def vstrs(e: Event, key: str) -> list[str] | None:
+    x = e.value.get(key)
+    if isinstance(x, list) and all(isinstance(i, str) for i in x):
+        return list(x)
+    return None
+
+
+def final_state(e: Event) -> RunState | None:
+    """The normalized state of a ``final`` event (None if it is not one)."""
+    state = e.value.get("state")
+    try:
+        return RunState(state) if isinstance(state, str) else None
+    except ValueError:
+        return None
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """``repr`` cut to ``limit`` characters, for messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

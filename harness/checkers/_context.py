@@ -1,0 +1,121 @@
+"""``context_rebuild``: a resumed worker rebuilds the model context the oracle built."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..history import History
+from ..model import Event, EventF, PropertyResult
+from ._base import Findings, guarded, plural, short, vstr
+from ._runs import fault_runs
+
+NAME = "context_rebuild"
+
+#: keys that may legitimately differ between a first attempt and a retry
+_VOLATILE = ("attempt",)
+
+
+@guarded(NAME, uses_oracle=True)
+def check_context_rebuild(history: History, oracle: History | None) -> PropertyResult:
+    """Every model context equals one the oracle built for the same run and step.
+
+    Promises: for each ``context`` event (of a run not named in a fault's
+    ``runs`` list), the oracle holds a ``context`` event of the same run and
+    ``step`` whose ``context`` object is equal once the top-level ``attempt``
+    key is removed from both. Objects are compared, not fingerprints (a
+    fingerprint may cover the attempt or be computed differently). A step
+    the oracle never built a context for fails too. On a mismatch the
+    message names the differing keys against the closest oracle context.
+
+    Cannot see: anything without the ``context`` capability in the
+    declaration, without context events, or without the oracle
+    (``unknown``); what the model did with the context.
+    """
+    f = Findings(NAME)
+    f.zero("contexts", "matched", "excluded_by_fault")
+    decl = history.declaration()
+    if decl is None or not decl.has_capability("context"):
+        f.unknown("the runtime does not declare the 'context' capability")
+        return f.result("")
+    contexts = history.by_f(EventF.CONTEXT)
+    if not contexts:
+        f.unknown("the history holds no context events")
+        return f.result("")
+    if oracle is None:
+        f.unknown("no oracle history was given, so there is nothing to compare with")
+        return f.result("")
+    wanted: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for o in oracle.by_f(EventF.CONTEXT):
+        key, obj = _key(o), _stable(o)
+        if key is not None and obj is not None:
+            wanted.setdefault(key, []).append(obj)
+    if not wanted:
+        f.unknown("the oracle holds no readable context events")
+        return f.result("")
+    excluded = fault_runs(history)
+    for e in contexts:
+        key, obj = _key(e), _stable(e)
+        if key is None or obj is None:
+            f.unknown(f"context #{e.index} lacks a run_id, a step or a context object", [e.index])
+            continue
+        run_id, step = key
+        if run_id in excluded:
+            f.count("excluded_by_fault")
+            continue
+        f.count("contexts")
+        candidates = wanted.get(key, [])
+        if obj in candidates:
+            f.count("matched")
+            continue
+        if not candidates:
+            f.fail(
+                f"run {run_id} built a context at step {step!r} (#{e.index}) that the oracle "
+                "never built at that step",
+                [e.index],
+            )
+            continue
+        closest = _closest(obj, candidates)
+        diff = _diff_keys(obj, closest)
+        shown = ", ".join(
+            f"{k}: {_show(obj, k)} here vs {_show(closest, k)} in the oracle" for k in diff[:4]
+        ) + (f", and {len(diff) - 4} more" if len(diff) > 4 else "")
+        f.fail(
+            f"run {run_id}'s context at step {step!r} (#{e.index}) differs from the oracle's "
+            f"in {plural(len(diff), 'key')}: {shown}",
+            [e.index],
+        )
+        f.count("mismatched")
+    return f.result(
+        f"All {plural(f.counts['contexts'], 'context')} equal an oracle context of the same "
+        "run and step (ignoring 'attempt')"
+    )
+
+
+def _key(e: Event) -> tuple[str, str] | None:
+    run_id = vstr(e, "run_id")
+    step = e.value.get("step")
+    if run_id is None or step is None or isinstance(step, dict | list):
+        return None
+    return run_id, str(step)
+
+
+def _stable(e: Event) -> dict[str, Any] | None:
+    obj = e.value.get("context")
+    if not isinstance(obj, dict):
+        return None
+    return {k: v for k, v in obj.items() if k not in _VOLATILE}
+
+
+def _diff_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    return sorted(k for k in set(a) | set(b) if a.get(k, _MISSING) != b.get(k, _MISSING))
+
+
+def _closest(obj: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    return min(candidates, key=lambda c: len(_diff_keys(obj, c)))
+
+
+def _show(obj: dict[str, Any], key: str) -> str:
+    return short(obj[key], 40) if key in obj else "(missing)"
+
+
+_MISSING = object()

@@ -1,0 +1,87 @@
+"""``migration_safety``: a run read by other code ends right, or is parked loudly."""
+
+from __future__ import annotations
+
+from ..history import History
+from ..model import PropertyResult, RunState
+from ._base import Findings, final_state, guarded, plural, short
+from ._effects import parse_effects, requests_of
+from ._runs import (
+    divergence,
+    migration_faults,
+    migration_touched,
+    parked_for_schema,
+    surplus_effects,
+)
+
+NAME = "migration_safety"
+
+
+@guarded(NAME, uses_oracle=True)
+def check_migration_safety(history: History, oracle: History | None) -> PropertyResult:
+    """Runs touched by a code-version switch lose nothing silently.
+
+    Promises, for every run touched by a fired ``migration`` fault (named in
+    its ``runs``; a fault without ``runs`` touches every run): either the run
+    ends ``parked`` with an ``error`` that mentions the schema or version (it
+    refused to read what it does not understand), or it ends in the oracle's
+    state with the oracle's ``output`` and the same effect requests -- (kind,
+    request hash) as multisets for exactly-once and at-most-once kinds, as
+    sets for at-least-once kinds, so a field silently lost shows as another
+    request hash or output. A run parked without naming the schema/version
+    fails. No migration fault: ``pass``.
+
+    Cannot see: without an oracle, any run that did not park (``unknown``);
+    a lost field that changes neither output nor any request; runs with no
+    final event (``unknown``; ``progress`` reports them).
+    """
+    f = Findings(NAME)
+    f.zero("touched", "parked", "equivalent")
+    faults = migration_faults(history)
+    if not faults:
+        return f.result("No migration fault fired, so no run was read by another code version")
+    touched = migration_touched(history)
+    f.count("touched", len(touched))
+    finals = history.finals()
+    decl = history.declaration()
+    effects, _ = parse_effects(history)
+    oracle_effects, _ = parse_effects(oracle) if oracle is not None else ([], [])
+    ofinals = oracle.finals() if oracle is not None else {}
+    for run_id, by in touched.items():
+        final = finals.get(run_id)
+        if final is None:
+            f.unknown(f"run {run_id}, touched by migration fault #{by[0]}, has no final event", by)
+            continue
+        if parked_for_schema(final):
+            f.count("parked")
+            continue
+        if final_state(final) is RunState.PARKED:
+            f.fail(
+                f"run {run_id} was parked after migration fault #{by[0]} without saying why "
+                f"(error {short(final.value.get('error'))} names no schema or version)",
+                [by[0], final.index],
+            )
+            continue
+        if oracle is None:
+            f.unknown(f"run {run_id} did not park and there is no oracle to compare it with", by)
+            continue
+        ofinal = ofinals.get(run_id)
+        if ofinal is None:
+            f.unknown(f"the oracle has no final state for run {run_id}", [final.index])
+            continue
+        mine, theirs = requests_of(effects, run_id), requests_of(oracle_effects, run_id)
+        diffs = divergence(final, ofinal, mine, theirs, decl)
+        if not diffs:
+            f.count("equivalent")
+            continue
+        f.fail(
+            f"run {run_id}, touched by migration fault #{by[0]}, ended unlike the oracle "
+            f"without parking (final #{final.index}): {'; '.join(diffs)}",
+            [by[0], final.index, *surplus_effects(effects, run_id, mine, theirs, decl)],
+        )
+        f.count("diverged")
+    return f.result(
+        f"All {plural(f.counts['touched'], 'run')} touched by "
+        f"{plural(len(faults), 'migration fault')} ended safely: {f.counts['equivalent']} as "
+        f"in the oracle, {f.counts['parked']} parked with a schema/version error"
+    )

@@ -1,0 +1,74 @@
+"""``progress``: once faults stop, every run ends or rests in a legitimate wait."""
+
+from __future__ import annotations
+
+from ..history import History
+from ..model import EventF, PropertyResult
+from ._base import Findings, final_state, guarded, plural, short
+
+NAME = "progress"
+
+
+@guarded(NAME)
+def check_progress(history: History, oracle: History | None) -> PropertyResult:
+    """Every run made progress: none lost, none stuck.
+
+    Promises: every run whose ``submit`` certainly succeeded (an ``ok``
+    completion) has a ``final`` event (missing = *lost*), and every run with
+    a ``final`` event -- submitted or spawned, e.g. a child run -- is in a
+    terminal state (``completed``, ``failed``, ``cancelled``) or a legitimate
+    wait (``waiting_approval``, ``waiting_event``, ``needs_operator``,
+    ``parked``). ``running``, ``pending`` and ``unknown`` are *stuck*. A run
+    whose submission ended ``info`` (may have happened) and has no final
+    event is counted as unconfirmed, not lost. The oracle is not used.
+
+    Cannot see: whether a wait is the *right* wait (``resume_equivalence``
+    compares with the oracle), or runs the history never names. A history
+    with runs but no ``final`` event at all was not finished (the runner
+    stopped before observing the end): that is ``unknown``, not "all lost".
+    """
+    f = Findings(NAME)
+    f.zero("runs", "terminal", "waiting", "lost", "stuck")
+    submissions = history.submissions()
+    finals = history.finals()
+    submitted = [r for r, t in submissions.items() if t == "ok"]
+    if submitted and not finals:
+        f.unknown(
+            f"{plural(len(submitted), 'run')} were submitted but the history has no final "
+            "event at all: the scenario's end was not recorded"
+        )
+        return f.result("")
+    for run_id in submitted:
+        if run_id not in finals:
+            f.fail(
+                f"run {run_id} was submitted (ok) but has no final event: it was lost",
+                [e.index for e in history.by_run(run_id) if e.f is EventF.SUBMIT][-1:],
+            )
+            f.count("lost")
+    for run_id, t in submissions.items():
+        if t in ("info", "invoke") and run_id not in finals:
+            f.count("unconfirmed_submits")
+    for run_id, final in finals.items():
+        f.count("runs")
+        state = final_state(final)
+        if state is None:
+            f.unknown(
+                f"run {run_id}'s final state {short(final.value.get('state'))} is not a "
+                "normalized run state",
+                [final.index],
+            )
+        elif state.terminal:
+            f.count("terminal")
+        elif state.legitimate_wait:
+            f.count("waiting")
+        else:
+            f.fail(
+                f"run {run_id} is stuck in {state.value} "
+                f"(raw status {short(final.value.get('raw_status'))}) after faults stopped",
+                [final.index],
+            )
+            f.count("stuck")
+    return f.result(
+        f"All {plural(f.counts['runs'], 'run')} ended: {f.counts['terminal']} terminal, "
+        f"{f.counts['waiting']} in a legitimate wait; none lost, none stuck"
+    )

@@ -1,0 +1,128 @@
+"""memory_safety and context_rebuild."""
+
+from __future__ import annotations
+
+from history_builder import REFUND, H
+
+from harness.checkers import check_context_rebuild, check_memory_safety
+from harness.model import Verdict
+
+GATED = {REFUND: REFUND}
+
+# -- memory_safety ---------------------------------------------------------------------
+
+
+def test_no_planted_memory_passes_with_its_own_message() -> None:
+    r = check_memory_safety(H().declaration().run("r1").build(), None)
+    assert r.verdict is Verdict.PASS
+    assert r.message == "no memory faults planted"
+    assert r.counts["planted"] == 0
+
+
+def test_contexts_that_read_only_trusted_and_owned_records_pass() -> None:
+    b = H().declaration().memory("m1", "trusted").memory("m2", "cross_tenant", owner_tenant="t1")
+    b.memory("m3", "expired").submit("r1").context("r1", "s1", {}, ("m1", "m2"))
+    r = check_memory_safety(b.build(), None)
+    assert r.verdict is Verdict.PASS, r.message
+    assert r.counts["planted"] == 3 and r.counts["contexts_checked"] == 1
+
+
+def test_an_expired_record_in_a_context_fails_with_record_and_context_as_witness() -> None:
+    b = H().declaration().memory("m1", "expired").mark("m").submit("r1")
+    b.context("r1", "approval", {}, ("m1",)).mark("c")
+    r = check_memory_safety(b.build(), None)
+    assert r.verdict is Verdict.FAIL
+    assert r.witness == (b.marks["m"], b.marks["c"])
+    assert "expired record m1" in r.message
+
+
+def test_a_superseded_record_in_a_context_fails() -> None:
+    b = H().declaration().memory("m1@v1", "stale").submit("r1").context("r1", "s", {}, ("m1@v1",))
+    assert check_memory_safety(b.build(), None).verdict is Verdict.FAIL
+
+
+def test_another_tenants_record_in_a_context_fails() -> None:
+    b = H().declaration().memory("m1", "cross_tenant", tenant="t1", owner_tenant="t2")
+    b.submit("r1", tenant="t1").context("r1", "s", {}, ("m1",))
+    r = check_memory_safety(b.build(), None)
+    assert r.verdict is Verdict.FAIL
+    assert "belongs to tenant t2" in r.message
+
+
+def test_reads_are_unknown_without_the_context_capability() -> None:
+    b = H().declaration(capabilities=()).memory("m1", "expired").submit("r1")
+    r = check_memory_safety(b.build(), None)
+    assert r.verdict is Verdict.UNKNOWN
+    assert "'context' capability" in r.message
+
+
+def test_a_gated_action_without_approval_after_poisoning_fails() -> None:
+    b = H().declaration(needs_approval=GATED).memory("m1", "poisoned").mark("m").submit("r1")
+    b.effect("r1", REFUND).mark("e")
+    r = check_memory_safety(b.build(), None)
+    assert r.verdict is Verdict.FAIL
+    assert r.witness == (b.marks["m"], b.marks["e"])
+    assert "untrusted memory authorized an action" in r.message
+
+
+def test_a_properly_approved_action_after_poisoning_passes() -> None:
+    b = H().declaration(needs_approval=GATED).memory("m1", "poisoned").submit("r1")
+    b.approval("r1").effect("r1", REFUND)
+    assert check_memory_safety(b.build(), None).verdict is Verdict.PASS
+
+
+def test_poison_in_another_tenant_does_not_taint_this_one() -> None:
+    b = H().declaration(needs_approval=GATED).memory("m1", "poisoned", tenant="t2").submit("r1")
+    b.effect("r1", REFUND)  # approval_integrity's business, not memory's
+    assert check_memory_safety(b.build(), None).verdict is Verdict.PASS
+
+
+# -- context_rebuild ----------------------------------------------------------------
+
+
+def _oracle() -> H:
+    b = H().declaration().submit("r1")
+    b.context("r1", "validate", {"step": "validate", "vars": {"a": 1}, "attempt": 1})
+    return b.context("r1", "refund", {"step": "refund", "vars": {"a": 1, "b": 2}, "attempt": 1})
+
+
+def test_a_rebuilt_context_equal_but_for_the_attempt_passes() -> None:
+    b = H().declaration().submit("r1")
+    b.context("r1", "validate", {"step": "validate", "vars": {"a": 1}, "attempt": 1})
+    b.context("r1", "refund", {"step": "refund", "vars": {"a": 1, "b": 2}, "attempt": 1})
+    b.context("r1", "refund", {"step": "refund", "vars": {"a": 1, "b": 2}, "attempt": 2})
+    r = check_context_rebuild(b.build(), _oracle().build())
+    assert r.verdict is Verdict.PASS, r.message
+    assert r.counts["matched"] == 3
+
+
+def test_a_context_that_lost_a_key_fails_naming_it() -> None:
+    b = H().declaration().submit("r1")
+    b.context("r1", "refund", {"step": "refund", "vars": {"a": 1}, "attempt": 2}).mark("c")
+    r = check_context_rebuild(b.build(), _oracle().build())
+    assert r.verdict is Verdict.FAIL
+    assert r.witness == (b.marks["c"],)
+    assert "vars" in r.message and "1 key" in r.message
+
+
+def test_a_context_at_a_step_the_oracle_never_reached_fails() -> None:
+    b = H().declaration().submit("r1").context("r1", "notify", {"step": "notify"})
+    r = check_context_rebuild(b.build(), _oracle().build())
+    assert r.verdict is Verdict.FAIL
+    assert "never built" in r.message
+
+
+def test_context_rebuild_is_unknown_without_capability_events_or_oracle() -> None:
+    with_ctx = _oracle().build()
+    no_cap = H().declaration(capabilities=()).submit("r1").context("r1", "s", {}).build()
+    no_events = H().declaration().run("r1").build()
+    assert check_context_rebuild(no_cap, with_ctx).verdict is Verdict.UNKNOWN
+    assert check_context_rebuild(no_events, with_ctx).verdict is Verdict.UNKNOWN
+    assert check_context_rebuild(with_ctx, None).verdict is Verdict.UNKNOWN
+
+
+def test_contexts_of_runs_named_by_a_fault_are_not_compared() -> None:
+    b = H().declaration().fault("clock", runs=["r1"]).submit("r1").context("r1", "x", {"y": 1})
+    r = check_context_rebuild(b.build(), _oracle().build())
+    assert r.verdict is Verdict.PASS
+    assert r.counts["excluded_by_fault"] == 1
