@@ -158,7 +158,6 @@ def build_context(
                 action=a.action,
                 params_hash=a.params_hash,
                 decision=a.decision.value,
-                expires_at=a.expires_at,
                 approver=a.approver,
             )
             for a in snap.approvals
@@ -462,10 +461,16 @@ class Executor:
 
     def _write_memory(self, snap: Snapshot, payload: dict[str, Any], a: WriteMemory) -> None:
         run, now = snap.run, self._now()
-        existing = [
-            r for r in self.store.read_memory(run.tenant, a.namespace, now) if r.key == a.key
+        # Number past every stored version, live or not. Counting only live
+        # ones would restart at v1 after the newest was erased or expired: the
+        # new record would then overwrite the v1 row (another user's data,
+        # same memory_id) and, older than the erased newest, never be read.
+        stored = [
+            r.version
+            for r in self.store.read_memory_unfiltered(a.namespace)
+            if r.tenant == run.tenant and r.key == a.key
         ]
-        version = existing[0].version + 1 if existing else 1
+        version = max(stored, default=0) + 1
         rec = MemoryRecord(
             tenant=run.tenant,
             created_at=now,

@@ -26,7 +26,7 @@ from ._records import AuditEvent, InboxMessage, Run, WorkingState
 from ._services import ExternalServices, load_services
 from ._states import RunStatus
 from ._workflows import CURRENT_CODE_VERSION, Registry
-from .store import Claim, Store
+from .store import Claim, RetentionPolicy, Store
 
 
 def _parse_keys(spec: str) -> dict[str, bytes]:
@@ -283,6 +283,38 @@ class Runtime:
 
     def get(self, run_id: str) -> Run | None:
         return self.store.get_run(run_id)
+
+    # -- data protection and retention ---------------------------------------
+
+    def forget(self, tenant: str, subject: str) -> int:
+        """Erase what the runtime holds about one user of ``tenant``.
+
+        Marks deleted every memory record about ``subject`` and, transitively,
+        every record derived from one (a summary carries its sources' data),
+        then removes the bytes of the artifacts recorded with that subject
+        (unless equal bytes are also recorded for someone else).
+        Returns how many memory records and artifacts were erased; 0 when
+        there was nothing (left) to erase, so calling it twice is harmless.
+        """
+        if not tenant or not subject:
+            raise MalformedEventError("forget needs a non-empty tenant and subject")
+        erased = self.store.delete_subject(tenant, subject, self.clock.now())
+        if self.config.artifact_dir:
+            artifacts = ArtifactStore(self.config.artifact_dir)
+            refs = self.store.artifacts()
+            mine = {r.uri for r in refs if r.tenant == tenant and r.subject == subject}
+            # Content-addressed: equal bytes produced for someone else share
+            # the uri. Those bytes are not only this user's; they stay.
+            shared = {r.uri for r in refs if (r.tenant, r.subject) != (tenant, subject)}
+            erased += sum(artifacts.delete(uri) for uri in sorted(mine - shared))
+        return erased
+
+    def prune(self, policy: RetentionPolicy | None = None) -> int:
+        """Apply the retention policy at the clock's now: finished runs older
+        than it lose their working state and inbox (run row and audit stay).
+        Runs still in progress are never touched. Returns how many runs were
+        compacted by this call."""
+        return self.store.prune(self.clock.now(), policy or RetentionPolicy())
 
     # -- workers ------------------------------------------------------------
 

@@ -242,7 +242,7 @@ def test_setup_is_idempotent_and_records_each_migration_once(store: Store) -> No
     create(store, make_run("r1"))
     store.setup()
     store.setup()
-    assert store.applied_migrations() == [1, 2]  # type: ignore[attr-defined]
+    assert store.applied_migrations() == [1, 2, 3]  # type: ignore[attr-defined]
     assert store.get_run("r1") is not None
 
 
@@ -277,6 +277,24 @@ def test_commit_bumps_state_version_and_writes_every_part(store: Store) -> None:
     assert [e.action for e in store.audit("r1")] == ["created", "transition"]
     assert store.read_memory("t1", "prefs", T0) == [make_memory("mem1")]
     assert store.get_run("r1.child") == child
+
+
+def test_two_runs_storing_equal_content_each_keep_their_own_artifact_reference(
+    store: Store,
+) -> None:
+    refs = []
+    for run_id, tenant in [("r1", "t1"), ("r2", "t2")]:
+        create(store, make_run(run_id, tenant=tenant))
+        claim = claimed(store, run_id)
+        ref = ArtifactRef(
+            tenant=tenant, created_at=T0, updated_at=T0, uri="cas://same", sha256="ab",
+            owner=run_id, subject=f"user-of-{tenant}",
+        )  # fmt: skip
+        store.commit(next_commit(claim, T0 + 1, artifacts=(ref,)))
+        refs.append(ref)
+    assert store.load("r1").artifacts == (refs[0],)
+    assert store.load("r2").artifacts == (refs[1],)
+    assert store.artifacts() == refs
 
 
 def test_commit_keeps_the_stored_lease_fields_whatever_the_new_row_says(store: Store) -> None:
@@ -833,7 +851,7 @@ def test_setup_from_several_processes_at_once_succeeds(store: Store, tmp_path: P
         for child in children:
             out, err = child.communicate(timeout=60)
             assert child.returncode == 0, err
-            assert json.loads(out) == [1, 2]
+            assert json.loads(out) == [1, 2, 3]
     finally:
         if fresh["schema"] is not None:
             cleanup = open_store(fresh["url"], schema=fresh["schema"])

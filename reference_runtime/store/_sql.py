@@ -339,7 +339,7 @@ class SqlStore(Store):
     def _upsert_artifacts(self, tx: Tx, refs: Sequence[ArtifactRef]) -> None:
         tx.many(
             "INSERT INTO artifacts (uri, owner, subject, expires_at, doc) VALUES (?, ?, ?, ?, ?)"
-            " ON CONFLICT (uri) DO UPDATE SET owner = excluded.owner, subject = excluded.subject,"
+            " ON CONFLICT (uri, owner) DO UPDATE SET subject = excluded.subject,"
             " expires_at = excluded.expires_at, doc = excluded.doc",
             [(a.uri, a.owner, a.subject, a.expires_at, a.model_dump_json()) for a in refs],
         )

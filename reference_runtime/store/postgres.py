@@ -97,6 +97,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         "parked runs are not runnable",
         ("ALTER TABLE runs ADD COLUMN parked INTEGER NOT NULL DEFAULT 0",),
     ),
+    (
+        3,
+        "one artifact reference per (uri, owner run)",
+        # See the SQLite migration 3: keyed by uri alone, a second run storing
+        # equal bytes took the first run's artifact reference over.
+        (
+            "ALTER TABLE artifacts DROP CONSTRAINT artifacts_uri_key",
+            "ALTER TABLE artifacts ADD CONSTRAINT artifacts_uri_owner_key UNIQUE (uri, owner)",
+            "CREATE INDEX artifacts_uri ON artifacts (uri)",
+        ),
+    ),
 )
 
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")

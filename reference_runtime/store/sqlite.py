@@ -90,6 +90,28 @@ MIGRATIONS: tuple[Migration, ...] = (
         "parked runs are not runnable",
         ("ALTER TABLE runs ADD COLUMN parked INTEGER NOT NULL DEFAULT 0",),
     ),
+    (
+        3,
+        "one artifact reference per (uri, owner run)",
+        # Content addressing gives two runs with equal bytes the same uri;
+        # keyed by uri alone, the second run's reference replaced the first's
+        # (owner, tenant and subject), so the first run lost its artifact and
+        # erasure followed the wrong user. SQLite cannot drop a UNIQUE
+        # constraint in place: rebuild the table.
+        (
+            """CREATE TABLE artifacts_v3 (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT, uri TEXT NOT NULL,
+                owner TEXT NOT NULL, subject TEXT, expires_at REAL, doc TEXT NOT NULL,
+                UNIQUE (uri, owner))""",
+            "INSERT INTO artifacts_v3 (seq, uri, owner, subject, expires_at, doc)"
+            " SELECT seq, uri, owner, subject, expires_at, doc FROM artifacts",
+            "DROP TABLE artifacts",
+            "ALTER TABLE artifacts_v3 RENAME TO artifacts",
+            "CREATE INDEX artifacts_owner ON artifacts (owner, seq)",
+            "CREATE INDEX artifacts_expiry ON artifacts (expires_at)",
+            "CREATE INDEX artifacts_uri ON artifacts (uri)",
+        ),
+    ),
 )
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
