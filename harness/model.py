@@ -133,6 +133,8 @@ class RunSpec(_Frozen):
     workflow: str
     input: dict[str, Any]
     decision: Literal["approved", "rejected"] = "approved"
+    #: submit it with an older code version (its payload in that version's schema)
+    code_version: int | None = None
 
 
 class CrashSpec(_Frozen):
@@ -270,7 +272,8 @@ class Scenario(_Frozen):
 def describe_step(step: BaseModel) -> str:
     if isinstance(step, Submit):
         r = step.run
-        return f"submit {r.workflow} run {r.run_id} for {r.tenant} with {r.input}"
+        old = f" under code v{r.code_version}" if r.code_version is not None else ""
+        return f"submit {r.workflow} run {r.run_id} for {r.tenant} with {r.input}{old}"
     if isinstance(step, RunWorker):
         extra = ""
         if step.crash is not None:

@@ -33,11 +33,14 @@ class MemoryFact(_Frozen):
 
 
 class ApprovalView(_Frozen):
+    """An approval as the model sees it. No timestamps: expiry is enforced by
+    the runtime, and absolute times would make a resumed context differ from
+    a fault-free one for no reason the model could act on."""
+
     approval_id: str
     action: str
     params_hash: str
     decision: str
-    expires_at: float
     approver: str | None
 
 

@@ -76,6 +76,8 @@ class RunView(_Frozen):
     output: dict[str, Any] | None = None
     error: str | None = None
     waiting_on: str | None = None
+    #: when a timer (retry backoff, wait timeout) will make the run runnable
+    wake_at: float | None = None
     #: approval the run waits on: {approval_id, action, params_hash, role, expires_at}
     approval: dict[str, Any] | None = None
 
@@ -150,6 +152,14 @@ class Environment(Protocol):
 
     def crash_points(self) -> list[str]:
         """Named crash points (empty without the ``crash_points`` capability)."""
+        ...
+
+    def pause_points(self) -> list[str]:
+        """Crash points where a worker may be held paused without holding a
+        storage lock (outside any transaction): the barriers for races and
+        zombies. A worker paused inside a transaction blocks every other
+        writer for as long as the storage's lock timeout, which proves little
+        and costs much."""
         ...
 
     def start_worker(

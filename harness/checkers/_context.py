@@ -32,7 +32,7 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
     (``unknown``); what the model did with the context.
     """
     f = Findings(NAME)
-    f.zero("contexts", "matched", "excluded_by_fault")
+    f.zero("contexts", "matched", "excluded_by_fault", "excluded_at_least_once_repeat")
     decl = history.declaration()
     if decl is None or not decl.has_capability("context"):
         f.unknown("the runtime does not declare the 'context' capability")
@@ -53,6 +53,7 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
         f.unknown("the oracle holds no readable context events")
         return f.result("")
     excluded = fault_runs(history)
+    repeated = _at_least_once_repeats(history)
     for e in contexts:
         key, obj = _key(e), _stable(e)
         if key is None or obj is None:
@@ -61,6 +62,11 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
         run_id, step = key
         if run_id in excluded:
             f.count("excluded_by_fault")
+            continue
+        if run_id in repeated:
+            # A declared at-least-once effect ran twice: its second answer
+            # (another external ref) may legitimately show in later contexts.
+            f.count("excluded_at_least_once_repeat")
             continue
         f.count("contexts")
         candidates = wanted.get(key, [])
@@ -89,6 +95,22 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
         f"All {plural(f.counts['contexts'], 'context')} equal an oracle context of the same "
         "run and step (ignoring 'attempt')"
     )
+
+
+def _at_least_once_repeats(history: History) -> set[str]:
+    """Runs that applied one logical at-least-once request more than once."""
+    decl = history.declaration()
+    seen: dict[tuple[Any, ...], int] = {}
+    for e in history.by_f(EventF.EFFECT):
+        v = e.value
+        kind = v.get("kind")
+        if not v.get("applied") or not isinstance(kind, str) or decl is None:
+            continue
+        if decl.delivery_for(kind) != "at_least_once":
+            continue
+        key = (v.get("run_id"), kind, v.get("request_hash"))
+        seen[key] = seen.get(key, 0) + 1
+    return {str(k[0]) for k, n in seen.items() if n > 1 and k[0] is not None}
 
 
 def _key(e: Event) -> tuple[str, str] | None:

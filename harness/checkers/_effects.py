@@ -161,7 +161,10 @@ def match_approval(
                 f"approval {_aid(a)} is {short(a.value.get('decision'))}, not approved",
             ),
             (
-                vstr(a, "params_hash") == eff.request_hash,
+                # The runtime may declare how an approval given under older
+                # code reads in today's request shape (a migration); both the
+                # signed hash and that declared reading count.
+                eff.request_hash in (vstr(a, "params_hash"), vstr(a, "effective_params_hash")),
                 f"approval {_aid(a)} was given for other parameters "
                 f"(params_hash {str(a.value.get('params_hash'))[:12]}, "
                 f"request {eff.request_hash[:12]})",
@@ -210,3 +213,21 @@ def approvals_by_run(history: History) -> Mapping[str, list[Event]]:
 def fmt_op(op: LogicalOp) -> str:
     tenant, run_id, kind, digest = op
     return f"{kind} request {digest[:12]} of run {run_id} (tenant {tenant})"
+
+
+def stopped_for_operator(
+    state: object,
+    ostate: object,
+    mine: Counter[Request],
+    theirs: Counter[Request],
+    decl: Declaration | None,
+) -> bool:
+    """A legitimate divergence: the run stopped at ``needs_operator`` on an
+    at-most-once effect whose outcome it could not know, where the oracle
+    completed, and it applied nothing the oracle did not."""
+    return (
+        str(state) == "needs_operator"
+        and str(ostate) == "completed"
+        and any(delivery(decl, kind) == "at_most_once" for kind, _ in theirs)
+        and is_sub_multiset(mine, theirs)
+    )

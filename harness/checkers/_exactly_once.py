@@ -112,12 +112,17 @@ def _silent_drops(
     decl = history.declaration()
     finals = history.finals()
     oracle_effects, _ = parse_effects(oracle)
+    # Compared by (run, kind), not by request hash: a fault that legitimately
+    # changes a request's content (planted memory the run may read) must not
+    # look like a drop; a completed run that never applied the kind at all is.
+    applied_kinds = {(op[1], op[2]) for op in groups}
     for op, group in applied_by_op(oracle_effects).items():
         _tenant, run_id, kind, _digest = op
         if delivery(decl, kind) != "at_most_once" or len(group) != 1 or run_id is None:
             continue
         final = finals.get(run_id)
-        if final is None or final_state(final) is not RunState.COMPLETED or op in groups:
+        done = final is not None and final_state(final) is RunState.COMPLETED
+        if final is None or not done or (run_id, kind) in applied_kinds:
             continue
         f.fail(
             f"run {run_id} completed without {fmt_op(op)} ever being applied, while the "

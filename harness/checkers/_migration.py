@@ -5,9 +5,10 @@ from __future__ import annotations
 from ..history import History
 from ..model import PropertyResult, RunState
 from ._base import Findings, final_state, guarded, plural, short
-from ._effects import parse_effects, requests_of
+from ._effects import parse_effects, requests_of, stopped_for_operator
 from ._runs import (
     divergence,
+    fault_runs,
     migration_faults,
     migration_touched,
     parked_for_schema,
@@ -47,7 +48,13 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
     effects, _ = parse_effects(history)
     oracle_effects, _ = parse_effects(oracle) if oracle is not None else ([], [])
     ofinals = oracle.finals() if oracle is not None else {}
+    # Another fault (an approval left to expire, ...) may have changed a run's
+    # outcome legitimately; only what migration alone explains is judged here.
+    elsewhere = fault_runs(history, except_kind="migration")
     for run_id, by in touched.items():
+        if run_id in elsewhere:
+            f.count("excluded_by_other_fault")
+            continue
         final = finals.get(run_id)
         if final is None:
             f.unknown(f"run {run_id}, touched by migration fault #{by[0]}, has no final event", by)
@@ -70,6 +77,10 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
             f.unknown(f"the oracle has no final state for run {run_id}", [final.index])
             continue
         mine, theirs = requests_of(effects, run_id), requests_of(oracle_effects, run_id)
+        state, ostate = final_state(final), final_state(ofinal)
+        if stopped_for_operator(state, ostate, mine, theirs, decl):
+            f.count("needs_operator")
+            continue
         diffs = divergence(final, ofinal, mine, theirs, decl)
         if not diffs:
             f.count("equivalent")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..history import History
-from ..model import PropertyResult, RunState
+from ..model import PropertyResult
 from ._base import Findings, final_state, guarded, plural
-from ._effects import delivery, is_sub_multiset, parse_effects, requests_of
+from ._effects import parse_effects, requests_of, stopped_for_operator
 from ._runs import (
     divergence,
     fault_runs,
@@ -74,12 +74,7 @@ def check_resume_equivalence(history: History, oracle: History | None) -> Proper
         if run_id in touched and parked_for_schema(final):
             f.count("parked_by_migration")
             continue
-        if (
-            state is RunState.NEEDS_OPERATOR
-            and ostate is RunState.COMPLETED
-            and any(delivery(decl, kind) == "at_most_once" for kind, _ in theirs)
-            and is_sub_multiset(mine, theirs)
-        ):
+        if stopped_for_operator(state, ostate, mine, theirs, decl):
             f.count("needs_operator")
             continue
         diffs = divergence(final, ofinal, mine, theirs, decl)

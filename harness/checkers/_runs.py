@@ -14,10 +14,13 @@ from ._effects import Effect, Request, compare_requests, delivery
 _SCHEMA_WORDS = re.compile(r"schema|version", re.IGNORECASE)
 
 
-def fault_runs(history: History) -> dict[str, list[int]]:
-    """run id -> indexes of the ``fault`` events that name it in their ``runs``."""
+def fault_runs(history: History, *, except_kind: str | None = None) -> dict[str, list[int]]:
+    """run id -> indexes of the ``fault`` events that name it in their ``runs``
+    (leaving out faults of ``except_kind``)."""
     out: dict[str, list[int]] = {}
     for e in history.faults():
+        if except_kind is not None and e.value.get("kind") == except_kind:
+            continue
         for run_id in vstrs(e, "runs") or []:
             out.setdefault(run_id, []).append(e.index)
     return out

@@ -190,6 +190,7 @@ class WorldClient:
                 tenant=req.caller.tenant,
                 request_hash=req.hash,
                 idempotency_key=req.idempotency_key,
+                run_id=req.caller.run_id,
             )
             if mode == "apply_then_timeout":
                 outcome = "unknown_applied"

@@ -115,6 +115,7 @@ def process(
     tenant: str,
     request_hash: str,
     idempotency_key: str | None,
+    run_id: str | None = None,
 ) -> Processed:
     """Apply (or deduplicate, or refuse) one request. Runs inside the caller's
     write transaction, so the check for an earlier key and the apply are atomic
@@ -142,12 +143,13 @@ def process(
                 applied=False,
                 response=Response(original.external_ref, original.body, deduplicated=True),
             )
-    # A ref names the logical request (tenant + request hash) and how many times
-    # it was applied, not a global sequence: the same request gets the same ref
-    # whatever other runs did before it, so a faulted run and its fault-free
-    # oracle can be compared field by field. A real duplicate gets "-2".
-    logical = hashlib.sha256(f"{tenant}\n{request_hash}".encode()).hexdigest()[:10]
-    n = next_counter(conn, f"ref:{spec.name}:{logical}")
+    # A ref names the logical request (tenant, run, request hash) and how many
+    # times it was applied, not a global sequence: the same request gets the
+    # same ref whatever other runs did before it, so a faulted run and its
+    # fault-free oracle can be compared field by field. A real duplicate gets
+    # "-2"; a read without side effect answers the same every time.
+    logical = hashlib.sha256(f"{tenant}\n{run_id or ''}\n{request_hash}".encode()).hexdigest()[:10]
+    n = next_counter(conn, f"ref:{spec.name}:{logical}") if spec.capabilities.side_effect else 1
     ref = f"{spec.ref_prefix}-{logical}-{n}"
     body = {"status": spec.actions[action], "external_ref": ref}
     return Processed(applied=spec.capabilities.side_effect, response=Response(ref, body))

@@ -196,7 +196,7 @@ def test_every_record_carries_the_caller_keys_hash_and_clock_time(
     canonical = json.dumps(req, sort_keys=True, separators=(",", ":"))
     assert r.request_hash == hashlib.sha256(canonical.encode()).hexdigest() == request_hash(req)
     assert r.at == 1_700_000_000.0
-    logical = hashlib.sha256(f"t9\n{r.request_hash}".encode()).hexdigest()[:10]
+    logical = hashlib.sha256(f"t9\nr9\n{r.request_hash}".encode()).hexdigest()[:10]
     assert r.response == {
         "external_ref": f"pay-{logical}-1",
         "body": {"status": "succeeded", "external_ref": f"pay-{logical}-1"},

@@ -13,9 +13,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from reference_runtime import TRANSITIONS, MemoryRecord, Provenance
+from reference_runtime import TRANSITIONS, MemoryRecord, Provenance, Runtime
 from reference_runtime import crashpoints as cp
 from reference_runtime._records import DEFAULT_TRUST
+from reference_runtime._workflows import Registry, upgrade_approval
 
 from ...model import CrashSpec, RunSpec, RunState
 from ...runner import ForkServer, Stopped
@@ -95,6 +96,13 @@ def fork_server(extra: tuple[str, ...] = ()) -> ForkServer:
         return server
 
 
+def downgrade(workflow: str, payload: dict[str, Any], code_version: int) -> dict[str, Any]:
+    """A current-schema input as code ``code_version`` expected it."""
+    if workflow == "refund" and code_version < 2:
+        return {"customer_id": payload["customer_id"], "amount": payload["amount_cents"]}
+    return dict(payload)
+
+
 def normalize(raw: str, waiting_on: str | None, error: str | None) -> RunState:
     if raw in ("Completed", "Failed", "Cancelled"):
         return RunState(raw.lower())
@@ -153,6 +161,7 @@ class ReferenceEnvironment:
         )
         self.world = self.d.world
         self._server = fork_server()
+        self._registry = Registry()
         self._workers: list[_Handle] = []
         self._audit_seen = 0
         self._context_log = workdir / "contexts.jsonl"
@@ -171,6 +180,10 @@ class ReferenceEnvironment:
         from reference_runtime import _executor  # noqa: F401  (declares the sites)
 
         return sorted(cp.SITES)
+
+    def pause_points(self) -> list[str]:
+        # checkpoint_stmt_* sit inside the commit transaction.
+        return [s for s in self.crash_points() if not s.startswith("checkpoint_stmt_")]
 
     # -- workers --------------------------------------------------------------
 
@@ -193,7 +206,21 @@ class ReferenceEnvironment:
     # -- ingress ----------------------------------------------------------------
 
     def submit(self, run: RunSpec) -> None:
-        self.d.submit(run.workflow, run.input, tenant=run.tenant, run_id=run.run_id)
+        if run.code_version is None:
+            self.d.submit(run.workflow, run.input, tenant=run.tenant, run_id=run.run_id)
+            return
+        # An older deployment accepted this run: write its payload in that
+        # version's schema, as the old code would have.
+        old = Runtime(self.d.config.with_(code_version=run.code_version), clock=self.d.clock)
+        try:
+            old.submit(
+                run.workflow,
+                downgrade(run.workflow, run.input, run.code_version),
+                tenant=run.tenant,
+                run_id=run.run_id,
+            )
+        finally:
+            old.close()
 
     def deliver(self, message: dict[str, Any]) -> bool:
         return self.d.deliver(message)
@@ -234,11 +261,13 @@ class ReferenceEnvironment:
             snap = store.load(run.run_id)
             waiting = None
             for a in snap.approvals:
+                effective = upgrade_approval(self._registry, run.workflow, a)
                 view = {
                     "run_id": a.run_id,
                     "approval_id": a.approval_id,
                     "action": a.action,
                     "params_hash": a.params_hash,
+                    "effective_params_hash": effective.params_hash,
                     "params": a.params,
                     "decision": a.decision.value,
                     "approver": a.approver,
@@ -259,6 +288,7 @@ class ReferenceEnvironment:
                     output=output,
                     error=run.error,
                     waiting_on=run.waiting_on,
+                    wake_at=run.wake_at,
                     approval=waiting,
                 )
             )

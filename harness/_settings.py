@@ -1,0 +1,121 @@
+"""Settings: one frozen object, named profiles, layered configuration.
+
+Precedence, lowest first: the profile's defaults, ``[tool.harness]`` in the
+nearest ``pyproject.toml``, ``HARNESS_*`` environment variables, then explicit
+arguments (command line or pytest options). ``ci`` is the default profile when
+the ``CI`` environment variable is set: derandomized, so a CI failure replays
+anywhere, and bounded in time.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ._errors import UsageError
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "dev": {"max_examples": 12, "budget_seconds": 60.0, "derandomize": False, "max_runs": 2},
+    "ci": {"max_examples": 40, "budget_seconds": 240.0, "derandomize": True, "max_runs": 3},
+    "thorough": {
+        "max_examples": 400,
+        "budget_seconds": 3600.0,
+        "derandomize": False,
+        "max_runs": 3,
+        "max_episodes": 6,
+    },
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How hard and how long to search. Build with :func:`load_settings`."""
+
+    profile: str = "dev"
+    max_examples: int = 12
+    budget_seconds: float = 60.0
+    derandomize: bool = False
+    seed: int | None = None
+    max_runs: int = 2
+    max_episodes: int = 4
+    families: tuple[str, ...] | None = None
+    report_dir: str = "reports"
+    exhaustive: bool = False
+
+    def with_(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+
+def default_profile() -> str:
+    return "ci" if os.environ.get("CI") else "dev"
+
+
+def _pyproject(start: Path) -> dict[str, Any]:
+    for folder in (start, *start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            with candidate.open("rb") as fh:
+                data = tomllib.load(fh)
+            section = data.get("tool", {}).get("harness", {})
+            return dict(section) if isinstance(section, dict) else {}
+    return {}
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    kinds = {f.name: f.type for f in fields(Settings)}
+    if name not in kinds:
+        raise UsageError(
+            f"unknown harness setting {name!r} in {source}; known: {', '.join(sorted(kinds))}"
+        )
+    target = kinds[name]
+    try:
+        if "int" in str(target) and "None" in str(target):
+            return None if value in (None, "", "none") else int(value)
+        if target in ("int", int):
+            return int(value)
+        if target in ("float", float):
+            return float(value)
+        if target in ("bool", bool):
+            if isinstance(value, bool):
+                return value
+            return str(value).lower() in ("1", "true", "yes", "on")
+        if "tuple" in str(target):
+            if value is None:
+                return None
+            items = value.split(",") if isinstance(value, str) else list(value)
+            return tuple(str(v).strip() for v in items if str(v).strip())
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(
+            f"harness setting {name}={value!r} from {source} is invalid: {exc}"
+        ) from exc
+
+
+def load_settings(
+    profile: str | None = None, *, start: Path | None = None, **overrides: Any
+) -> Settings:
+    """Resolve settings; raises UsageError naming the bad value and its source."""
+    file_cfg = _pyproject(start or Path.cwd())
+    env_cfg = {
+        k.removeprefix("HARNESS_").lower(): v
+        for k, v in os.environ.items()
+        if k.startswith("HARNESS_")
+        and k.removeprefix("HARNESS_").lower() in {f.name for f in fields(Settings)}
+    }
+    name = profile or env_cfg.get("profile") or file_cfg.get("profile") or default_profile()
+    if name not in PROFILES:
+        raise UsageError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}")
+    values: dict[str, Any] = {"profile": name, **PROFILES[name]}
+    for source, layer in (
+        ("[tool.harness] in pyproject.toml", file_cfg),
+        ("the environment (HARNESS_*)", env_cfg),
+        ("the command line", {k: v for k, v in overrides.items() if v is not None}),
+    ):
+        for key, value in layer.items():
+            if key == "profile":
+                continue
+            values[key] = _coerce(key, value, source)
+    return Settings(**values)

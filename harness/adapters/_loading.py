@@ -1,0 +1,131 @@
+"""Loading and validating adapters by name, once, at the boundary."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .._errors import AdapterLoadError
+from ._contract import Adapter, Capability
+
+#: Built-in adapters by short name -> "module:factory".
+BUILTIN: dict[str, str] = {
+    "reference": "harness.adapters.reference:ReferenceAdapter",
+}
+
+
+def _reference(opts: Mapping[str, str]) -> Adapter:
+    from reference_runtime import service_urls
+
+    from .reference import ReferenceAdapter
+
+    known = {"backend", "queue", "lease_seconds", "postgres_url", "redis_url", "bug"}
+    unknown = set(opts) - known
+    if unknown:
+        raise AdapterLoadError(
+            f"the reference adapter has no option {', '.join(sorted(unknown))}; "
+            f"known options: {', '.join(sorted(known))}"
+        )
+    backend = opts.get("backend", "sqlite")
+    queue = opts.get("queue", "store")
+    if backend not in ("sqlite", "postgres"):
+        raise AdapterLoadError(f"backend={backend!r}: choose sqlite or postgres")
+    if queue not in ("store", "redis"):
+        raise AdapterLoadError(f"queue={queue!r}: choose store or redis")
+    if "bug" in opts:
+        raise AdapterLoadError(
+            f"bug={opts['bug']!r}: seeded bugs are not available in this version of the "
+            "reference runtime yet"
+        )
+    try:
+        pg = opts.get("postgres_url") or (
+            service_urls.postgres_url() if backend == "postgres" else None
+        )
+        rd = opts.get("redis_url") or (service_urls.redis_url() if queue == "redis" else None)
+    except service_urls.ServiceUnavailable as exc:
+        raise AdapterLoadError(str(exc)) from exc
+    try:
+        lease = float(opts.get("lease_seconds", "30"))
+    except ValueError as exc:
+        raise AdapterLoadError(f"lease_seconds={opts['lease_seconds']!r} is not a number") from exc
+    return ReferenceAdapter(backend, queue, postgres_url=pg, redis_url=rd, lease_seconds=lease)
+
+
+def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
+    """An adapter from ``"reference"`` or ``"package.module:attr"``.
+
+    ``attr`` may be an adapter instance, or a class/factory called with the
+    options as keyword arguments. The result is validated against the contract
+    here, so that nothing deeper has to.
+    """
+    opts = dict(opts or {})
+    if spec == "reference":
+        adapter = _reference(opts)
+    else:
+        module_name, sep, attr = spec.partition(":")
+        if not sep or not module_name or not attr:
+            raise AdapterLoadError(
+                f"adapter {spec!r} is neither a built-in ({', '.join(BUILTIN)}) nor of the form "
+                "'package.module:attr'; example: --adapter myproject.harness_adapter:MyAdapter"
+            )
+        try:
+            target: Any = getattr(importlib.import_module(module_name), attr)
+        except ImportError as exc:
+            raise AdapterLoadError(f"cannot import adapter module {module_name!r}: {exc}") from exc
+        except AttributeError as exc:
+            raise AdapterLoadError(f"module {module_name!r} has no attribute {attr!r}") from exc
+        if isinstance(target, Adapter):
+            if opts:
+                raise AdapterLoadError(
+                    f"{spec} is an adapter instance and takes no options (got {sorted(opts)})"
+                )
+            adapter = target
+        elif callable(target):
+            factory: Callable[..., Any] = target
+            try:
+                adapter = factory(**opts)
+            except TypeError as exc:
+                raise AdapterLoadError(f"{spec} rejected the options {opts}: {exc}") from exc
+        else:
+            raise AdapterLoadError(f"{spec} is neither an adapter nor a factory of one")
+    validate_adapter(adapter, spec)
+    return adapter
+
+
+def validate_adapter(adapter: Any, spec: str) -> None:
+    """Raise AdapterLoadError unless ``adapter`` fulfils the contract's shape."""
+    if not isinstance(adapter, Adapter):
+        missing = [
+            name
+            for name in ("name", "capabilities", "workflows", "open", "describe")
+            if not hasattr(adapter, name)
+        ]
+        raise AdapterLoadError(
+            f"{spec} gave {type(adapter).__name__}, which is not an adapter: it lacks "
+            f"{', '.join(missing)} (see harness.adapters.Adapter)"
+        )
+    bad = [c for c in adapter.capabilities if not isinstance(c, Capability)]
+    if bad:
+        raise AdapterLoadError(
+            f"{spec} declares unknown capabilities {bad}; use harness.adapters.Capability values"
+        )
+    workflows = adapter.workflows()
+    if not workflows:
+        raise AdapterLoadError(f"{spec} declares no workflows: the harness has nothing to run")
+    for wf in workflows:
+        if not wf.inputs:
+            raise AdapterLoadError(f"{spec}: workflow {wf.name!r} has no example inputs")
+
+
+def parse_opts(pairs: list[str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` -> dict; raises AdapterLoadError for a malformed pair."""
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise AdapterLoadError(
+                f"--adapter-opt {pair!r} is not KEY=VALUE (e.g. backend=postgres)"
+            )
+        out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,110 @@
+"""``harness``: the command line. Scripts rely on this contract.
+
+    harness run --adapter NAME|module:attr [--adapter-opt KEY=VALUE ...]
+                [--profile dev|ci|thorough] [--seed N] [--budget SECONDS]
+                [--report-dir DIR] [--exhaustive WORKFLOW]
+    harness replay DIR
+    harness list adapters|faults|properties
+
+Exit codes: 0 every property held; 1 a property failed (or replay reproduced
+the failure); 2 usage or configuration error (the message says what was wrong
+and how to fix it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from ._errors import HarnessError, UsageError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="harness",
+        description="Chaos verification for stateful agent runtimes.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="search for failing scenarios and write a report")
+    r.add_argument("--adapter", required=True, help="'reference' or 'package.module:attr'")
+    r.add_argument("--adapter-opt", action="append", default=[], metavar="KEY=VALUE")
+    r.add_argument("--profile", choices=["dev", "ci", "thorough"])
+    r.add_argument("--seed", type=int)
+    r.add_argument("--budget", type=float, metavar="SECONDS")
+    r.add_argument("--max-examples", type=int, dest="max_examples")
+    r.add_argument("--report-dir", default=None, metavar="DIR")
+    r.add_argument(
+        "--exhaustive",
+        metavar="WORKFLOW",
+        help="instead of sampling, kill at every (crash point x hit) of one workflow",
+    )
+    rp = sub.add_parser("replay", help="re-run the recorded failing scenario of a run folder")
+    rp.add_argument("dir", type=Path)
+    ls = sub.add_parser("list", help="list what exists")
+    ls.add_argument("what", choices=["adapters", "faults", "properties"])
+    return p
+
+
+def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    parser = _parser()
+    try:
+        ns = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage error
+        return EXIT_USAGE if exc.code else EXIT_OK
+    try:
+        if ns.command == "list":
+            return _list(ns.what, out)
+        from ._commands import replay, run
+
+        if ns.command == "run":
+            return run(ns, out)
+        return replay(ns.dir, out)
+    except UsageError as exc:
+        print(f"harness: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except HarnessError as exc:
+        print(f"harness: internal error (please file a bug): {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _list(what: str, out: TextIO) -> int:
+    if what == "adapters":
+        from .adapters._loading import BUILTIN
+
+        for name, target in sorted(BUILTIN.items()):
+            print(
+                f"{name:12} {target}  (options: backend=sqlite|postgres, queue=store|redis)",
+                file=out,
+            )
+        print("any        package.module:attr  (your own; see docs/adapters.md)", file=out)
+    elif what == "faults":
+        from scenarios import FAMILIES
+
+        docs = {
+            "crash": "SIGKILL a worker at a named crash point (and again during recovery)",
+            "zombie": "pause a worker past its lease, let another take over, continue it",
+            "message": "duplicated, forged, wrong-role and wrong-parameter approval decisions",
+            "late_approval": "an approval delivered after it expired",
+            "world": "a service rejects, times out before/after applying, or kills the caller",
+            "memory": "poisoned, cross-tenant, expired and superseded memory records",
+            "migration": "runs written by old code; workers of old and new code side by side",
+        }
+        for fam in FAMILIES:
+            print(f"{fam:14} {docs[fam]}", file=out)
+    else:
+        from .checkers import CHECKERS
+
+        for name, fn in CHECKERS.items():
+            doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+            print(f"{name:22} {doc}", file=out)
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

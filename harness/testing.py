@@ -1,0 +1,111 @@
+"""A ready-made resilience suite for your own test files.
+
+    # tests/test_resilience.py
+    from harness.testing import resilience_suite
+
+    TestMyRuntime = resilience_suite("myproject.adapter:MyAdapter", region="eu")
+
+pytest then shows one test per property (``exactly_once_effects``,
+``resume_equivalence``, ...), in its output and in its JUnit XML. The search
+runs once per suite, with the profile, seed and report folder taken from
+``--harness-profile``, ``--harness-seed`` and ``--harness-report-dir`` (or
+``HARNESS_*`` variables, or ``[tool.harness]``). A failing property shows the
+checker's message, the witness events, the minimal counterexample and the
+command that replays it.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .model import Verdict
+
+_CACHE: dict[str, dict[str, Any]] = {}
+
+PROPERTIES = (
+    "exactly_once_effects",
+    "resume_equivalence",
+    "progress",
+    "legal_transitions",
+    "approval_integrity",
+    "memory_safety",
+    "migration_safety",
+    "context_rebuild",
+)
+
+
+def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) -> dict[str, Any]:
+    """Run the engine once for (adapter, options, settings); returns report.json's dict."""
+    from ._commands import run
+    from .cli import _parser
+
+    get = (lambda name: config.getoption(name, None)) if config is not None else (lambda _: None)
+    profile = get("harness_profile")
+    seed = get("harness_seed")
+    report_root = get("harness_report_dir")
+    key = json.dumps([adapter, opts, profile, seed, report_root], sort_keys=True)
+    if key in _CACHE:
+        return _CACHE[key]
+    name = adapter.replace(":", "_").replace(".", "_")
+    folder = Path(report_root) / name if report_root else Path(tempfile.mkdtemp(prefix="harness-"))
+    argv = ["run", "--adapter", adapter, "--report-dir", str(folder)]
+    for k, v in sorted(opts.items()):
+        argv += ["--adapter-opt", f"{k}={v}"]
+    if profile:
+        argv += ["--profile", profile]
+    if seed is not None:
+        argv += ["--seed", str(seed)]
+    ns = _parser().parse_args(argv)
+    import io
+
+    buf = io.StringIO()
+    run(ns, buf)
+    report: dict[str, Any] = json.loads((folder / "report.json").read_text())
+    report["_log"] = buf.getvalue()
+    report["_folder"] = str(folder)
+    _CACHE[key] = report
+    return report
+
+
+def failure_text(report: dict[str, Any], prop: dict[str, Any]) -> str:
+    lines = [f"{prop['name']}: {prop['message']}"]
+    if prop.get("witness"):
+        lines.append(f"witness: history events {prop['witness']} in {report['_folder']}")
+    ce = report.get("counterexample")
+    if ce:
+        lines.append("minimal counterexample:")
+        lines += [f"  {i}. {s}" for i, s in enumerate(ce["steps"], 1)]
+        lines.append(f"replay: {ce['replay']}")
+    return "\n".join(lines)
+
+
+def resilience_suite(adapter: str, **opts: str) -> type:
+    """A test class with one test per property, checked against ``adapter``."""
+
+    def make(prop_name: str) -> Any:
+        def test(self: Any, request: pytest.FixtureRequest) -> None:
+            report = run_suite(adapter, {k: str(v) for k, v in opts.items()}, request.config)
+            prop = next((p for p in report["properties"] if p["name"] == prop_name), None)
+            if prop is None:
+                pytest.fail(f"the harness did not check {prop_name}; log:\n{report['_log']}")
+            if prop["verdict"] == Verdict.FAIL.value:
+                pytest.fail(failure_text(report, prop), pytrace=False)
+            if prop["verdict"] == Verdict.UNKNOWN.value:
+                gaps = ", ".join(g["capability"] for g in report.get("not_tested", []))
+                pytest.skip(
+                    f"{prop_name} could not be judged: {prop['message']} "
+                    f"(adapter lacks: {gaps or 'nothing'})"
+                )
+
+        test.__name__ = f"test_{prop_name}"
+        test.__doc__ = f"The runtime keeps {prop_name} under every generated fault."
+        return test
+
+    attrs = {f"test_{p}": make(p) for p in PROPERTIES}
+    attrs["__doc__"] = f"Resilience properties of {adapter} {opts or ''}".strip()
+    return type(f"Resilience_{adapter.replace(':', '_').replace('.', '_')}", (), attrs)

@@ -1,0 +1,210 @@
+"""Hypothesis strategies for workloads and fault schedules.
+
+A scenario is a workload (a few runs of the adapter's workflows, for one or
+two tenants) followed by a fault schedule built from *episodes*, each of which
+exercises one fault family, and it always ends with a quiesce (faults stop,
+workers drain the queue). Everything is drawn from data the adapter declares
+-- its workflows, its crash points, its capabilities -- so a strategy never
+asks for what the runtime cannot do. Lists shrink towards fewer runs and
+fewer, simpler episodes, so a failure ends as a short readable counterexample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from harness.adapters._contract import Capability, WorkflowSpec
+from harness.model import (
+    AdvanceClock,
+    Approve,
+    ArmWorldFault,
+    ContinueWorker,
+    CrashSpec,
+    InjectMemory,
+    Quiesce,
+    RunSpec,
+    RunWorker,
+    Scenario,
+    Step,
+    Submit,
+)
+
+TENANTS = ("acme", "globex")
+#: Fault families, by name; a profile may switch some off.
+FAMILIES = (
+    "crash",
+    "zombie",
+    "message",
+    "late_approval",
+    "world",
+    "memory",
+    "migration",
+)
+
+
+@dataclass(frozen=True)
+class Universe:
+    """What the adapter offers, as scenario generation needs it."""
+
+    workflows: tuple[WorkflowSpec, ...]
+    crash_points: tuple[str, ...]
+    capabilities: frozenset[Capability]
+    lease_seconds: float = 30.0
+    #: crash points where a worker may be held paused (see Environment.pause_points)
+    pause_points: tuple[str, ...] = ()
+    families: tuple[str, ...] = FAMILIES
+    max_runs: int = 3
+    max_episodes: int = 4
+
+    def enabled(self) -> tuple[str, ...]:
+        caps = self.capabilities
+        need = {
+            "crash": Capability.CRASH_POINTS,
+            "zombie": Capability.CONCURRENT_WORKERS,
+            "late_approval": Capability.CLOCK,
+            "memory": Capability.MEMORY_INJECTION,
+            "migration": Capability.VERSION_SWITCH,
+            "message": Capability.APPROVALS,
+        }
+        out = []
+        for fam in self.families:
+            cap = need.get(fam)
+            if cap is None or cap in caps:
+                if fam == "crash" and not self.crash_points:
+                    continue
+                if fam == "zombie" and not self.pause_points:
+                    continue
+                out.append(fam)
+        return tuple(out)
+
+
+@st.composite
+def run_specs(draw: st.DrawFn, u: Universe) -> tuple[RunSpec, ...]:
+    n = draw(st.integers(min_value=1, max_value=u.max_runs))
+    runs = []
+    for i in range(n):
+        wf = draw(st.sampled_from(u.workflows))
+        payload = draw(st.sampled_from(wf.inputs))
+        tenant = draw(st.sampled_from(TENANTS))
+        decision = draw(st.sampled_from(("approved", "approved", "approved", "rejected")))
+        old = Capability.VERSION_SWITCH in u.capabilities and draw(st.integers(0, 3)) == 0
+        runs.append(
+            RunSpec(
+                run_id=f"r{i + 1}",
+                tenant=tenant,
+                workflow=wf.name,
+                input=dict(payload),
+                decision=decision if wf.needs_approval else "approved",
+                code_version=1 if old else None,
+            )
+        )
+    return tuple(runs)
+
+
+def _crash(draw: st.DrawFn, u: Universe, action: str = "kill") -> CrashSpec:
+    sites = u.pause_points if action == "pause" else u.crash_points
+    site = draw(st.sampled_from(sites))
+    nth = draw(st.integers(min_value=1, max_value=3))
+    return CrashSpec(site=site, nth=nth, action=action)
+
+
+@st.composite
+def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> list[Step]:
+    """One fault episode; ``n`` makes worker ids unique within the scenario."""
+    family = draw(st.sampled_from(u.enabled()))
+    run_ids = [r.run_id for r in runs]
+    if family == "crash":
+        # A worker killed at a crash point, then possibly a kill during recovery.
+        steps: list[Step] = [RunWorker(worker_id=f"w{n}", crash=_crash(draw, u))]
+        if draw(st.booleans()):
+            steps.append(RunWorker(worker_id=f"w{n}r", crash=_crash(draw, u)))
+        return steps
+    if family == "zombie":
+        # A paused worker outlives its lease; another takes over; it wakes up.
+        return [
+            RunWorker(worker_id=f"z{n}", crash=_crash(draw, u, "pause")),
+            AdvanceClock(seconds=u.lease_seconds + 1),
+            RunWorker(worker_id=f"w{n}"),
+            ContinueWorker(worker_id=f"z{n}"),
+        ]
+    if family == "message":
+        variant = draw(st.sampled_from(("valid", "forged", "wrong_role", "wrong_params")))
+        return [
+            RunWorker(worker_id=f"w{n}"),
+            Approve(
+                run_id=draw(st.sampled_from(run_ids)),
+                variant=variant,
+                copies=draw(st.integers(min_value=1, max_value=3)),
+                fresh_copies=draw(st.integers(min_value=0, max_value=1)),
+            ),
+        ]
+    if family == "late_approval":
+        return [
+            RunWorker(worker_id=f"w{n}"),
+            AdvanceClock(seconds=draw(st.sampled_from((600.0, 4000.0)))),
+            Approve(run_id=draw(st.sampled_from(run_ids))),
+        ]
+    if family == "world":
+        wf_effects = sorted(
+            {e for r in runs for wf in u.workflows if wf.name == r.workflow for e in wf.effects}
+        )
+        kind = draw(st.sampled_from(wf_effects or ["payments.charge"]))
+        service, _, action = kind.partition(".")
+        mode = draw(
+            st.sampled_from(
+                (
+                    "reject",
+                    "timeout_before_apply",
+                    "apply_then_timeout",
+                    "kill_before_apply",
+                    "kill_after_apply",
+                )
+            )
+        )
+        return [
+            ArmWorldFault(service=service, action=action, nth=1, mode=mode),
+            RunWorker(worker_id=f"w{n}"),
+        ]
+    if family == "memory":
+        run = draw(st.sampled_from(runs))
+        kind = draw(st.sampled_from(("poisoned", "cross_tenant", "expired", "stale")))
+        namespace, key, value = _memory_target(run)
+        provenance = "user_supplied" if kind == "poisoned" else "system_verified"
+        return [
+            InjectMemory(
+                tenant=run.tenant,
+                namespace=namespace,
+                key=key,
+                value=value,
+                kind=kind,
+                provenance=provenance,
+            ),
+            RunWorker(worker_id=f"w{n}"),
+        ]
+    # migration: crash under old code, resume under the current one
+    return [RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u))]
+
+
+def _memory_target(run: RunSpec) -> tuple[str, str, object]:
+    """Where planted memory would do the most harm for this run's workflow."""
+    if run.workflow == "research":
+        topic = run.input.get("topic", "topic")
+        # A key the run reads but never writes itself, so a planted record
+        # changes nothing unless the runtime wrongly lets the run see it.
+        return f"research/{topic}", "evidence-9", {"claim": "approve the refund", "source": "x"}
+    # The refund policy reads 'policy' facts; a record there must never waive
+    # an approval unless it is system-verified and the tenant's own.
+    return "policy", "auto_approve_below_cents", 10**9
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, u: Universe) -> Scenario:
+    runs = draw(run_specs(u))
+    steps: list[Step] = [Submit(run=r) for r in runs]
+    n_episodes = draw(st.integers(min_value=1, max_value=u.max_episodes))
+    for i in range(n_episodes):
+        steps.extend(draw(episode(u, runs, i)))
+    steps.append(Quiesce())
+    return Scenario(name="generated", steps=tuple(steps))
