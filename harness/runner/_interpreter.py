@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..adapters._contract import Adapter, Capability, Environment, Observation, WorkerHandle
+from ..adapters._contract import (
+    Adapter,
+    Capability,
+    Environment,
+    Observation,
+    WorkerExit,
+    WorkerHandle,
+)
 from ..history import HistoryWriter
 from ..model import (
     AdvanceClock,
@@ -91,6 +98,7 @@ class Interpreter:
         self._fired_seen = 0
         self._decided: set[str] = set()
         self._message_seq = 0
+        self._transitions = 0
         self._on_event = on_event
         self._caps = adapter.capabilities
         self._runs = {r.run_id: r for r in scenario.runs}
@@ -156,6 +164,7 @@ class Interpreter:
         obs = self.env.observe()
         for t in obs.transitions:
             self._rec("info", EventF.TRANSITION, str(t.get("actor") or "runtime"), dict(t))
+        self._transitions += len(obs.transitions)
         for c in obs.contexts:
             self._rec("info", EventF.CONTEXT, str(c.get("worker_id") or "worker"), dict(c))
         return obs
@@ -272,7 +281,7 @@ class Interpreter:
         handle = env.start_worker(step.worker_id, crash=crash, code_version=step.code_version)
         self._await(handle, crash_kind=None if crash is None else crash.action, crash=crash)
 
-    def _await(self, handle: WorkerHandle, *, crash_kind: str | None, crash: Any) -> None:
+    def _await(self, handle: WorkerHandle, *, crash_kind: str | None, crash: Any) -> WorkerExit:
         exit_ = handle.wait(WORKER_TIMEOUT)
         value = {
             "worker_id": handle.worker_id,
@@ -302,6 +311,7 @@ class Interpreter:
             )
         if exit_.killed:
             self._lease_wait()
+        return exit_
 
     def _lease_wait(self) -> None:
         """A killed worker's lease is still held: a supervisor waits it out."""
@@ -483,7 +493,7 @@ class Interpreter:
                 f"q{rnd}",
                 {"worker_id": f"q{rnd}", "crash": None, "code_version": None},
             )
-            self._await(handle, crash_kind=None, crash=None)
+            exit_ = self._await(handle, crash_kind=None, crash=None)
             self._sync()
             obs = self._observe()
             delivered = False
@@ -493,8 +503,11 @@ class Interpreter:
                     if r.state is RunState.WAITING_APPROVAL and approval_id not in self._decided:
                         self._approve(Approve(run_id=r.run_id))
                         delivered = True
-            state = tuple((r.run_id, r.raw_status, r.error) for r in obs.runs)
-            if not delivered and state == last and not self._tick(obs):
+            # Progress is any new checkpoint, not a change of status: a run
+            # can advance many steps and still be Running.
+            state = (self._transitions, tuple((r.run_id, r.raw_status, r.error) for r in obs.runs))
+            idle = not delivered and not exit_.killed and state == last
+            if idle and not self._tick(obs):
                 return
             last = state
         self._rec(
