@@ -192,6 +192,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
         )
 
     engine = Engine(adapter, settings, progress=progress)
+    _line(out, f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})")
     try:
         if ns.exhaustive:
             outcome = _exhaustive(engine, adapter, universe, ns.exhaustive, settings)
@@ -270,27 +271,61 @@ def _summary(out: TextIO, report: dict[str, Any], report_dir: Path) -> None:
     _line(out, f"report: {report_dir / 'report.json'}")
 
 
-def replay(folder: Path, out: TextIO) -> int:
-    report_path = folder / "report.json"
-    scenario_path = folder / "scenario.json"
+def _load_run_folder(folder: Path) -> tuple[dict[str, Any], Scenario]:
+    """The report and the scenario of a run folder, checked: RunFolderError
+    names what is missing, corrupt or too new, and how to get a good folder."""
     if not folder.is_dir():
         raise RunFolderError(f"{folder} is not a folder; give the --report-dir of a harness run")
+    rerun = "run `harness run --report-dir DIR` again to write a fresh one"
     try:
-        report = json.loads(report_path.read_text())
-        scenario = Scenario.model_validate_json(scenario_path.read_text())
+        report = json.loads((folder / "report.json").read_text())
+        scenario_text = (folder / "scenario.json").read_text()
     except FileNotFoundError as exc:
         raise RunFolderError(
-            f"{folder} is not a complete run folder: {Path(exc.filename).name} is missing"
+            f"{folder} is not a complete run folder: {Path(exc.filename).name} is missing; " + rerun
         ) from exc
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise RunFolderError(f"{folder} holds a corrupt report or scenario: {exc}") from exc
-    version = int(report.get("schema_version", 0))
-    if version > REPORT_SCHEMA_VERSION or scenario.schema_version > SCHEMA_VERSION:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunFolderError(f"{folder}/report.json is corrupt ({exc}); {rerun}") from exc
+    adapter = report.get("adapter") if isinstance(report, dict) else None
+    if not isinstance(adapter, dict) or not isinstance(adapter.get("spec"), str):
         raise RunFolderError(
-            f"{folder} was written by a newer harness (report schema {version}); "
-            "upgrade stateful-agent-harness to replay it"
+            f"{folder}/report.json is not a harness report (no adapter.spec); {rerun}"
         )
-    adapter = load_adapter(report["adapter"]["spec"], report["adapter"]["options"])
+    # The version is checked before the scenario is parsed: a newer harness's
+    # scenario may not parse here, and "upgrade" is the useful answer then.
+    version = report.get("schema_version", 0)
+    if not isinstance(version, int):
+        raise RunFolderError(
+            f"{folder}/report.json has schema_version {version!r}, not an integer; {rerun}"
+        )
+    if version > REPORT_SCHEMA_VERSION:
+        raise RunFolderError(
+            f"{folder} was written by a newer harness (report schema {version}, this harness "
+            f"reads up to {REPORT_SCHEMA_VERSION}); upgrade stateful-agent-harness to replay it"
+        )
+    try:
+        raw = json.loads(scenario_text)
+    except json.JSONDecodeError as exc:
+        raise RunFolderError(f"{folder}/scenario.json is corrupt ({exc}); {rerun}") from exc
+    scenario_version = raw.get("schema_version", SCHEMA_VERSION) if isinstance(raw, dict) else 0
+    if isinstance(scenario_version, int) and scenario_version > SCHEMA_VERSION:
+        raise RunFolderError(
+            f"{folder}/scenario.json was written by a newer harness (scenario schema "
+            f"{scenario_version}, this harness reads up to {SCHEMA_VERSION}); upgrade "
+            "stateful-agent-harness to replay it"
+        )
+    try:
+        scenario = Scenario.model_validate(raw)
+    except ValueError as exc:
+        raise RunFolderError(
+            f"{folder}/scenario.json is not a valid scenario ({exc}); {rerun}"
+        ) from exc
+    return report, scenario
+
+
+def replay(folder: Path, out: TextIO) -> int:
+    report, scenario = _load_run_folder(folder)
+    adapter = load_adapter(report["adapter"]["spec"], report["adapter"].get("options") or {})
     settings = load_settings(report.get("profile"))
     engine = Engine(adapter, settings)
     try:
