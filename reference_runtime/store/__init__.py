@@ -31,7 +31,20 @@ def open_store(url: str, *, schema: str | None = None) -> Store:
     if scheme == "sqlite" and sep:
         from .sqlite import SqliteStore
 
-        return SqliteStore(_sqlite_path(url, rest))
+        # One option rides on the URL: "?synchronous=NORMAL" trades power-loss
+        # durability for speed; a process kill loses nothing either way (WAL).
+        rest, _, query = rest.partition("?")
+        options = dict(p.partition("=")[::2] for p in query.split("&") if p)
+        unknown = set(options) - {"synchronous"}
+        if unknown:
+            raise ConfigError(
+                f"SQLite URL {url!r} has unknown option(s) {', '.join(sorted(unknown))}; "
+                "the only one is ?synchronous=FULL|NORMAL"
+            )
+        return SqliteStore(
+            _sqlite_path(url.partition("?")[0], rest),
+            synchronous=options.get("synchronous", "FULL"),
+        )
     if scheme in ("postgresql", "postgres") and rest.startswith("//"):
         try:
             from .postgres import PostgresStore
