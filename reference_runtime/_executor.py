@@ -403,7 +403,18 @@ class Executor:
         if self._on_context is not None:
             self._on_context(ctx)
         policy = self._model or definition.policy
-        action = policy(ctx, definition)
+        try:
+            action = policy(ctx, definition)
+        except Exception as exc:
+            # The model (or the step's code) broke on this context. That is
+            # the run's problem, not the worker's: back off and retry, then
+            # fail the run -- never crash-loop every worker that claims it.
+            self._retry_later(
+                run,
+                what=f"the model failed at step {run.current_step!r}",
+                reason=f"{type(exc).__name__}: {exc}",
+                action="model_error",
+            )
 
         if isinstance(action, Proceed):
             self._checkpoint_step(snap, payload, action.updates, action.next_step, "step")
@@ -984,27 +995,47 @@ class Executor:
 
     def _rejected(self, snap: Snapshot, run: Run, op: Operation, reason: str) -> None:
         failed = op.model_copy(update={"status": OS.FAILED, "updated_at": self._now()})
+        self._retry_later(
+            run,
+            what=f"{op.kind} rejected",
+            reason=reason,
+            action="effect_rejected",
+            operations=(failed,),
+            detail={"op_id": op.op_id},
+        )
+
+    def _retry_later(
+        self,
+        run: Run,
+        *,
+        what: str,
+        reason: str,
+        action: str,
+        operations: tuple[Operation, ...] = (),
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """Back off exponentially; after ``max_attempts`` the run fails."""
         attempt = run.attempt + 1
         if attempt >= self.settings.max_attempts:
             self._commit(
                 run,
                 status=S.FAILED,
-                action="effect_failed",
-                operations=(failed,),
+                action=action.replace("rejected", "failed").replace("error", "failed"),
+                operations=operations,
                 attempt=attempt,
-                error=f"{op.kind} rejected {attempt} times; last: {reason}",
-                detail={"op_id": op.op_id, "reason": reason},
+                error=f"{what} {attempt} times; last: {reason}",
+                detail={**(detail or {}), "reason": reason},
             )
             raise _Yield
         delay = self.settings.retry_backoff * (2 ** (attempt - 1))
         self._commit(
             run,
             status=S.RETRY_SCHEDULED,
-            action="effect_rejected",
-            operations=(failed,),
+            action=action,
+            operations=operations,
             attempt=attempt,
             wake_at=self._now() + delay,
-            detail={"op_id": op.op_id, "reason": reason, "retry_in": delay},
+            detail={**(detail or {}), "reason": reason, "retry_in": delay},
         )
         raise _Yield
 

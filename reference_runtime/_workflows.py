@@ -222,7 +222,12 @@ def research_policy(ctx: ModelContext, d: Definition) -> Action:
         key=lambda f: f.key,
     )
     if step == "summarize":
-        text = "; ".join(str(f.value["claim"]) for f in evidence)
+        # Memory is data of any shape (a user, a tool, an old version wrote
+        # it): read it defensively, never as a trusted schema.
+        text = "; ".join(
+            str(f.value.get("claim", f.value)) if isinstance(f.value, dict) else str(f.value)
+            for f in evidence
+        )
         return WriteMemory(
             namespace=ns,
             key="summary",
