@@ -16,6 +16,10 @@ import pytest
 from reference_runtime import service_urls
 from reference_runtime.store import Store
 
+# pytester drives the pytest plugin end to end (tests/engine). pytest only
+# accepts ``pytest_plugins`` in a top-level conftest, hence here.
+pytest_plugins = ["pytester"]
+
 
 def _service(resolve: Callable[[], str]) -> str:
     try:

@@ -70,12 +70,26 @@ def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
                 "'package.module:attr'; example: --adapter myproject.harness_adapter:MyAdapter"
             )
         try:
-            target: Any = getattr(importlib.import_module(module_name), attr)
+            module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise AdapterLoadError(f"cannot import adapter module {module_name!r}: {exc}") from exc
-        except AttributeError as exc:
-            raise AdapterLoadError(f"module {module_name!r} has no attribute {attr!r}") from exc
-        if isinstance(target, Adapter):
+            raise AdapterLoadError(
+                f"cannot import adapter module {module_name!r} ({exc}); install the package "
+                "that holds it or put its folder on PYTHONPATH"
+            ) from exc
+        target: Any = getattr(module, attr, None)
+        if target is None:
+            found = _adapters_in(module)
+            raise AdapterLoadError(
+                f"module {module_name!r} has no attribute {attr!r}; "
+                + (
+                    f"it offers {', '.join(f'{module_name}:{n}' for n in found)}"
+                    if found
+                    else "name the adapter class, factory or instance it defines"
+                )
+            )
+        # A class has the protocol's attributes too (as unbound functions and
+        # class attributes), so it must be told apart from an instance first.
+        if not isinstance(target, type) and isinstance(target, Adapter):
             if opts:
                 raise AdapterLoadError(
                     f"{spec} is an adapter instance and takes no options (got {sorted(opts)})"
@@ -85,12 +99,25 @@ def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
             factory: Callable[..., Any] = target
             try:
                 adapter = factory(**opts)
-            except TypeError as exc:
-                raise AdapterLoadError(f"{spec} rejected the options {opts}: {exc}") from exc
+            except (TypeError, ValueError) as exc:
+                raise AdapterLoadError(
+                    f"{spec} rejected the options {opts}: {exc}; check the option names and "
+                    "values the adapter documents"
+                ) from exc
         else:
             raise AdapterLoadError(f"{spec} is neither an adapter nor a factory of one")
     validate_adapter(adapter, spec)
     return adapter
+
+
+def _adapters_in(module: Any) -> list[str]:
+    """Public names in ``module`` that look like adapters (for a helpful error)."""
+    return sorted(
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and all(hasattr(value, a) for a in ("name", "capabilities", "workflows", "open"))
+    )
 
 
 def validate_adapter(adapter: Any, spec: str) -> None:

@@ -59,8 +59,11 @@ class Coverage:
     armed: dict[str, int] = field(default_factory=dict)
     fired: dict[str, int] = field(default_factory=dict)
 
-    def note(self, kind: str, fired: bool) -> None:
-        self.armed[kind] = self.armed.get(kind, 0) + 1
+    def note(self, kind: str, fired: bool, *, armed: bool = True) -> None:
+        """Count one fault of ``kind``; ``armed=False`` for the firing of a
+        fault already counted when it was armed (a world rule)."""
+        if armed:
+            self.armed[kind] = self.armed.get(kind, 0) + 1
         if fired:
             self.fired[kind] = self.fired.get(kind, 0) + 1
 
@@ -111,8 +114,8 @@ class Interpreter:
     def _rec(self, type_: str, f: EventF, process: str, value: dict[str, Any]) -> None:
         self.writer.append(type_, f, process, value, self._now())
 
-    def _fault(self, kind: str, fired: bool, **value: Any) -> None:
-        self.coverage.note(kind, fired)
+    def _fault(self, kind: str, fired: bool, *, armed: bool = True, **value: Any) -> None:
+        self.coverage.note(kind, fired, armed=armed)
         self._rec("info", EventF.FAULT, "nemesis", {"kind": kind, "fired": fired, **value})
 
     def _sync(self) -> None:
@@ -152,8 +155,16 @@ class Interpreter:
         self._world_seen = len(requests)
         fired = env.world.fired()
         for f in fired[self._fired_seen :]:
-            kind = "effect_boundary" if f.mode.startswith("kill_") else "world_fault"
-            self._fault(kind, True, mode=f.mode, service=f.service, run_id=f.run_id)
+            # Counted as armed by _arm_world: a rule that never fires shows
+            # as armed > fired in the coverage.
+            self._fault(
+                _world_kind(f.mode),
+                True,
+                armed=False,
+                mode=f.mode,
+                service=f.service,
+                run_id=f.run_id,
+            )
         self._fired_seen = len(fired)
         self._observe()
 
@@ -283,6 +294,10 @@ class Interpreter:
 
     def _await(self, handle: WorkerHandle, *, crash_kind: str | None, crash: Any) -> WorkerExit:
         exit_ = handle.wait(WORKER_TIMEOUT)
+        # What the worker did (effects, transitions) happened before it ended,
+        # and before a supervisor waits out its lease: record it first, so
+        # that history order and virtual times say so.
+        self._sync()
         value = {
             "worker_id": handle.worker_id,
             "exit": exit_.describe(),
@@ -411,6 +426,9 @@ class Interpreter:
                 action=step.action,
             )
         )
+        self.coverage.armed[_world_kind(step.mode)] = (
+            self.coverage.armed.get(_world_kind(step.mode), 0) + 1
+        )
         self._rec(
             "info", EventF.NOTE, "nemesis", {"text": "world fault armed", **step.model_dump()}
         )
@@ -516,6 +534,11 @@ class Interpreter:
             "runner",
             {"text": f"quiesce gave up after {MAX_QUIESCE_ROUNDS} rounds"},
         )
+
+
+def _world_kind(mode: str) -> str:
+    """The coverage kind of a world fault rule's mode."""
+    return "effect_boundary" if mode.startswith("kill_") else "world_fault"
 
 
 def _next_timer(obs: Observation, now: float) -> float | None:

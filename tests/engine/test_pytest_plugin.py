@@ -1,0 +1,105 @@
+"""The pytest integration end to end, with ``pytester``: a user's test file,
+the ``--harness-adapter`` option alone, and JUnit XML."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import BROKEN
+from harness.testing import PROPERTIES
+
+pytestmark = pytest.mark.usefixtures("plugin_env")
+
+SUITE_FILE = f"""
+from harness.testing import resilience_suite
+
+TestBrokenRuntime = resilience_suite({BROKEN!r})
+"""
+
+
+def test_a_resilience_suite_fails_exactly_once_effects_and_prints_the_replay(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_resilience=SUITE_FILE)
+    result = pytester.runpytest_subprocess(
+        "-v", "-rs", "--harness-profile", "ci", "-p", "no:cacheprovider"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*::TestBrokenRuntime::test_exactly_once_effects FAILED*",
+            "*exactly_once_effects: *payments.charge*applied 2 times*",
+            "*minimal counterexample:*",
+            "*arm world fault kill_after_apply on call 1 of payments.charge*",
+            "*replay: harness replay*",
+        ]
+    )
+    outcomes = result.parseoutcomes()
+    # The double charge also makes the run diverge from its oracle (the
+    # effect twice, another charge ref): resume_equivalence fails with it.
+    assert outcomes.get("failed") == 2, outcomes
+    result.stdout.fnmatch_lines(["*::test_resume_equivalence FAILED*"])
+    # Everything else held, or could not be judged (no context capability).
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == len(PROPERTIES) - 2
+    result.stdout.fnmatch_lines(["SKIPPED*context_rebuild could not be judged*context*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_the_fixed_runtime_passes_the_resilience_suite(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_MAX_EXAMPLES", "40")  # a passing search runs them all
+    pytester.makepyfile(
+        test_resilience=f"""
+from harness.testing import resilience_suite
+
+TestFixed = resilience_suite({BROKEN!r}, fixed="true")
+"""
+    )
+    result = pytester.runpytest_subprocess("--harness-profile", "ci", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert "failed" not in outcomes, result.stdout.str()
+    assert outcomes["passed"] + outcomes.get("skipped", 0) == len(PROPERTIES)
+    assert result.ret == pytest.ExitCode.OK
+
+
+def test_the_harness_adapter_option_collects_the_suite_without_a_test_file(
+    pytester: pytest.Pytester,
+) -> None:
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_subprocess(
+        "-v",
+        "--harness-adapter",
+        BROKEN,
+        "--harness-profile",
+        "ci",
+        f"--junitxml={junit}",
+        "-p",
+        "no:cacheprovider",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            f"*collected {len(PROPERTIES)} items*",
+            f"harness/{BROKEN}::exactly_once_effects FAILED*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*replay: harness replay*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    cases = list(ET.parse(junit).getroot().iter("testcase"))
+    assert sorted(case.get("name", "") for case in cases) == sorted(PROPERTIES)
+    assert {case.get("classname") for case in cases} == {f"harness.{BROKEN}"}
+    failed = sorted(
+        case.get("name", "")
+        for case in ET.parse(junit).getroot().iter("testcase")
+        if case.find("failure") is not None
+    )
+    assert "exactly_once_effects" in failed
+
+
+def test_without_the_harness_adapter_option_the_plugin_adds_nothing(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
