@@ -182,8 +182,15 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
     for gap in gaps:
         _line(out, f"harness: not tested ({gap['capability']} missing): {gap['what']}")
 
+    shown: dict[str, Any] = {"failing": []}
+
     def progress(o: Outcome) -> None:
+        # Line-oriented for CI logs: every 25 scenarios, and at once when a
+        # property starts failing.
         failing = sorted(n for n, v in o.verdicts.items() if v is Verdict.FAIL)
+        if o.examples % 25 and o.examples != 1 and failing == shown["failing"]:
+            return
+        shown["failing"] = failing
         _line(
             out,
             f"harness: scenario {o.examples} (slowest {o.slowest:.1f} s): "

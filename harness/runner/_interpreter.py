@@ -332,7 +332,7 @@ class Interpreter:
         """A killed worker's lease is still held: a supervisor waits it out."""
         lease = getattr(self.adapter, "lease_seconds", None)
         if lease is not None and Capability.CLOCK in self._caps:
-            self._advance(float(lease) + 1.0)
+            self._advance(float(lease) + 1.0, kind="lease_wait")
 
     def _continue(self, worker_id: str) -> None:
         handle = self._paused.pop(worker_id, None)
@@ -399,7 +399,10 @@ class Interpreter:
         else:
             self._rec("ok", EventF.DELIVER, "runner", {**base, "accepted": accepted})
 
-    def _advance(self, seconds: float) -> None:
+    def _advance(self, seconds: float, kind: str = "clock") -> None:
+        """Move virtual time; ``kind`` is ``clock`` for a scenario's clock jump,
+        ``lease_wait`` for the wait a supervisor makes after a kill. Either may
+        let an approval expire, so the runs that may change are named."""
         env = self.env
         assert env is not None
         if Capability.CLOCK not in self._caps:
@@ -410,9 +413,10 @@ class Interpreter:
         expiring = sorted(
             r.run_id
             for r in before.runs
-            if r.approval is not None and float(r.approval.get("expires_at", 0)) < now
+            # expires_at is the first instant an approval no longer counts
+            if r.approval is not None and float(r.approval.get("expires_at", 0)) <= now
         )
-        self._fault("clock", True, seconds=seconds, runs=expiring)
+        self._fault(kind, True, seconds=seconds, runs=expiring)
 
     def _arm_world(self, step: ArmWorldFault) -> None:
         assert self.env is not None

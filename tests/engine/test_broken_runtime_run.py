@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_support import BROKEN, harness_cli
 
-from conftest import BROKEN, harness_cli
 from harness.model import ArmWorldFault, Scenario
 
 

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from engine_support import BROKEN, harness_cli
 
-from conftest import BROKEN, harness_cli
 from harness.checkers import CHECKERS
 from scenarios import FAMILIES
 

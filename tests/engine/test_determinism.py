@@ -59,7 +59,7 @@ def test_one_scenario_run_twice_gives_byte_identical_histories(tmp_path: Path) -
     second = run_scenario(adapter, SCENARIO, tmp_path / "second-run" / "nested")
     assert first.coverage == second.coverage
     # The scenario did what it says, or the comparison would prove little.
-    assert first.coverage.fired == {"crash_point": 2, "duplicate_message": 1, "clock": 2}
+    assert first.coverage.fired == {"crash_point": 2, "duplicate_message": 1, "lease_wait": 2}
     kinds = {e.f.value for e in _events(first.history_path)}
     assert {"effect", "transition", "deliver", "approval", "context", "final"} <= kinds
     assert first.history_path.read_bytes() == second.history_path.read_bytes()
@@ -80,7 +80,7 @@ def test_a_worker_s_effects_are_recorded_before_its_kill_and_the_lease_wait(
     lease_wait = next(
         e
         for e in events
-        if e.f is EventF.FAULT and e.value["kind"] == "clock" and e.index > kill.index
+        if e.f is EventF.FAULT and e.value["kind"] == "lease_wait" and e.index > kill.index
     )
     assert refund.index < kill.index < lease_wait.index
     # Virtual time: the effect is stamped before the supervisor waited out the lease.

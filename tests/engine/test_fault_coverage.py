@@ -11,8 +11,7 @@ import json
 from typing import Any
 
 import pytest
-
-from conftest import harness_cli
+from engine_support import harness_cli
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
+from engine_support import BROKEN
 
-from conftest import BROKEN
 from harness.testing import PROPERTIES
 
 pytestmark = pytest.mark.usefixtures("plugin_env")

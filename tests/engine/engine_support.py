@@ -1,0 +1,41 @@
+"""Helpers of the engine tests (a module with a unique name: "conftest" is
+ambiguous when several test folders have one)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+ENGINE_DIR = Path(__file__).resolve().parent
+BROKEN = "broken_runtime:BrokenAdapter"
+
+
+def subprocess_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This environment, with ``broken_runtime`` importable and no settings
+    leaking in from the caller's ``HARNESS_*``/``CI`` variables."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k != "CI" and not (k.startswith("HARNESS_") and not k.endswith("_URL"))
+    }
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ENGINE_DIR), os.environ.get("PYTHONPATH", "")) if p
+    )
+    env.update(extra or {})
+    return env
+
+
+def harness_cli(*args: str, cwd: Path, timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
+    """Run ``harness ARGS`` as a subprocess (from ``cwd``, so no pyproject applies)."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=cwd,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
