@@ -8,13 +8,14 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
 from ._engine import Engine, Example, Outcome
 from ._errors import RunFolderError, UsageError
 from ._settings import load_settings
-from .adapters._contract import Adapter, Capability
+from .adapters._contract import Adapter, Capability, offered_storage_kinds
 from .adapters._loading import load_adapter, parse_opts
 from .model import SCHEMA_VERSION, PropertyResult, Scenario, Verdict
 
@@ -42,6 +43,7 @@ def probe_universe(adapter: Adapter, settings: Any) -> Any:
         try:
             crash_points = tuple(env.crash_points())
             pause_points = tuple(env.pause_points())
+            storage_kinds = offered_storage_kinds(env, frozenset(adapter.capabilities))
         finally:
             env.close()
     return Universe(
@@ -53,6 +55,7 @@ def probe_universe(adapter: Adapter, settings: Any) -> Any:
         families=settings.families or FAMILIES,
         max_runs=settings.max_runs,
         max_episodes=settings.max_episodes,
+        storage_kinds=storage_kinds,
     )
 
 
@@ -231,8 +234,14 @@ def _exhaustive(
     if spec is None:
         names = ", ".join(w.name for w in adapter.workflows())
         raise UsageError(f"--exhaustive {workflow!r}: the adapter has no such workflow ({names})")
+    if not universe.crash_points:
+        raise UsageError(
+            f"--exhaustive needs crash points, and adapter {adapter.name!r} declares none "
+            "(capability crash_points); run without --exhaustive to sample effect-boundary kills"
+        )
     run_spec = RunSpec(run_id="r1", tenant="acme", workflow=workflow, input=dict(spec.inputs[0]))
     outcome = engine.new_outcome(universe)
+    started = time.monotonic()
     sites = list(universe.crash_points)
     nth = 1
     while sites and nth <= 8:
@@ -243,11 +252,15 @@ def _exhaustive(
             site = scenario.steps[1].crash or scenario.steps[3].crash  # type: ignore[union-attr]
             if example.coverage.fired.get("crash_point") and site is not None:
                 still_firing.add(site.site)
-            if example.failed and (outcome.failure is None or example.size < outcome.failure.size):
-                outcome.failure = example
-            engine.keep_last(example)
+            if example.failed:
+                outcome.failures.append(example)
+                if outcome.failure is None or example.size < outcome.failure.size:
+                    outcome.failure = example
+            else:
+                engine.keep_last(example)
         sites = sorted(still_firing)
         nth += 1
+    outcome.seconds = time.monotonic() - started
     return outcome
 
 

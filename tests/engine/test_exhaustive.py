@@ -1,0 +1,39 @@
+"""Exhaustive mode: a kill at every (crash point x hit) of one workflow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from engine_support import BROKEN, harness_cli
+
+
+def test_exhaustive_mode_kills_at_every_boundary_of_the_refund_and_every_property_holds(
+    tmp_path: Path,
+) -> None:
+    proc = harness_cli(
+        "run", "--adapter", "reference", "--exhaustive", "refund", "--report-dir", str(tmp_path),
+        cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["verdict"] == "pass"
+    assert {p["verdict"] for p in report["properties"]} == {"pass"}
+    fired = report["faults"]["crash_point"]["fired"]
+    # Every site the refund passes fires at least at its first hit, in the
+    # round before the approval or after it: well over a hundred kills.
+    assert fired >= 100, report["faults"]
+    assert report["scenarios"] > fired  # sites a round never reaches did not fire
+    assert report["duration_seconds"] > 0
+
+
+def test_exhaustive_mode_refuses_an_adapter_without_crash_points(tmp_path: Path) -> None:
+    proc = harness_cli("run", "--adapter", BROKEN, "--exhaustive", "pay", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "needs crash points" in proc.stderr
+
+
+def test_exhaustive_mode_names_the_workflows_when_given_an_unknown_one(tmp_path: Path) -> None:
+    proc = harness_cli("run", "--adapter", "reference", "--exhaustive", "nope", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "refund" in proc.stderr and "nope" in proc.stderr
