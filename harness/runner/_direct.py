@@ -169,6 +169,10 @@ class DirectSpawner:
             if worker.pid in self._workers:
                 with contextlib.suppress(OSError):
                     os.killpg(worker.pid, signum)
+                if signum == signal.SIGCONT:
+                    # Running from now on: a waiter must not take the stop it
+                    # already saw (the 'continued' report comes later) for a new one.
+                    worker._on_continued()
 
     def _refresh(self) -> None:
         flags = os.WNOHANG | os.WUNTRACED | os.WCONTINUED

@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -316,6 +317,10 @@ class ForkServer:
             if worker.exit is None and worker.pid in self._workers:
                 with contextlib.suppress(OSError):
                     os.killpg(worker.pid, signum)
+                if signum == signal.SIGCONT:
+                    # Running from now on: a waiter must not take the stop it
+                    # already saw (the 'continued' report comes later) for a new one.
+                    worker._on_continued()
 
     def _refresh(self) -> None:
         self._wait_until(lambda: False, time.monotonic(), raise_if_gone=False)

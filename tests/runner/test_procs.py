@@ -111,6 +111,18 @@ def test_a_worker_that_stops_itself_is_reported_stopped_and_finishes_after_cont(
     assert marker.read_text() == "resumed"
 
 
+def test_a_wait_right_after_cont_sees_the_worker_end_not_the_stop_it_already_reported(
+    spawner: Spawner, tmp_path: Path
+) -> None:
+    # The 'continued' report arrives some time after SIGCONT: the stop seen
+    # before must not be handed out again as if the worker had stopped anew.
+    for n in range(5):
+        worker = spawner.spawn(T + "stop_self_then_exit", {"path": str(tmp_path / f"r{n}")})
+        assert worker.wait_stopped_or_exit(WAIT) == Stopped(signal.SIGSTOP)
+        worker.cont()
+        assert worker.wait_stopped_or_exit(WAIT) == Exit.exited(0)
+
+
 def test_stop_and_cont_from_outside_pause_and_resume_the_worker(spawner: Spawner) -> None:
     worker = spawner.spawn(T + "sleep_forever")
     worker.stop()
