@@ -94,6 +94,8 @@ def _list(what: str, out: TextIO) -> int:
             "world": "a service rejects, times out before/after applying, or kills the caller",
             "memory": "poisoned, cross-tenant, expired and superseded memory records",
             "migration": "runs written by old code; workers of old and new code side by side",
+            "storage": "a worker's Postgres session terminated or Redis client killed, "
+            "inside a checkpoint transaction or between steps (needs storage_faults)",
         }
         for fam in FAMILIES:
             print(f"{fam:14} {docs[fam]}", file=out)

@@ -217,11 +217,16 @@ class InjectMemory(_Frozen):
     provenance: Literal["user_supplied", "system_verified", "tool_output"] = "user_supplied"
 
 
+#: ``pg_terminate``: end the worker's Postgres sessions (``pg_terminate_backend``);
+#: ``redis_client_kill``: end its Redis connections (``CLIENT KILL``).
+StorageKind = Literal["pg_terminate", "redis_client_kill"]
+
+
 class StorageFault(_Frozen):
     """Cut a worker's storage connection (Postgres backend terminate, Redis CLIENT KILL)."""
 
     op: Literal["storage_fault"] = "storage_fault"
-    kind: Literal["pg_terminate", "redis_client_kill"]
+    kind: StorageKind
 
 
 class Quiesce(_Frozen):

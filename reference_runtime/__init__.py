@@ -18,6 +18,7 @@ from ._errors import (
     ServiceError,
     ServiceRejected,
     StaleWriteError,
+    StorageUnavailable,
     UnknownWorkflowError,
 )
 from ._model import ModelContext
@@ -77,6 +78,7 @@ __all__ = [
     "ServiceRejected",
     "ServiceResponse",
     "StaleWriteError",
+    "StorageUnavailable",
     "SystemClock",
     "UnknownWorkflowError",
     "Worker",

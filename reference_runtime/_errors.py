@@ -3,7 +3,8 @@
 Every error the runtime raises on purpose derives from :class:`RuntimeFault`.
 Three kinds are kept apart: the caller's mistake (bad input or configuration),
 a conflict that concurrency makes normal (stale write, lost lease), and the
-outside world misbehaving (a service rejected or timed out)::
+outside world misbehaving (a service rejected or timed out, a storage
+connection was lost)::
 
     RuntimeFault
     ├── InputError (ValueError)            -- the caller's mistake; nothing was written
@@ -17,6 +18,7 @@ outside world misbehaving (a service rejected or timed out)::
     ├── IllegalTransitionError             -- the state machine forbids it (a bug in the caller)
     ├── DuplicateRunError
     ├── FutureSchemaError                  -- a payload written by newer code; the run is parked
+    ├── StorageUnavailable                 -- a store or lease connection broke; work stops, retry
     └── ServiceError                       -- an external service's answer
         ├── ServiceRejected                (definitely not applied)
         └── OutcomeUnknown                 (may or may not have been applied)
@@ -98,6 +100,28 @@ class FutureSchemaError(RuntimeFault):
             f"{what} has schema_version {found}, but this code knows versions up to {known}; "
             "it was written by newer code. The run is parked untouched: deploy the newer "
             "worker version to continue it."
+        )
+
+
+class StorageUnavailable(RuntimeFault):
+    """A connection to the store (Postgres) or the lease server (Redis) broke.
+
+    The server ended the session (``pg_terminate_backend``, ``CLIENT KILL``, a
+    restart) or could not be reached. The transaction in flight died with the
+    connection and was rolled back by the server; only when the break hit the
+    ``COMMIT`` itself is its outcome unknown, like any lost reply. Either way the
+    worker must stop working on the run and re-read durable state before it
+    decides again; the broken connection is discarded and the next use opens a
+    fresh one.
+    """
+
+    def __init__(self, what: str, cause: BaseException) -> None:
+        self.what, self.cause = what, cause
+        super().__init__(
+            f"lost the connection to {what} ({type(cause).__name__}: {str(cause).strip()}); "
+            "the transaction in flight was not committed. This is the storage server's "
+            "doing (terminated session, restart, network): the worker drops the run and "
+            "retries on a fresh connection; if it persists, check that the server is up"
         )
 
 

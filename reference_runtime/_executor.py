@@ -18,7 +18,6 @@ continue after any crash without repeating a dangerous action:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from ._errors import (
     MalformedEventError,
     OutcomeUnknown,
     ServiceRejected,
+    StorageUnavailable,
     UnknownWorkflowError,
 )
 from ._model import (
@@ -235,7 +235,7 @@ class Executor:
     def advance(self, claim: Claim) -> Run | None:
         """Work on ``claim``'s run until it waits, ends, is parked, or the step
         budget is used. Returns the last run row this worker saw (None if it
-        lost the run to another writer)."""
+        lost the run to another writer, or lost its storage connection)."""
         self._claim = claim
         last: Run | None = claim.run
         try:
@@ -252,12 +252,31 @@ class Executor:
             # wins, ours is discarded. Nothing to undo -- we never commit
             # partial state.
             return None
+        except StorageUnavailable:
+            # The connection died, and the transaction in flight with it: as
+            # after losing the lease, stop here. What was committed before is
+            # durable; the next claim re-reads it and carries on (an effect
+            # called but not recorded is reconciled, as after a crash).
+            return None
         finally:
             if self._claim is not None:
-                with contextlib.suppress(ConcurrencyConflict):
-                    self.leases.release(self._claim)
+                self._release(self._claim)
             self._claim = None
         return last
+
+    def _release(self, claim: Claim) -> None:
+        """Give the lease back; releasing is idempotent (owner and token are
+        compared), so a connection lost on the way is retried once on a fresh
+        one. Failing twice, the lease simply runs out."""
+        for attempt in (1, 2):
+            try:
+                self.leases.release(claim)
+                return
+            except ConcurrencyConflict:
+                return
+            except StorageUnavailable:
+                if attempt == 2:
+                    return
 
     def _now(self) -> float:
         return self.clock.now()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 from . import crashpoints as cp
 from ._artifacts import ArtifactStore
 from ._clock import Clock, FileClock, SystemClock
-from ._errors import ConfigError, MalformedEventError
+from ._errors import ConfigError, MalformedEventError, StorageUnavailable
 from ._executor import Executor, ExecutorSettings, LeaseKeeper
 from ._model import ModelContext
 from ._records import AuditEvent, InboxMessage, Run, WorkingState
@@ -51,6 +52,9 @@ def _parse_keys(spec: str) -> dict[str, bytes]:
     return keys
 
 
+_CONNECTION_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,63}")
+
+
 @dataclass(frozen=True)
 class RuntimeConfig:
     """Everything a worker needs to know. ``from_env``/``to_env`` round-trip it."""
@@ -68,6 +72,9 @@ class RuntimeConfig:
     max_attempts: int = 5
     retry_backoff: float = 1.0
     tenant_keys: Mapping[str, bytes] = field(default_factory=dict)
+    #: names this process's storage sessions: the Postgres ``application_name``
+    #: and the Redis client name, so an operator can find (and end) them
+    connection_name: str | None = None
 
     def __post_init__(self) -> None:
         if self.queue not in ("store", "redis"):
@@ -78,6 +85,15 @@ class RuntimeConfig:
             raise ConfigError(f"clock must be 'system' or 'file:PATH', got {self.clock!r}")
         if self.lease_seconds <= 0:
             raise ConfigError(f"lease_seconds must be positive, got {self.lease_seconds}")
+        if self.connection_name is not None and not _CONNECTION_NAME.fullmatch(
+            self.connection_name
+        ):
+            # Redis refuses spaces in a client name; Postgres truncates at 63.
+            raise ConfigError(
+                f"connection_name {self.connection_name!r} is not usable as a Postgres "
+                "application_name and a Redis client name: use 1-63 letters, digits or "
+                "'_.:-', e.g. 'rr-worker-prod'"
+            )
 
     _ENV = {
         "store_url": "RR_STORE",
@@ -92,6 +108,7 @@ class RuntimeConfig:
         "lease_seconds": "RR_LEASE_SECONDS",
         "max_attempts": "RR_MAX_ATTEMPTS",
         "retry_backoff": "RR_RETRY_BACKOFF",
+        "connection_name": "RR_CONNECTION_NAME",
     }
 
     def to_env(self) -> dict[str, str]:
@@ -149,7 +166,11 @@ class Runtime:
         if self._store is None or self._pid != os.getpid():
             from .store import open_store
 
-            self._store = open_store(self.config.store_url, schema=self.config.schema)
+            self._store = open_store(
+                self.config.store_url,
+                schema=self.config.schema,
+                connection_name=self.config.connection_name,
+            )
             self._store.setup()
             self._pid = os.getpid()
         return self._store
@@ -391,8 +412,19 @@ class Worker:
         return claim
 
     def run_once(self, run_id: str | None = None) -> Run | None:
-        """Claim and advance one run; None when nothing was runnable."""
-        claim = self.claim(run_id)
+        """Claim and advance one run; None when nothing was runnable.
+
+        A storage connection lost while claiming is retried once on a fresh
+        connection (a claim is one transaction: it happened whole or not at
+        all); lost again, :class:`StorageUnavailable` propagates: the storage
+        is down, not just one session. Lost while advancing, the executor
+        drops the run and this returns the claimed row, so a worker loop
+        claims again.
+        """
+        try:
+            claim = self.claim(run_id)
+        except StorageUnavailable:
+            claim = self.claim(run_id)
         if claim is None:
             return None
         return self.executor.advance(claim) or claim.run

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from harness.adapters._contract import Capability, WorkflowSpec
+from harness.adapters._contract import STORAGE_KINDS, Capability, WorkflowSpec
 from harness.model import (
     AdvanceClock,
     Approve,
@@ -28,6 +28,8 @@ from harness.model import (
     RunWorker,
     Scenario,
     Step,
+    StorageFault,
+    StorageKind,
     Submit,
 )
 
@@ -41,6 +43,7 @@ FAMILIES = (
     "world",
     "memory",
     "migration",
+    "storage",
 )
 
 
@@ -57,6 +60,20 @@ class Universe:
     families: tuple[str, ...] = FAMILIES
     max_runs: int = 3
     max_episodes: int = 4
+    #: storage fault kinds the environment offers (see offered_storage_kinds);
+    #: None when not probed: every kind, if the capability is there
+    storage_kinds: tuple[StorageKind, ...] | None = None
+
+    def offered_storage_kinds(self) -> tuple[StorageKind, ...]:
+        if Capability.STORAGE_FAULTS not in self.capabilities:
+            return ()
+        return STORAGE_KINDS if self.storage_kinds is None else self.storage_kinds
+
+    def in_transaction_points(self) -> tuple[str, ...]:
+        """Crash points inside a storage transaction: declared, but not safe
+        to pause at between steps (``checkpoint_stmt_*`` for the reference)."""
+        pausable = set(self.pause_points)
+        return tuple(p for p in self.crash_points if p not in pausable)
 
     def enabled(self) -> tuple[str, ...]:
         caps = self.capabilities
@@ -67,6 +84,7 @@ class Universe:
             "memory": Capability.MEMORY_INJECTION,
             "migration": Capability.VERSION_SWITCH,
             "message": Capability.APPROVALS,
+            "storage": Capability.STORAGE_FAULTS,
         }
         out = []
         for fam in self.families:
@@ -75,6 +93,12 @@ class Universe:
                 if fam == "crash" and not self.crash_points:
                     continue
                 if fam == "zombie" and not self.pause_points:
+                    continue
+                if fam == "storage" and not (
+                    self.offered_storage_kinds()
+                    and Capability.CRASH_POINTS in caps
+                    and (self.pause_points or self.in_transaction_points())
+                ):
                     continue
                 out.append(fam)
         return tuple(out)
@@ -183,8 +207,34 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
             ),
             RunWorker(worker_id=f"w{n}"),
         ]
+    if family == "storage":
+        return _storage_episode(draw, u, n)
     # migration: crash under old code, resume under the current one
     return [RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u))]
+
+
+def _storage_episode(draw: st.DrawFn, u: Universe, n: int) -> list[Step]:
+    """Hold a worker, cut its storage connections, let it go on.
+
+    Held *inside* a transaction (a crash point that is not a pause point), the
+    cut kills the transaction: nothing of that checkpoint may be committed.
+    Held *between* steps, its pooled connections die while idle: the next use
+    must notice and carry on with fresh ones. Either way the run must end as
+    if nothing happened.
+    """
+    inside = u.in_transaction_points()
+    variants = [v for v, ok in (("in_transaction", inside), ("idle", u.pause_points)) if ok]
+    variant = draw(st.sampled_from(variants))
+    site = draw(st.sampled_from(inside if variant == "in_transaction" else u.pause_points))
+    nth = draw(st.integers(min_value=1, max_value=3))
+    kinds = draw(
+        st.lists(st.sampled_from(u.offered_storage_kinds()), min_size=1, max_size=2, unique=True)
+    )
+    return [
+        RunWorker(worker_id=f"s{n}", crash=CrashSpec(site=site, nth=nth, action="pause")),
+        *(StorageFault(kind=k) for k in kinds),
+        ContinueWorker(worker_id=f"s{n}"),
+    ]
 
 
 def _memory_target(run: RunSpec) -> tuple[str, str, object]:

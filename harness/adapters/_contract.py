@@ -26,6 +26,16 @@ context             ``observe()`` returns the model contexts workers built
 storage_faults      ``storage_fault()`` cuts a worker's database connection
 concurrent_workers  two workers may run at once (pause + continue barriers)
 =================  ==========================================================
+
+Optional methods, looked up with ``getattr`` (an environment without them
+still satisfies the protocol):
+
+``storage_kinds() -> Sequence[str]``
+    Which :data:`STORAGE_KINDS` ``storage_fault()`` can inflict in this
+    deployment (``pg_terminate`` needs Postgres, ``redis_client_kill`` Redis).
+    Without it, an environment with the ``storage_faults`` capability is taken
+    to offer every kind; a kind it cannot inflict then shows in the report as
+    armed but never fired. See :func:`offered_storage_kinds`.
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..model import CrashSpec, RunSpec, RunState
+from ..model import CrashSpec, RunSpec, RunState, StorageKind
 from ..world import World
 
 
@@ -49,6 +59,10 @@ class Capability(StrEnum):
     CONTEXT = "context"
     STORAGE_FAULTS = "storage_faults"
     CONCURRENT_WORKERS = "concurrent_workers"
+
+
+#: Every storage fault kind a scenario may ask for (``StorageFault.kind``).
+STORAGE_KINDS: tuple[StorageKind, ...] = ("pg_terminate", "redis_client_kill")
 
 
 class _Frozen(BaseModel):
@@ -192,7 +206,9 @@ class Environment(Protocol):
     def inject_memory(self, record: dict[str, Any]) -> None: ...
 
     def storage_fault(self, kind: str) -> bool:
-        """Cut the storage connections of running workers; True if one was cut."""
+        """Cut the storage connections of running (or paused) workers, ``kind``
+        one of :data:`STORAGE_KINDS`; True if one was cut, False if there was
+        none to cut or the deployment has no such storage."""
         ...
 
     def close(self) -> None:
@@ -218,3 +234,18 @@ class Adapter(Protocol):
 
 def missing_capabilities(adapter: Adapter, needed: set[Capability]) -> set[Capability]:
     return set(needed) - set(adapter.capabilities)
+
+
+def offered_storage_kinds(
+    env: Environment, capabilities: frozenset[Capability]
+) -> tuple[StorageKind, ...]:
+    """The storage fault kinds ``env`` offers: none without the
+    ``storage_faults`` capability, else what its optional ``storage_kinds()``
+    says (unknown kinds dropped), else every kind."""
+    if Capability.STORAGE_FAULTS not in capabilities:
+        return ()
+    kinds = getattr(env, "storage_kinds", None)
+    if kinds is None:
+        return STORAGE_KINDS
+    offered = set(kinds())
+    return tuple(k for k in STORAGE_KINDS if k in offered)

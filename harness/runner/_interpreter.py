@@ -23,6 +23,7 @@ from ..adapters._contract import (
     Observation,
     WorkerExit,
     WorkerHandle,
+    offered_storage_kinds,
 )
 from ..history import HistoryWriter
 from ..model import (
@@ -54,18 +55,27 @@ class ScenarioError(Exception):
 
 @dataclass
 class Coverage:
-    """Which faults were armed and which actually fired."""
+    """Which faults were armed and which actually fired, by kind and, for
+    crash points, by site (the report's coverage matrix)."""
 
     armed: dict[str, int] = field(default_factory=dict)
     fired: dict[str, int] = field(default_factory=dict)
+    sites_armed: dict[str, int] = field(default_factory=dict)
+    sites_fired: dict[str, int] = field(default_factory=dict)
 
-    def note(self, kind: str, fired: bool, *, armed: bool = True) -> None:
-        """Count one fault of ``kind``; ``armed=False`` for the firing of a
-        fault already counted when it was armed (a world rule)."""
+    def note(self, kind: str, fired: bool, *, armed: bool = True, site: str | None = None) -> None:
+        """Count one fault of ``kind`` (and of crash point ``site``, if given);
+        ``armed=False`` for the firing of a fault already counted when it was
+        armed (a world rule)."""
         if armed:
             self.armed[kind] = self.armed.get(kind, 0) + 1
         if fired:
             self.fired[kind] = self.fired.get(kind, 0) + 1
+        if site is not None:
+            if armed:
+                self.sites_armed[site] = self.sites_armed.get(site, 0) + 1
+            if fired:
+                self.sites_fired[site] = self.sites_fired.get(site, 0) + 1
 
 
 @dataclass
@@ -115,7 +125,8 @@ class Interpreter:
         self.writer.append(type_, f, process, value, self._now())
 
     def _fault(self, kind: str, fired: bool, *, armed: bool = True, **value: Any) -> None:
-        self.coverage.note(kind, fired, armed=armed)
+        site = value.get("site") if kind == "crash_point" else None
+        self.coverage.note(kind, fired, armed=armed, site=site)
         self._rec("info", EventF.FAULT, "nemesis", {"kind": kind, "fired": fired, **value})
 
     def _sync(self) -> None:
@@ -250,9 +261,7 @@ class Interpreter:
         elif isinstance(step, InjectMemory):
             self._inject(step)
         elif isinstance(step, StorageFault):
-            assert self.env is not None
-            cut = self.env.storage_fault(step.kind)
-            self._fault("storage", cut, storage=step.kind)
+            self._storage(step)
         elif isinstance(step, Quiesce):
             self._quiesce(step)
         else:  # pragma: no cover - the Step union is closed
@@ -351,6 +360,22 @@ class Interpreter:
         handle.kill()
         self._fault("kill", True, worker_id=worker_id)
         self._await(handle, crash_kind=None, crash=None)
+
+    def _storage(self, step: StorageFault) -> None:
+        env = self.env
+        assert env is not None
+        if Capability.STORAGE_FAULTS not in self._caps:
+            raise ScenarioError("storage faults need the storage_faults capability")
+        # Whose sessions are at stake: the paused workers (an idle one holds
+        # pooled connections too). No runs are named: a cut connection must
+        # change no outcome, so every run stays under every comparison.
+        value: dict[str, Any] = {"storage": step.kind, "paused": sorted(self._paused)}
+        if step.kind not in offered_storage_kinds(env, self._caps):
+            # This deployment has no such server (say, Redis without the Redis
+            # queue): armed, and visibly never fired.
+            self._fault("storage", False, **value, offered=False)
+            return
+        self._fault("storage", env.storage_fault(step.kind), **value)
 
     def _message_id(self, run_id: str, tag: str) -> str:
         self._message_seq += 1

@@ -17,14 +17,16 @@ _EXAMPLES = (
 )
 
 
-def open_store(url: str, *, schema: str | None = None) -> Store:
+def open_store(url: str, *, schema: str | None = None, connection_name: str | None = None) -> Store:
     """A store for ``url``; call ``setup()`` on it before first use.
 
     Accepted: ``sqlite:///abs/path.db``, ``sqlite:relative/path.db`` and
     ``postgresql://...`` (or ``postgres://...``). ``schema`` selects the
     Postgres schema (default ``public``); SQLite ignores it, a file being its
-    own namespace. Raises :class:`ConfigError` for anything else, or when the
-    Postgres extra is not installed.
+    own namespace. ``connection_name`` becomes the Postgres ``application_name``
+    of every connection (SQLite has no sessions to name). Raises
+    :class:`ConfigError` for anything else, or when the Postgres extra is not
+    installed.
     """
     scheme, sep, rest = url.partition(":")
     scheme = scheme.lower()
@@ -54,7 +56,7 @@ def open_store(url: str, *, schema: str | None = None) -> Store:
                 f"installed ({exc}); install it with: "
                 "pip install 'stateful-agent-harness[postgres]'"
             ) from exc
-        return PostgresStore(url, schema=schema or "public")
+        return PostgresStore(url, schema=schema or "public", application_name=connection_name)
     raise ConfigError(
         f"unsupported store URL {_redact(url)!r}: expected a 'sqlite:' or 'postgresql://' "
         f"URL, for example {_EXAMPLES}"

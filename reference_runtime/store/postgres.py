@@ -6,6 +6,17 @@ store's schema when the pool creates it, so every query names bare tables.
 Claims use ``SELECT ... FOR UPDATE SKIP LOCKED``: competing workers never wait
 on each other's candidate rows, and re-check the lease on the row they lock.
 
+Connection names: ``application_name`` (a parameter, or ``?application_name=``
+in the URL, which libpq reads itself; the parameter wins) names every session
+in ``pg_stat_activity``, so an operator -- or a harness -- can find and end the
+sessions of one deployment's workers.
+
+Lost connections: when the server ends a session (``pg_terminate_backend``, a
+restart) the transaction in flight dies with it. The store raises
+:class:`~reference_runtime.StorageUnavailable`, the pool discards the broken
+connection, and the idle ones are tested at once (the server may have ended
+them all), so the next transaction runs on a live connection.
+
 Fork safety: a pool (and its sockets) inherited by a forked child is never
 used there. At fork, the child points each inherited socket at ``/dev/null``,
 so that finalizing those connections in the child cannot send the server a
@@ -26,9 +37,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import TupleRow
 from psycopg.types.string import TextLoader
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .._errors import ConfigError
+from .._errors import ConfigError, StorageUnavailable
 from ._sql import SqlStore
 from ._sqlkit import Migration, Tx
 
@@ -139,15 +150,24 @@ class PostgresStore(SqlStore):
     """The store contract over one PostgreSQL schema (see :mod:`._base`).
 
     ``schema`` is created by :meth:`setup` if missing; ``pool_size`` bounds
-    the connections one process opens. Thread-safe (a connection per call
-    from the pool) and fork-safe (a child builds its own pool).
+    the connections one process opens; ``application_name``, when given, names
+    every connection (it overrides one in the URL). Thread-safe (a connection
+    per call from the pool) and fork-safe (a child builds its own pool). A
+    broken connection raises :class:`StorageUnavailable` (see module docstring).
     """
 
     name = "postgres"
     placeholder = "%s"
     claim_lock = " FOR UPDATE OF runs SKIP LOCKED"
 
-    def __init__(self, url: str, *, schema: str = "public", pool_size: int = 4) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "public",
+        pool_size: int = 4,
+        application_name: str | None = None,
+    ) -> None:
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ConfigError(
                 f"bad Postgres schema name {schema!r}: use 1-63 letters, digits or '_', "
@@ -159,6 +179,7 @@ class PostgresStore(SqlStore):
         self.url = url
         self.schema = schema
         self.pool_size = pool_size
+        self.application_name = application_name
         self._pool: ConnectionPool[Conn] | None = None
         self._pid = 0
         self._lock = threading.Lock()
@@ -196,8 +217,10 @@ class PostgresStore(SqlStore):
                 return self._pool
             if self._pool is not None:
                 _INHERITED.append(self._pool)  # the parent's; never close it here
+            named = {"application_name": self.application_name} if self.application_name else {}
             pool = ConnectionPool(
                 self.url,
+                kwargs=named,
                 min_size=1,
                 max_size=self.pool_size,
                 open=False,
@@ -210,21 +233,38 @@ class PostgresStore(SqlStore):
 
     @contextlib.contextmanager
     def _transaction(self, first: str | None = None) -> Iterator[Tx]:
-        with self._connections().connection() as conn:
-            try:
-                with conn.cursor() as cur:
-                    if first:
-                        cur.execute(first)
-                    yield Tx(cur, self.placeholder)
-                conn.commit()
-            except BaseException:
-                # BaseException too: a simulated crash must roll back before the
-                # connection goes back to the pool. A broken connection cannot
-                # roll back; the server aborts its transaction and the pool
-                # discards it.
-                with contextlib.suppress(psycopg.Error):
-                    conn.rollback()
+        pool: ConnectionPool[Conn] | None = None
+        broken = False
+        try:
+            pool = self._connections()
+            with pool.connection() as conn:
+                try:
+                    with conn.cursor() as cur:
+                        if first:
+                            cur.execute(first)
+                        yield Tx(cur, self.placeholder)
+                    conn.commit()
+                except BaseException:
+                    # BaseException too: a simulated crash must roll back before
+                    # the connection goes back to the pool. A broken connection
+                    # cannot roll back; the server aborts its transaction and the
+                    # pool discards it.
+                    with contextlib.suppress(psycopg.Error):
+                        conn.rollback()
+                    broken = conn.broken or conn.closed
+                    raise
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            # Only a lost connection is translated: an error on a live one (a
+            # cancelled statement, a constraint) is the caller's to see as is.
+            if not (broken or isinstance(exc, PoolTimeout)):
                 raise
+            if pool is not None and broken:
+                # The server may have ended every session of this process at
+                # once (pg_terminate_backend by application_name): test the idle
+                # ones now, so the next transaction does not pick a dead one.
+                with contextlib.suppress(psycopg.Error):
+                    pool.check()
+            raise StorageUnavailable(f"PostgreSQL (schema {self.schema!r})", exc) from exc
 
     def _write(self) -> contextlib.AbstractContextManager[Tx]:
         return self._transaction()

@@ -11,18 +11,30 @@ hash, because the counter is a separate key.
 Why Lua and not ``SET NX PX``: ``PX`` expires in Redis's wall-clock time, which
 a harness cannot pause or advance; a paused worker's lease must expire when the
 *runtime's* clock says so.
+
+Lost connections: the client carries a name (``CLIENT SETNAME``, from
+``RuntimeConfig.connection_name``) so that one deployment's workers can be
+found in ``CLIENT LIST``. A connection the server closed while it sat idle is
+replaced by redis-py before the next command is sent; one lost while a command
+was in flight raises :class:`~reference_runtime.StorageUnavailable`, and the
+command is *not* retried here: a retried ``acquire`` whose first attempt ran
+would find its own lease and strand it until expiry. The worker decides.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._errors import ConfigError, LeaseLostError
+from .._errors import ConfigError, LeaseLostError, StorageUnavailable
 from ._base import Claim
 
 if TYPE_CHECKING:
     from .._runtime import Runtime
+
+T = TypeVar("T")
 
 _ACQUIRE = """
 local owner = redis.call('HGET', KEYS[1], 'owner')
@@ -53,39 +65,61 @@ return 0
 
 
 class RedisLeases:
-    """Lease primitives on one Redis database, under a key prefix."""
+    """Lease primitives on one Redis database, under a key prefix.
 
-    def __init__(self, url: str, prefix: str) -> None:
+    ``client_name`` names the connection (``CLIENT SETNAME``). A connection lost
+    mid-command raises :class:`StorageUnavailable` (see module docstring).
+    """
+
+    def __init__(self, url: str, prefix: str, *, client_name: str | None = None) -> None:
         try:
             import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
         except ImportError as exc:  # pragma: no cover - depends on the extra
             raise ConfigError(
                 "queue=redis needs the redis package: pip install 'stateful-agent-harness[redis]'"
             ) from exc
         self.prefix = prefix
-        self.client: Any = redis.Redis.from_url(url)
+        self.client_name = client_name
+        # No retries, whatever the redis-py version's default: see module docstring.
+        self.client: Any = redis.Redis.from_url(
+            url, client_name=client_name, retry=Retry(NoBackoff(), 0)
+        )
+        self._lost: tuple[type[BaseException], ...] = (
+            redis.ConnectionError,
+            redis.TimeoutError,
+        )
         self._acquire = self.client.register_script(_ACQUIRE)
         self._renew = self.client.register_script(_RENEW)
         self._release = self.client.register_script(_RELEASE)
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except self._lost as exc:
+            raise StorageUnavailable(f"Redis (leases under {self.prefix!r})", exc) from exc
 
     def _keys(self, run_id: str) -> list[str]:
         return [f"{self.prefix}lease:{run_id}", f"{self.prefix}fence:{run_id}"]
 
     def acquire(self, run_id: str, worker_id: str, now: float, ttl: float) -> int | None:
-        token = int(self._acquire(keys=self._keys(run_id), args=[worker_id, now, now + ttl]))
+        keys, args = self._keys(run_id), [worker_id, str(now), str(now + ttl)]
+        token = int(self._call(lambda: self._acquire(keys=keys, args=args)))
         return None if token < 0 else token
 
     def renew(self, run_id: str, worker_id: str, token: int, now: float, ttl: float) -> bool:
-        keys = self._keys(run_id)[:1]
-        return bool(self._renew(keys=keys, args=[worker_id, token, now, now + ttl]))
+        keys, args = self._keys(run_id)[:1], [worker_id, str(token), str(now), str(now + ttl)]
+        return bool(self._call(lambda: self._renew(keys=keys, args=args)))
 
     def release(self, run_id: str, worker_id: str, token: int) -> bool:
-        return bool(self._release(keys=self._keys(run_id)[:1], args=[worker_id, token]))
+        keys, args = self._keys(run_id)[:1], [worker_id, str(token)]
+        return bool(self._call(lambda: self._release(keys=keys, args=args)))
 
     def drop_all(self) -> int:
         """Delete every key under the prefix (test isolation)."""
-        keys = list(self.client.scan_iter(match=f"{self.prefix}*"))
-        return int(self.client.delete(*keys)) if keys else 0
+        keys = self._call(lambda: list(self.client.scan_iter(match=f"{self.prefix}*")))
+        return int(self._call(lambda: self.client.delete(*keys))) if keys else 0
 
     def close(self) -> None:
         self.client.close()
@@ -108,7 +142,11 @@ class RedisCoordinator:
         cfg = runtime.config
         assert cfg.redis_url is not None
         self.runtime = runtime
-        self.leases = RedisLeases(cfg.redis_url, prefix_for(cfg.store_url, cfg.schema))
+        self.leases = RedisLeases(
+            cfg.redis_url,
+            prefix_for(cfg.store_url, cfg.schema),
+            client_name=cfg.connection_name,
+        )
 
     def claim(self, worker_id: str, run_id: str | None) -> Claim | None:
         rt = self.runtime
@@ -120,7 +158,14 @@ class RedisCoordinator:
             token = self.leases.acquire(rid, worker_id, now, ttl)
             if token is None:
                 continue
-            if not store.record_lease(rid, worker_id, token, now + ttl):
+            try:
+                recorded = store.record_lease(rid, worker_id, token, now + ttl)
+            except StorageUnavailable:
+                # Hand the Redis lease back rather than strand it until expiry.
+                with contextlib.suppress(StorageUnavailable):
+                    self.leases.release(rid, worker_id, token)
+                raise
+            if not recorded:
                 self.leases.release(rid, worker_id, token)
                 continue
             run = store.get_run(rid)

@@ -358,8 +358,14 @@ class ReferenceEnvironment:
             )
         )
 
+    def storage_kinds(self) -> tuple[str, ...]:
+        """``pg_terminate`` on Postgres, ``redis_client_kill`` with the Redis queue."""
+        return self.d.storage_kinds()
+
     def storage_fault(self, kind: str) -> bool:
-        return False
+        # Only this environment's workers: their sessions carry a name unique
+        # to the deployment; the harness's observer sessions carry none.
+        return self.d.cut_worker_connections(kind) > 0
 
     def close(self) -> None:
         for w in self._workers:
@@ -370,10 +376,14 @@ class ReferenceEnvironment:
 
 
 class ReferenceAdapter:
-    """The reference runtime: ``backend`` sqlite|postgres, ``queue`` store|redis."""
+    """The reference runtime: ``backend`` sqlite|postgres, ``queue`` store|redis.
+
+    ``storage_faults`` is declared only where there is a server connection to
+    cut: with the Postgres backend, the Redis queue, or both.
+    """
 
     name = "reference"
-    capabilities = frozenset(
+    capabilities: frozenset[Capability] = frozenset(
         {
             Capability.CRASH_POINTS,
             Capability.CLOCK,
@@ -397,6 +407,8 @@ class ReferenceAdapter:
         self.backend, self.queue = backend, queue
         self.postgres_url, self.redis_url = postgres_url, redis_url
         self.lease_seconds = lease_seconds
+        if backend == "postgres" or queue == "redis":
+            self.capabilities = self.capabilities | {Capability.STORAGE_FAULTS}
 
     def workflows(self) -> list[WorkflowSpec]:
         return list(WORKFLOWS)

@@ -141,6 +141,10 @@ class Deployment:
             **extra,
         )
         self.runtime = Runtime(self.config, clock=self.clock)
+        #: what this deployment's *workers* call their storage sessions (the
+        #: harness's own observer connections stay unnamed, out of reach of
+        #: :meth:`cut_worker_connections`)
+        self.worker_connection_name = f"rr-worker-{self.schema or uuid.uuid4().hex[:12]}"
         self.spawner: Spawner = spawner or ForkServerSpawner()
         self._crash_log = self.root / "crashpoints.log"
 
@@ -153,7 +157,9 @@ class Deployment:
         trace: bool = False,
         code_version: int | None = None,
     ) -> dict[str, str]:
-        cfg = self.config if code_version is None else self.config.with_(code_version=code_version)
+        cfg = self.config.with_(connection_name=self.worker_connection_name)
+        if code_version is not None:
+            cfg = cfg.with_(code_version=code_version)
         env = cfg.to_env()
         env[cp.ENV_LOG] = str(self._crash_log)
         env[cp.ENV_SPEC] = crash or ""
@@ -196,6 +202,57 @@ class Deployment:
             env={**os.environ, **env},
             stderr=subprocess.PIPE,
         )
+
+    # -- storage faults ---------------------------------------------------------
+
+    def storage_kinds(self) -> tuple[str, ...]:
+        """The storage faults this deployment can take: ``pg_terminate`` on the
+        Postgres backend, ``redis_client_kill`` with the Redis queue."""
+        kinds = []
+        if self.backend == "postgres":
+            kinds.append("pg_terminate")
+        if self.queue == "redis":
+            kinds.append("redis_client_kill")
+        return tuple(kinds)
+
+    def cut_worker_connections(self, kind: str) -> int:
+        """End the server side of every storage session of this deployment's
+        workers (found by :attr:`worker_connection_name`); returns how many.
+
+        ``pg_terminate``: ``pg_terminate_backend`` on each named backend,
+        waiting until it is gone, so that its transaction is rolled back and
+        its locks are free when this returns. ``redis_client_kill``:
+        ``CLIENT KILL ID`` on each named Redis client. 0 when the deployment
+        does not use that server, or no worker holds a session.
+        """
+        if kind not in ("pg_terminate", "redis_client_kill"):
+            raise ValueError(f"unknown storage fault {kind!r}: pg_terminate or redis_client_kill")
+        if kind not in self.storage_kinds():
+            return 0
+        if kind == "pg_terminate":
+            import psycopg
+
+            with psycopg.connect(self.config.store_url, autocommit=True) as admin:
+                rows = admin.execute(
+                    # The timeout form waits (up to 10 s) for the backend to exit.
+                    "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity"
+                    " WHERE application_name = %s AND pid <> pg_backend_pid()",
+                    (self.worker_connection_name,),
+                ).fetchall()
+            return sum(1 for (cut,) in rows if cut)
+        import redis
+
+        assert self.config.redis_url is not None  # queue=redis requires it
+        client: Any = redis.Redis.from_url(self.config.redis_url)
+        try:
+            ids = [
+                c["id"]
+                for c in client.client_list()
+                if c.get("name") == self.worker_connection_name
+            ]
+            return sum(int(client.execute_command("CLIENT", "KILL", "ID", i)) for i in ids)
+        finally:
+            client.close()
 
     def crash_log(self) -> list[tuple[int, str, int, str]]:
         """(pid, site, hit, action) lines written by crash points so far."""
