@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
+import os
 import shutil
 import sys
 import tempfile
@@ -13,25 +13,20 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ._engine import Engine, Example, Outcome
-from ._errors import RunFolderError, UsageError
+from ._errors import UsageError
 from ._settings import load_settings
-from .adapters._contract import Adapter, Capability, offered_storage_kinds
+from .adapters._contract import Adapter, offered_storage_kinds
 from .adapters._loading import load_adapter, parse_opts
-from .model import SCHEMA_VERSION, PropertyResult, Scenario, Verdict
-
-REPORT_SCHEMA_VERSION = 1
-
-#: What each capability would let the harness test; printed when it is missing.
-CAPABILITY_GAPS = {
-    Capability.CRASH_POINTS: "kills at named crash points (only effect boundaries are tested)",
-    Capability.CLOCK: "lease expiry, zombies, approval expiry and timers",
-    Capability.APPROVALS: "approval integrity under duplicated, forged and late decisions",
-    Capability.MEMORY_INJECTION: "stale, cross-tenant and poisoned memory",
-    Capability.VERSION_SWITCH: "schema migration between crash and resume",
-    Capability.CONTEXT: "context rebuild after resume",
-    Capability.STORAGE_FAULTS: "storage connection faults",
-    Capability.CONCURRENT_WORKERS: "racing and zombie workers",
-}
+from .model import Verdict
+from .report import (
+    Report,
+    build_report,
+    load_report,
+    load_run_folder,
+    not_tested,
+    other_failures,
+    write_reports,
+)
 
 
 def probe_universe(adapter: Adapter, settings: Any) -> Any:
@@ -59,97 +54,10 @@ def probe_universe(adapter: Adapter, settings: Any) -> Any:
     )
 
 
-def not_tested(adapter: Adapter) -> list[dict[str, str]]:
-    return [
-        {"capability": cap.value, "what": what}
-        for cap, what in CAPABILITY_GAPS.items()
-        if cap not in adapter.capabilities
-    ]
-
-
-def report_dict(
-    outcome: Outcome, adapter: Adapter, spec: str, opts: dict[str, str], report_dir: Path
-) -> dict[str, Any]:
-    failure = outcome.failure
-    replay = f"harness replay {shlex.quote(str(report_dir))}"
-    faults = {
-        kind: {"armed": outcome.faults_armed[kind], "fired": outcome.faults_fired.get(kind, 0)}
-        for kind in sorted(outcome.faults_armed)
-    }
-    return {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "verdict": outcome.verdict.value,
-        "seed": outcome.seed,
-        "profile": outcome.settings.profile,
-        "adapter": {
-            "spec": spec,
-            "options": opts,
-            "name": adapter.name,
-            "description": outcome.adapter_options,
-            "capabilities": outcome.capabilities,
-        },
-        "duration_seconds": round(outcome.seconds, 3),
-        "scenarios": outcome.examples,
-        "properties": [
-            {
-                "name": name,
-                "verdict": verdict.value,
-                "message": _result(outcome, name).message,
-                "witness": list(_result(outcome, name).witness),
-                "counts": dict(_result(outcome, name).counts),
-            }
-            for name, verdict in sorted(outcome.verdicts.items())
-        ],
-        "other_failures": [
-            {"failed_properties": props, "steps": ex.scenario.describe()}
-            for props, ex in other_failures(outcome)
-        ],
-        "faults": faults,
-        "absorbed_duplicates": outcome.counts.get("exactly_once_effects.absorbed_duplicates", 0),
-        "not_tested": not_tested(adapter),
-        "counterexample": None
-        if failure is None
-        else {
-            "steps": failure.scenario.describe(),
-            "failed_properties": [r.name for r in failure.results if r.verdict is Verdict.FAIL],
-            "replay": replay,
-        },
-    }
-
-
-def _result(outcome: Outcome, name: str) -> PropertyResult:
-    """The result to show for a property: the counterexample's when it failed
-    there (its witness indexes that history), else the last informative one."""
-    if outcome.failure is not None:
-        for r in outcome.failure.results:
-            if r.name == name and r.verdict is Verdict.FAIL:
-                return r
-    return outcome.last_results[name]
-
-
-def other_failures(outcome: Outcome) -> list[tuple[list[str], Example]]:
-    """The smallest failing example for each other set of failed properties
-    (the counterexample shows one bug; there may be more)."""
-    if outcome.failure is None:
-        return []
-    shown = set(_failed(outcome.failure))
-    best: dict[tuple[str, ...], Example] = {}
-    for ex in outcome.failures:
-        props = tuple(_failed(ex))
-        if set(props) <= shown:
-            continue
-        if props not in best or ex.size < best[props].size:
-            best[props] = ex
-    return [(list(p), ex) for p, ex in sorted(best.items())]
-
-
-def _failed(example: Example) -> list[str]:
-    return sorted(r.name for r in example.results if r.verdict is Verdict.FAIL)
-
-
 def _keep_example(example: Example | None, report_dir: Path) -> None:
     if example is None:
         return
+    report_dir.mkdir(parents=True, exist_ok=True)
     for name in ("history.jsonl", "oracle.jsonl", "scenario.json"):
         src = example.folder / name
         if src.exists():
@@ -185,42 +93,104 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
     for gap in gaps:
         _line(out, f"harness: not tested ({gap['capability']} missing): {gap['what']}")
 
-    shown: dict[str, Any] = {"failing": []}
-
-    def progress(o: Outcome) -> None:
-        # Line-oriented for CI logs: every 25 scenarios, and at once when a
-        # property starts failing.
-        failing = sorted(n for n, v in o.verdicts.items() if v is Verdict.FAIL)
-        if o.examples % 25 and o.examples != 1 and failing == shown["failing"]:
-            return
-        shown["failing"] = failing
-        _line(
-            out,
-            f"harness: scenario {o.examples} (slowest {o.slowest:.1f} s): "
-            f"{sum(o.faults_fired.values())} faults fired"
-            f"{'; failing: ' + ', '.join(failing) if failing else ''}",
-        )
-
-    engine = Engine(adapter, settings, progress=progress)
+    progress = _Progress(out, settings.max_examples if not ns.exhaustive else None)
+    engine = Engine(adapter, settings, progress=progress.update)
     _line(out, f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})")
     try:
-        if ns.exhaustive:
-            outcome = _exhaustive(engine, adapter, universe, ns.exhaustive, settings)
-        else:
-            outcome = engine.run(universe)
+        with progress:
+            if ns.exhaustive:
+                outcome = _exhaustive(engine, adapter, universe, ns.exhaustive, settings)
+            else:
+                outcome = engine.run(universe)
         kept = outcome.failure or engine.last_example
         _keep_example(kept, report_dir)
         shutil.rmtree(report_dir / "failures", ignore_errors=True)
         for n, (_, ex) in enumerate(other_failures(outcome), 1):
-            shutil.copytree(
-                ex.folder, report_dir / "failures" / str(n), ignore=shutil.ignore_patterns("env")
-            )
-        report = report_dict(outcome, adapter, ns.adapter, opts, report_dir)
-        (report_dir / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
+            _keep_example(ex, report_dir / "failures" / str(n))
+        report = build_report(outcome, adapter, ns.adapter, opts, report_dir)
+        write_reports(report, report_dir)
     finally:
         engine.close()
     _summary(out, report, report_dir)
+    _step_summary(report_dir)
     return 1 if outcome.verdict is Verdict.FAIL else 0
+
+
+class _Progress:
+    """Progress of a run. On a terminal, a rich progress bar (scenarios run,
+    faults fired, properties failing so far); otherwise quiet, line-oriented
+    output for CI logs: every 25 scenarios, and at once when a property starts
+    failing."""
+
+    def __init__(self, out: TextIO, total: int | None) -> None:
+        self.out = out
+        self.total = total
+        self.failing: list[str] = []
+        self.bar: Any = None
+        self.task: Any = None
+        if _isatty(out):
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self.bar = Progress(
+                TextColumn("harness: scenarios"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[faults]} faults fired"),
+                TextColumn("[red]{task.fields[failing]}"),
+                console=Console(file=out),
+                transient=True,
+            )
+            self.task = self.bar.add_task("run", total=total, faults=0, failing="")
+
+    def __enter__(self) -> _Progress:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def update(self, o: Outcome) -> None:
+        """Show ``o`` after one more scenario."""
+        failing = sorted(n for n, v in o.verdicts.items() if v is Verdict.FAIL)
+        fired = sum(o.faults_fired.values())
+        if self.bar is not None:
+            # Shrinking runs past max_examples: let the bar grow rather than overflow.
+            total = None if self.total is None else max(self.total, o.examples)
+            self.bar.update(
+                self.task,
+                completed=o.examples,
+                total=total,
+                faults=fired,
+                failing=("failing: " + ", ".join(failing)) if failing else "",
+            )
+            return
+        if o.examples % 25 and o.examples != 1 and failing == self.failing:
+            return
+        self.failing = failing
+        _line(
+            self.out,
+            f"harness: scenario {o.examples} (slowest {o.slowest:.1f} s): {fired} faults fired"
+            f"{'; failing: ' + ', '.join(failing) if failing else ''}",
+        )
+
+
+def _isatty(out: TextIO) -> bool:
+    try:
+        return bool(out.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _step_summary(report_dir: Path) -> None:
+    """Append summary.md to $GITHUB_STEP_SUMMARY when it is set (GitHub Actions)."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    with open(target, "a", encoding="utf-8") as f:
+        f.write((report_dir / "summary.md").read_text(encoding="utf-8"))
 
 
 def _exhaustive(
@@ -264,89 +234,55 @@ def _exhaustive(
     return outcome
 
 
-def _summary(out: TextIO, report: dict[str, Any], report_dir: Path) -> None:
+def _summary(out: TextIO, report: Report, report_dir: Path) -> None:
     _line(
         out,
-        f"harness: {report['scenarios']} scenarios in {report['duration_seconds']:.1f} s; "
-        f"verdict: {report['verdict'].upper()}",
+        f"harness: {report.scenarios} scenarios in {report.duration_seconds:.1f} s; "
+        f"verdict: {report.verdict.upper()}",
     )
-    for p in report["properties"]:
-        _line(out, f"  {p['verdict']:7} {p['name']}")
-    fired = {k: v["fired"] for k, v in report["faults"].items()}
+    for p in report.properties:
+        _line(out, f"  {p.verdict:7} {p.name}")
+    fired = {k: v.fired for k, v in report.faults.items()}
     _line(out, "  faults fired: " + (", ".join(f"{k}={v}" for k, v in fired.items()) or "none"))
-    ce = report["counterexample"]
+    ce = report.counterexample
     if ce is not None:
-        _line(out, "minimal counterexample:")
-        for i, step in enumerate(ce["steps"], 1):
-            _line(out, f"  {i}. {step}")
-        _line(out, f"replay: {ce['replay']}")
-    for n, other in enumerate(report.get("other_failures", []), 1):
+        _counterexample(out, ce.steps)
+        _line(out, f"replay: {ce.replay}")
+    for n, other in enumerate(report.other_failures, 1):
         _line(
             out,
-            f"another failure ({', '.join(other['failed_properties'])}), "
-            f"kept in {report_dir / 'failures' / str(n)}:",
+            f"another failure ({', '.join(other.failed_properties)}), "
+            f"kept in {report_dir / (other.folder or f'failures/{n}')}:",
         )
-        for i, step in enumerate(other["steps"], 1):
+        for i, step in enumerate(other.steps, 1):
             _line(out, f"  {i}. {step}")
-    _line(out, f"report: {report_dir / 'report.json'}")
+    _line(out, f"report: {report_dir / 'report.json'} (and report.html, junit.xml, summary.md)")
 
 
-def _load_run_folder(folder: Path) -> tuple[dict[str, Any], Scenario]:
-    """The report and the scenario of a run folder, checked: RunFolderError
-    names what is missing, corrupt or too new, and how to get a good folder."""
-    if not folder.is_dir():
-        raise RunFolderError(f"{folder} is not a folder; give the --report-dir of a harness run")
-    rerun = "run `harness run --report-dir DIR` again to write a fresh one"
-    try:
-        report = json.loads((folder / "report.json").read_text())
-        scenario_text = (folder / "scenario.json").read_text()
-    except FileNotFoundError as exc:
-        raise RunFolderError(
-            f"{folder} is not a complete run folder: {Path(exc.filename).name} is missing; " + rerun
-        ) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunFolderError(f"{folder}/report.json is corrupt ({exc}); {rerun}") from exc
-    adapter = report.get("adapter") if isinstance(report, dict) else None
-    if not isinstance(adapter, dict) or not isinstance(adapter.get("spec"), str):
-        raise RunFolderError(
-            f"{folder}/report.json is not a harness report (no adapter.spec); {rerun}"
-        )
-    # The version is checked before the scenario is parsed: a newer harness's
-    # scenario may not parse here, and "upgrade" is the useful answer then.
-    version = report.get("schema_version", 0)
-    if not isinstance(version, int):
-        raise RunFolderError(
-            f"{folder}/report.json has schema_version {version!r}, not an integer; {rerun}"
-        )
-    if version > REPORT_SCHEMA_VERSION:
-        raise RunFolderError(
-            f"{folder} was written by a newer harness (report schema {version}, this harness "
-            f"reads up to {REPORT_SCHEMA_VERSION}); upgrade stateful-agent-harness to replay it"
-        )
-    try:
-        raw = json.loads(scenario_text)
-    except json.JSONDecodeError as exc:
-        raise RunFolderError(f"{folder}/scenario.json is corrupt ({exc}); {rerun}") from exc
-    scenario_version = raw.get("schema_version", SCHEMA_VERSION) if isinstance(raw, dict) else 0
-    if isinstance(scenario_version, int) and scenario_version > SCHEMA_VERSION:
-        raise RunFolderError(
-            f"{folder}/scenario.json was written by a newer harness (scenario schema "
-            f"{scenario_version}, this harness reads up to {SCHEMA_VERSION}); upgrade "
-            "stateful-agent-harness to replay it"
-        )
-    try:
-        scenario = Scenario.model_validate(raw)
-    except ValueError as exc:
-        raise RunFolderError(
-            f"{folder}/scenario.json is not a valid scenario ({exc}); {rerun}"
-        ) from exc
-    return report, scenario
+def _counterexample(out: TextIO, steps: list[str]) -> None:
+    _line(out, "minimal counterexample:")
+    for i, step in enumerate(steps, 1):
+        _line(out, f"  {i}. {step}")
+
+
+def report(folder: Path, out: TextIO) -> int:
+    """``harness report DIR``: re-render every format from the stored run,
+    without running anything; exit 1 if the stored verdict is a failure."""
+    stored = load_report(folder)
+    write_reports(stored, folder)
+    _step_summary(folder)
+    _line(out, f"harness: re-rendered {folder} (verdict: {stored.verdict.upper()})")
+    for name in ("report.json", "report.html", "junit.xml", "summary.md"):
+        _line(out, f"  {folder / name}")
+    return 1 if stored.verdict == Verdict.FAIL.value else 0
 
 
 def replay(folder: Path, out: TextIO) -> int:
-    report, scenario = _load_run_folder(folder)
-    adapter = load_adapter(report["adapter"]["spec"], report["adapter"].get("options") or {})
-    settings = load_settings(report.get("profile"))
+    """``harness replay DIR``: run the kept scenario again against the same
+    adapter variant; exit 1 if a property fails again."""
+    stored, scenario = load_run_folder(folder)
+    adapter = load_adapter(stored.adapter.spec, stored.adapter.options)
+    settings = load_settings(stored.profile)
     engine = Engine(adapter, settings)
     try:
         example = engine.execute(scenario)
@@ -360,6 +296,9 @@ def replay(folder: Path, out: TextIO) -> int:
         _line(out, f"  {r.verdict.value:7} {r.name}: {r.message}")
     if failed:
         _line(out, f"reproduced: {', '.join(r.name for r in failed)} failed")
+        if stored.counterexample is not None:
+            _counterexample(out, stored.counterexample.steps)
+            _line(out, f"replay: {stored.counterexample.replay}")
         return 1
     _line(out, "not reproduced: every property held this time")
     sys.stdout.flush()

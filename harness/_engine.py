@@ -76,6 +76,13 @@ class Outcome:
     #: every failing example seen (the counterexample is the smallest)
     failures: list[Example] = field(default_factory=list)
     crash_points: list[str] = field(default_factory=list)
+    #: per crash point site: how often armed and fired (summed over examples)
+    sites_armed: Counter[str] = field(default_factory=Counter)
+    sites_fired: Counter[str] = field(default_factory=Counter)
+    #: per fault kind, and per crash point as ``crash_point:SITE``: in how
+    #: many examples it fired, and in how many of those a property failed
+    fired_in: Counter[str] = field(default_factory=Counter)
+    failed_after: Counter[str] = field(default_factory=Counter)
 
     @property
     def verdict(self) -> Verdict:
@@ -215,8 +222,16 @@ class Engine:
                 outcome.last_results[r.name] = r
             for k, v in r.counts.items():
                 outcome.counts[f"{r.name}.{k}"] += v
-        outcome.faults_armed.update(example.coverage.armed)
-        outcome.faults_fired.update(example.coverage.fired)
+        cov = example.coverage
+        outcome.faults_armed.update(cov.armed)
+        outcome.faults_fired.update(cov.fired)
+        outcome.sites_armed.update(cov.sites_armed)
+        outcome.sites_fired.update(cov.sites_fired)
+        fired = [k for k, n in cov.fired.items() if n]
+        fired += [f"crash_point:{site}" for site, n in cov.sites_fired.items() if n]
+        outcome.fired_in.update(fired)
+        if example.failed:
+            outcome.failed_after.update(fired)
         if self._progress is not None:
             self._progress(outcome)
 

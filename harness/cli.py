@@ -4,6 +4,7 @@
                 [--profile dev|ci|thorough] [--seed N] [--budget SECONDS]
                 [--report-dir DIR] [--exhaustive WORKFLOW]
     harness replay DIR
+    harness report DIR
     harness list adapters|faults|properties
 
 Exit codes: 0 every property held; 1 a property failed (or replay reproduced
@@ -45,6 +46,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     rp = sub.add_parser("replay", help="re-run the recorded failing scenario of a run folder")
     rp.add_argument("dir", type=Path)
+    rr = sub.add_parser(
+        "report", help="re-render report.json/html, junit.xml and summary.md of a run folder"
+    )
+    rr.add_argument("dir", type=Path)
     ls = sub.add_parser("list", help="list what exists")
     ls.add_argument("what", choices=["adapters", "faults", "properties"])
     return p
@@ -60,10 +65,12 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
     try:
         if ns.command == "list":
             return _list(ns.what, out)
-        from ._commands import replay, run
+        from ._commands import replay, report, run
 
         if ns.command == "run":
             return run(ns, out)
+        if ns.command == "report":
+            return report(ns.dir, out)
         return replay(ns.dir, out)
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)

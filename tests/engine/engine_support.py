@@ -15,11 +15,13 @@ BROKEN = "broken_runtime:BrokenAdapter"
 
 def subprocess_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This environment, with ``broken_runtime`` importable and no settings
-    leaking in from the caller's ``HARNESS_*``/``CI`` variables."""
+    leaking in from the caller's ``HARNESS_*``/``CI`` variables (nor a CI
+    step summary for test runs to append to)."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if k != "CI" and not (k.startswith("HARNESS_") and not k.endswith("_URL"))
+        if k not in ("CI", "GITHUB_STEP_SUMMARY")
+        and not (k.startswith("HARNESS_") and not k.endswith("_URL"))
     }
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ENGINE_DIR), os.environ.get("PYTHONPATH", "")) if p

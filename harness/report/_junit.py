@@ -1,0 +1,94 @@
+"""``junit.xml``: one test case per property, written with the standard library.
+
+The layout is the common Jenkins/GitLab JUnit format (``testsuites`` >
+``testsuite`` > ``testcase`` with ``failure``/``skipped``), which
+``tests/report/junit.xsd`` describes. The class name names the adapter
+variant -- ``harness.NAME[key=value,...]`` -- so that the same property
+checked against several variants stays several test cases.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from ..history import History
+from ._schema import PropertyReport, Report
+from ._store import load_history
+from ._timeline import describe_event
+
+
+def classname(report: Report) -> str:
+    """The JUnit class name of ``report``'s adapter variant."""
+    opts = ",".join(f"{k}={_text(v)}" for k, v in sorted(report.adapter.description.items()))
+    return f"harness.{report.adapter.name}" + (f"[{opts}]" if opts else "")
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def render_junit(report: Report, folder: Path) -> str:
+    """The JUnit XML text of ``report`` (run kept in ``folder``)."""
+    history = None
+    if report.counterexample is not None:
+        history = load_history(folder / report.counterexample.history)
+    failures = len(report.failed)
+    skipped = sum(1 for p in report.properties if p.verdict == "unknown")
+    per_case = report.duration_seconds / max(len(report.properties), 1)
+    cls = classname(report)
+    counts = {
+        "tests": str(len(report.properties)),
+        "failures": str(failures),
+        "errors": "0",
+        "skipped": str(skipped),
+        "time": f"{report.duration_seconds:.3f}",
+    }
+    root = ET.Element("testsuites", {"name": "stateful-agent-harness", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": cls, **counts})
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("adapter", report.adapter.spec),
+        ("profile", report.profile),
+        ("seed", _text(report.seed)),
+        ("scenarios", str(report.scenarios)),
+        ("schema_version", str(report.schema_version)),
+    ):
+        ET.SubElement(props, "property", {"name": name, "value": value})
+    for p in report.properties:
+        case = ET.SubElement(
+            suite, "testcase", {"name": p.name, "classname": cls, "time": f"{per_case:.3f}"}
+        )
+        if p.verdict == "fail":
+            failure = ET.SubElement(
+                case, "failure", {"message": p.message, "type": "PropertyFailed"}
+            )
+            failure.text = failure_body(report, p, history)
+        elif p.verdict == "unknown":
+            ET.SubElement(case, "skipped", {"message": f"could not be judged: {p.message}"})
+    if report.not_tested:
+        out = ET.SubElement(suite, "system-out")
+        out.text = "not tested:\n" + "\n".join(
+            f"  {g.capability}: {g.what}" for g in report.not_tested
+        )
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def failure_body(report: Report, prop: PropertyReport, history: History | None) -> str:
+    """What a failed property's test case shows: the message, the witness
+    events, the minimal counterexample, and (last) the replay command."""
+    lines = [f"{prop.name}: {prop.message}"]
+    if prop.witness:
+        lines.append("witness (events of the counterexample's history.jsonl):")
+        for i in prop.witness:
+            event = history.event(i) if history is not None else None
+            lines.append(f"  {describe_event(event)}" if event is not None else f"  #{i}")
+    ce = report.counterexample
+    if ce is not None:
+        lines.append("minimal counterexample:")
+        lines += [f"  {i}. {s}" for i, s in enumerate(ce.steps, 1)]
+        lines.append(f"replay: {ce.replay}")
+    return "\n".join(lines)

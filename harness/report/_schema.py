@@ -1,0 +1,144 @@
+"""``report.json``: the published contract of a run's report.
+
+Scripts and CI jobs read this file; the HTML, JUnit and Markdown renderings
+are built from it (plus the kept histories) and nothing else. The JSON Schema
+generated from :class:`Report` ships beside this module as
+``report.schema.json`` (a test keeps the two equal).
+
+Compatibility rule: a change that only *adds* an optional field keeps
+``schema_version``; renaming, removing or retyping a field bumps it. A reader
+refuses a report whose ``schema_version`` is newer than
+:data:`REPORT_SCHEMA_VERSION` (it cannot know what the new fields mean).
+
+Version history: 1 -- verdict, seed, adapter, profile, properties, faults,
+counterexample, other failures, not tested; 2 -- adds per crash point
+coverage (``crash_points``), runs survived per fault (``scenarios``,
+``survived``, ``failed_after``), the counterexample's history file, the
+folder of each other failure and the slowest example.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Version of the report format this code writes (and the newest it reads).
+REPORT_SCHEMA_VERSION = 2
+
+VerdictName = Literal["pass", "fail", "unknown"]
+
+
+class _Frozen(BaseModel):
+    # A written report always has every field: the schema says so.
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", json_schema_serialization_defaults_required=True
+    )
+
+
+class AdapterInfo(_Frozen):
+    """The adapter variant the run tested."""
+
+    spec: str = Field(description="how it was named: 'reference' or 'module:attr'")
+    options: dict[str, str] = Field(description="the --adapter-opt values, as given")
+    name: str = Field(description="the adapter's own name")
+    description: dict[str, Any] = Field(
+        description="the adapter's full configuration (options with their defaults)"
+    )
+    capabilities: list[str] = Field(description="optional capabilities it declares, sorted")
+
+
+class PropertyReport(_Frozen):
+    """One property's verdict over the whole run, with its evidence."""
+
+    name: str
+    verdict: VerdictName
+    message: str = Field(description="the checker's explanation")
+    witness: list[int] = Field(
+        description="indexes of the history events that prove the verdict; for a failed "
+        "property they index the counterexample's history.jsonl"
+    )
+    counts: dict[str, int] = Field(description="what the checker counted (summed or last)")
+
+
+class FaultCoverage(_Frozen):
+    """How one fault kind (or one crash point) was exercised."""
+
+    armed: int = Field(description="times it was armed, over every scenario")
+    fired: int = Field(description="times it actually fired")
+    scenarios: int = Field(0, description="scenarios in which it fired at least once")
+    survived: int = Field(0, description="of those, scenarios in which every property held")
+    failed_after: int = Field(0, description="of those, scenarios in which a property failed")
+
+
+class NotTested(_Frozen):
+    """An optional capability the adapter lacks, and what that leaves untested."""
+
+    capability: str
+    what: str
+
+
+class Counterexample(_Frozen):
+    """The smallest failing scenario the search found."""
+
+    steps: list[str] = Field(description="the scenario's steps, as readable lines")
+    failed_properties: list[str]
+    replay: str = Field(description="the shell command that replays it")
+    history: str = Field("history.jsonl", description="its history, relative to the report")
+
+
+class OtherFailure(_Frozen):
+    """The smallest failing scenario for another set of failed properties."""
+
+    failed_properties: list[str]
+    steps: list[str]
+    folder: str | None = Field(None, description="where it is kept, relative to the report")
+
+
+class Report(_Frozen):
+    """Everything one ``harness run`` found, as written to ``report.json``."""
+
+    schema_version: int = Field(REPORT_SCHEMA_VERSION, description="version of this format")
+    verdict: VerdictName = Field(description="merged: pass < unknown < fail")
+    seed: int | None = Field(description="repeat the search with --seed SEED")
+    profile: str
+    adapter: AdapterInfo
+    duration_seconds: float
+    slowest_seconds: float = Field(0.0, description="wall seconds of the slowest scenario")
+    scenarios: int = Field(description="scenarios executed (including shrinking)")
+    properties: list[PropertyReport]
+    other_failures: list[OtherFailure]
+    faults: dict[str, FaultCoverage] = Field(description="by fault kind")
+    crash_points: dict[str, FaultCoverage] = Field(
+        default_factory=dict,
+        description="by crash point site; every site the adapter declares, armed or not",
+    )
+    absorbed_duplicates: int = Field(
+        description="attempted duplicate effects that idempotency absorbed, over every scenario"
+    )
+    not_tested: list[NotTested]
+    counterexample: Counterexample | None
+
+    def to_json(self) -> str:
+        """The canonical text of ``report.json`` (sorted keys, 2-space indent):
+        the same report always gives the same bytes."""
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True)
+
+    @property
+    def failed(self) -> list[PropertyReport]:
+        """The properties that failed."""
+        return [p for p in self.properties if p.verdict == "fail"]
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema of ``report.json``, generated from :class:`Report`."""
+    schema = Report.model_json_schema(mode="serialization")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://stateful-agent-harness.invalid/report.schema.json"
+    return schema
+
+
+def report_schema_text() -> str:
+    """The shipped ``report.schema.json``'s exact text."""
+    return json.dumps(report_schema(), indent=2, sort_keys=True) + "\n"

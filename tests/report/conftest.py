@@ -1,0 +1,59 @@
+"""Report tests: one real failing run of the broken runtime (tests/engine),
+shared by the whole folder, plus a short passing run of the reference runtime."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ENGINE_DIR = Path(__file__).resolve().parent.parent / "engine"
+if str(ENGINE_DIR) not in sys.path:
+    sys.path.insert(0, str(ENGINE_DIR))
+
+from engine_support import BROKEN, harness_cli  # noqa: E402  (needs the path above)
+
+
+@pytest.fixture(scope="session")
+def failing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The folder of a ``harness run`` of the broken runtime (it fails
+    exactly_once_effects), and its stdout."""
+    folder = tmp_path_factory.mktemp("failing-run")
+    proc = harness_cli(
+        "run", "--adapter", BROKEN, "--profile", "ci", "--report-dir", str(folder), cwd=folder
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    return folder, proc.stdout
+
+
+@pytest.fixture
+def run_copy(failing_run: tuple[Path, str], tmp_path: Path) -> Path:
+    """A private copy of the failing run folder, free to damage."""
+    dest = tmp_path / "run"
+    shutil.copytree(failing_run[0], dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def passing_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of a short passing run of the reference runtime (it has crash points)."""
+    folder = tmp_path_factory.mktemp("passing-run")
+    proc: subprocess.CompletedProcess[str] = harness_cli(
+        "run",
+        "--adapter",
+        "reference",
+        "--profile",
+        "dev",
+        "--seed",
+        "7",
+        "--max-examples",
+        "15",
+        "--report-dir",
+        str(folder),
+        cwd=folder,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return folder

@@ -1,0 +1,107 @@
+"""``junit.xml`` (validated against the JUnit XSD) and ``summary.md``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import xmlschema
+from engine_support import BROKEN, subprocess_env
+
+XSD = Path(__file__).resolve().parent / "junit.xsd"
+
+
+@pytest.fixture(scope="module")
+def schema() -> xmlschema.XMLSchema:
+    return xmlschema.XMLSchema(str(XSD))
+
+
+def test_the_failing_runs_junit_validates_against_the_junit_xsd(
+    failing_run: tuple[Path, str], schema: xmlschema.XMLSchema
+) -> None:
+    schema.validate(str(failing_run[0] / "junit.xml"))
+
+
+def test_the_passing_runs_junit_validates_against_the_junit_xsd(
+    passing_run: Path, schema: xmlschema.XMLSchema
+) -> None:
+    schema.validate(str(passing_run / "junit.xml"))
+
+
+def test_the_xsd_rejects_a_testcase_without_a_name(schema: xmlschema.XMLSchema) -> None:
+    bad = (
+        '<testsuites><testsuite name="s" tests="1">'
+        '<testcase classname="c"/></testsuite></testsuites>'
+    )
+    assert not schema.is_valid(bad)
+
+
+def test_junit_has_one_case_per_property_named_by_adapter_variant(
+    failing_run: tuple[Path, str],
+) -> None:
+    root = ET.parse(failing_run[0] / "junit.xml").getroot()
+    cases = root.findall("./testsuite/testcase")
+    assert len(cases) == 8
+    assert {c.get("classname") for c in cases} == {"harness.broken[fixed=false]"}
+    assert root.get("failures") == "2" and root.get("skipped") == "1"
+
+
+def test_a_junit_failure_shows_the_witness_and_ends_with_the_replay_command(
+    failing_run: tuple[Path, str],
+) -> None:
+    folder = failing_run[0]
+    root = ET.parse(folder / "junit.xml").getroot()
+    case = next(c for c in root.iter("testcase") if c.get("name") == "exactly_once_effects")
+    failure = case.find("failure")
+    assert failure is not None and failure.text is not None
+    assert "applied 2 times" in (failure.get("message") or "")
+    assert "#6 world info effect" in failure.text
+    assert failure.text.rstrip().splitlines()[-1] == f"replay: harness replay {folder}"
+
+
+def test_summary_md_names_the_verdict_the_failures_and_the_replay(
+    failing_run: tuple[Path, str],
+) -> None:
+    folder = failing_run[0]
+    text = (folder / "summary.md").read_text()
+    assert text.startswith("### ❌ harness: FAIL -- broken (fixed=False)")
+    assert "| `exactly_once_effects` | ❌ fail |" in text
+    assert f"```sh\nharness replay {folder}\n```" in text
+    assert len(text.splitlines()) < 40, "a step summary should stay short"
+
+
+def test_the_cli_appends_the_summary_to_github_step_summary(tmp_path: Path) -> None:
+    target = tmp_path / "step-summary.md"
+    target.write_text("earlier step\n")
+    env = subprocess_env({"GITHUB_STEP_SUMMARY": str(target)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            "--adapter",
+            BROKEN,
+            "--adapter-opt",
+            "fixed=true",
+            "--profile",
+            "ci",
+            "--max-examples",
+            "5",
+            "--report-dir",
+            str(tmp_path / "run"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = target.read_text()
+    assert text.startswith("earlier step\n### ❔ harness: UNKNOWN -- broken (fixed=True)")
+    assert text.endswith((tmp_path / "run" / "summary.md").read_text())
