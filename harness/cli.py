@@ -103,6 +103,8 @@ def _list(what: str, out: TextIO) -> int:
             "migration": "runs written by old code; workers of old and new code side by side",
             "storage": "a worker's Postgres session terminated or Redis client killed, "
             "inside a checkpoint transaction or between steps (needs storage_faults)",
+            "race": "two workers started at once on the same runs, the first held inside a "
+            "slowed effect (needs concurrent_workers; for runtimes without pause points)",
         }
         for fam in FAMILIES:
             print(f"{fam:14} {docs[fam]}", file=out)

@@ -196,13 +196,28 @@ class AdvanceClock(_Frozen):
 
 
 class ArmWorldFault(_Frozen):
-    """Arm a fault at the world: modes as in :class:`harness.world.FaultRule`."""
+    """Arm a fault at the world: modes as in :class:`harness.world.FaultRule`
+    (``delay`` only for ``slow``)."""
 
     op: Literal["arm_world_fault"] = "arm_world_fault"
     service: str
     action: str | None = None
     nth: int = 1
     mode: str
+    delay: float = 0.0
+
+
+class RaceWorkers(_Frozen):
+    """Start several workers at once, then wait for each to end.
+
+    The race for runtimes without pause points to use as barriers: armed
+    after a ``slow`` world fault, the first worker is still in flight inside
+    that effect when the others start, so they work the same runs at the
+    same time. Needs the ``concurrent_workers`` capability.
+    """
+
+    op: Literal["race_workers"] = "race_workers"
+    worker_ids: tuple[str, ...]
 
 
 class InjectMemory(_Frozen):
@@ -241,6 +256,7 @@ Step = Annotated[
     | RunWorker
     | ContinueWorker
     | KillWorker
+    | RaceWorkers
     | Approve
     | AdvanceClock
     | ArmWorldFault
@@ -291,6 +307,8 @@ def describe_step(step: BaseModel) -> str:
         return f"continue paused worker {step.worker_id}"
     if isinstance(step, KillWorker):
         return f"SIGKILL worker {step.worker_id}"
+    if isinstance(step, RaceWorkers):
+        return f"start workers {', '.join(step.worker_ids)} at once"
     if isinstance(step, Approve):
         copies = f" x{step.copies}" if step.copies > 1 else ""
         fresh = f" (+{step.fresh_copies} more messages)" if step.fresh_copies else ""
@@ -300,7 +318,8 @@ def describe_step(step: BaseModel) -> str:
         return f"advance the clock {step.seconds:g} s"
     if isinstance(step, ArmWorldFault):
         action = f".{step.action}" if step.action else ""
-        return f"arm world fault {step.mode} on call {step.nth} of {step.service}{action}"
+        delay = f" ({step.delay:g} s)" if step.delay else ""
+        return f"arm world fault {step.mode}{delay} on call {step.nth} of {step.service}{action}"
     if isinstance(step, InjectMemory):
         return f"plant {step.kind} memory {step.namespace}/{step.key} for {step.tenant}"
     if isinstance(step, StorageFault):

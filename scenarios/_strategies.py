@@ -24,6 +24,7 @@ from harness.model import (
     CrashSpec,
     InjectMemory,
     Quiesce,
+    RaceWorkers,
     RunSpec,
     RunWorker,
     Scenario,
@@ -44,7 +45,11 @@ FAMILIES = (
     "memory",
     "migration",
     "storage",
+    "race",
 )
+#: How long the ``race`` family slows the first worker's effect: long enough
+#: for a second worker to start and read the same state meanwhile.
+RACE_DELAY = 1.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,12 @@ class Universe:
                 if fam == "crash" and not self.crash_points:
                     continue
                 if fam == "zombie" and not self.pause_points:
+                    continue
+                # With pause points, zombie barriers race workers by event;
+                # a slowed effect is the timing-based fallback without them.
+                if fam == "race" and (
+                    Capability.CONCURRENT_WORKERS not in caps or self.pause_points
+                ):
                     continue
                 if fam == "storage" and not (
                     self.offered_storage_kinds()
@@ -170,10 +181,12 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
             AdvanceClock(seconds=draw(st.sampled_from((600.0, 4000.0)))),
             Approve(run_id=draw(st.sampled_from(run_ids))),
         ]
+    wf_effects = sorted(
+        {e for r in runs for wf in u.workflows if wf.name == r.workflow for e in wf.effects}
+    )
+    if family == "race":
+        return _race_episode(draw, wf_effects, run_ids, n)
     if family == "world":
-        wf_effects = sorted(
-            {e for r in runs for wf in u.workflows if wf.name == r.workflow for e in wf.effects}
-        )
         kind = draw(st.sampled_from(wf_effects or ["payments.charge"]))
         service, _, action = kind.partition(".")
         mode = draw(
@@ -210,7 +223,35 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
     if family == "storage":
         return _storage_episode(draw, u, n)
     # migration: crash under old code, resume under the current one
+    if not u.crash_points:
+        # No crash points: old code runs until its runs wait or end, or until
+        # the world kills it at an effect boundary.
+        old: list[Step] = []
+        kill: bool = draw(st.booleans())
+        if wf_effects and kill:
+            service, _, action = draw(st.sampled_from(wf_effects)).partition(".")
+            old.append(
+                ArmWorldFault(service=service, action=action, nth=1, mode="kill_after_apply")
+            )
+        return [*old, RunWorker(worker_id=f"v{n}", code_version=1)]
     return [RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u))]
+
+
+def _race_episode(draw: st.DrawFn, effects: list[str], run_ids: list[str], n: int) -> list[Step]:
+    """Two workers at once on the same runs, the first held inside a slowed effect.
+
+    Optionally the runs are first brought to their approval waits and
+    approved, so that the race is on the resume after the approval.
+    """
+    steps: list[Step] = []
+    if draw(st.booleans()):
+        steps += [RunWorker(worker_id=f"w{n}"), *(Approve(run_id=r) for r in run_ids)]
+    service, _, action = draw(st.sampled_from(effects or ["payments.charge"])).partition(".")
+    return [
+        *steps,
+        ArmWorldFault(service=service, action=action, nth=1, mode="slow", delay=RACE_DELAY),
+        RaceWorkers(worker_ids=(f"a{n}", f"b{n}")),
+    ]
 
 
 def _storage_episode(draw: st.DrawFn, u: Universe, n: int) -> list[Step]:

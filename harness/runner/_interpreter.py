@@ -35,6 +35,7 @@ from ..model import (
     InjectMemory,
     KillWorker,
     Quiesce,
+    RaceWorkers,
     RunState,
     RunWorker,
     Scenario,
@@ -252,6 +253,8 @@ class Interpreter:
             self._continue(step.worker_id)
         elif isinstance(step, KillWorker):
             self._kill(step.worker_id)
+        elif isinstance(step, RaceWorkers):
+            self._race(step)
         elif isinstance(step, Approve):
             self._approve(step)
         elif isinstance(step, AdvanceClock):
@@ -361,6 +364,25 @@ class Interpreter:
         self._fault("kill", True, worker_id=worker_id)
         self._await(handle, crash_kind=None, crash=None)
 
+    def _race(self, step: RaceWorkers) -> None:
+        """Start every worker before waiting for any: they work at once."""
+        env = self.env
+        assert env is not None
+        if Capability.CONCURRENT_WORKERS not in self._caps:
+            raise ScenarioError("racing workers need the concurrent_workers capability")
+        busy = sorted(set(step.worker_ids) & set(self._paused))
+        if busy:
+            raise ScenarioError(f"workers {busy} are paused; continue or kill them first")
+        handles = []
+        for worker_id in step.worker_ids:
+            value = {"worker_id": worker_id, "crash": None, "code_version": None}
+            self._rec("invoke", EventF.WORKER, worker_id, value)
+            handles.append(env.start_worker(worker_id))
+        # No runs named: a race must change no outcome.
+        self._fault("race", True, workers=list(step.worker_ids))
+        for handle in handles:
+            self._await(handle, crash_kind=None, crash=None)
+
     def _storage(self, step: StorageFault) -> None:
         env = self.env
         assert env is not None
@@ -453,6 +475,7 @@ class Interpreter:
                 nth=done + step.nth,
                 mode=step.mode,  # type: ignore[arg-type]
                 action=step.action,
+                delay=step.delay,
             )
         )
         self.coverage.armed[_world_kind(step.mode)] = (
