@@ -51,7 +51,14 @@ def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) 
     key = json.dumps([adapter, opts, profile, seed, report_root], sort_keys=True)
     if key in _CACHE:
         return _CACHE[key]
-    name = adapter.replace(":", "_").replace(".", "_")
+    # One folder per adapter variant: two suites of one adapter with other
+    # options must not overwrite each other's reports.
+    name = "-".join(
+        [
+            adapter.replace(":", "_").replace(".", "_"),
+            *(f"{k}={v}" for k, v in sorted(opts.items())),
+        ]
+    )
     folder = Path(report_root) / name if report_root else Path(tempfile.mkdtemp(prefix="harness-"))
     argv = ["run", "--adapter", adapter, "--report-dir", str(folder)]
     for k, v in sorted(opts.items()):
@@ -73,15 +80,22 @@ def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) 
 
 
 def failure_text(report: dict[str, Any], prop: dict[str, Any]) -> str:
-    lines = [f"{prop['name']}: {prop['message']}"]
-    if prop.get("witness"):
-        lines.append(f"witness: history events {prop['witness']} in {report['_folder']}")
-    ce = report.get("counterexample")
-    if ce:
-        lines.append("minimal counterexample:")
-        lines += [f"  {i}. {s}" for i, s in enumerate(ce["steps"], 1)]
-        lines.append(f"replay: {ce['replay']}")
-    return "\n".join(lines)
+    """What pytest shows for a failed property: the checker's message, where
+    the rendered report is, the witness events, the minimal counterexample,
+    and -- always the last line -- the command that replays it (the same text
+    as the property's JUnit failure)."""
+    from .report import load_report
+    from .report._junit import failure_body
+    from .report._store import load_history
+
+    folder = Path(report["_folder"])
+    stored = load_report(folder)
+    found = next(p for p in stored.properties if p.name == prop["name"])
+    history = None
+    if stored.counterexample is not None:
+        history = load_history(folder / stored.counterexample.history)
+    first, _, rest = failure_body(stored, found, history).partition("\n")
+    return "\n".join(x for x in (first, f"report: {folder / 'report.html'}", rest) if x)
 
 
 def resilience_suite(adapter: str, **opts: str) -> type:

@@ -57,3 +57,13 @@ def passing_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return folder
+
+
+@pytest.fixture
+def plugin_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For pytester subprocesses: ``broken_runtime`` importable, no CI profile."""
+    from engine_support import subprocess_env
+
+    for key, value in subprocess_env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("CI", raising=False)
