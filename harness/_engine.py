@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import random
 import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
+from ._janitor import scratch_dir, sweep_folders
 from ._settings import Settings
 from .adapters._contract import Adapter
 from .checkers import check_all
@@ -104,7 +104,9 @@ class Engine:
         self.adapter = adapter
         self.settings = settings
         self._own_workdir = workdir is None
-        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="harness-"))
+        if workdir is None:
+            sweep_folders()  # what harness processes killed before us left behind
+        self.workdir = workdir or scratch_dir()
         self._oracles: dict[str, Path] = {}
         self._n = 0
         self._progress = progress

@@ -18,6 +18,7 @@ from reference_runtime import crashpoints as cp
 from reference_runtime._records import DEFAULT_TRUST
 from reference_runtime._workflows import Registry, upgrade_approval
 
+from ..._janitor import sweep
 from ...model import CrashSpec, RunSpec, RunState
 from ...runner import ForkServer, Stopped
 from ...runner import Worker as ProcWorker
@@ -375,6 +376,19 @@ class ReferenceEnvironment:
         self.d.close()
 
 
+_swept: set[tuple[str | None, str | None]] = set()
+
+
+def _sweep_once(postgres_url: str | None, redis_url: str | None) -> None:
+    """Drop schemas and keys of harness processes that were killed before they
+    could clean up (once per process and service pair)."""
+    key = (postgres_url, redis_url)
+    if key in _swept or key == (None, None):
+        return
+    _swept.add(key)
+    sweep(postgres_url, redis_url)
+
+
 class ReferenceAdapter:
     """The reference runtime: ``backend`` sqlite|postgres, ``queue`` store|redis.
 
@@ -407,6 +421,9 @@ class ReferenceAdapter:
         self.backend, self.queue = backend, queue
         self.postgres_url, self.redis_url = postgres_url, redis_url
         self.lease_seconds = lease_seconds
+        _sweep_once(
+            postgres_url if backend == "postgres" else None, redis_url if queue == "redis" else None
+        )
         if backend == "postgres" or queue == "redis":
             self.capabilities = self.capabilities | {Capability.STORAGE_FAULTS}
 

@@ -14,7 +14,6 @@ import os
 import secrets
 import subprocess
 import sys
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from reference_runtime import FileClock, Run, Runtime, RuntimeConfig
 from reference_runtime import crashpoints as cp
 from reference_runtime.store import Snapshot
 
+from ..._janitor import SCHEMA_PREFIX, tag
 from ...world import ApprovalAuthority, World
 from ._services import SPEC, services_arg
 
@@ -111,6 +111,9 @@ class Deployment:
         self.keys = {t: secrets.token_bytes(16) for t in tenants}
         self.authority = ApprovalAuthority(self.keys)
         self.schema: str | None = None
+        # Names the Postgres schema and the Redis key prefix, and carries this
+        # process's pid so a later run can sweep them if we die (_janitor).
+        self.tag = f"{SCHEMA_PREFIX}{tag()}"
         if backend == "sqlite":
             # The harness kills processes, not machines: with WAL, NORMAL loses
             # nothing on a process kill and saves an fsync per commit.
@@ -121,7 +124,7 @@ class Deployment:
             if not postgres_url:
                 raise ValueError("backend='postgres' needs postgres_url")
             store_url = postgres_url
-            self.schema = f"rr_{uuid.uuid4().hex[:12]}"
+            self.schema = self.tag
         else:
             raise ValueError(f"backend must be 'sqlite' or 'postgres', got {backend!r}")
         extra: dict[str, Any] = {}
@@ -129,7 +132,8 @@ class Deployment:
             extra["code_version"] = code_version
         self.config = RuntimeConfig(
             store_url=store_url,
-            schema=self.schema,
+            # SQLite ignores the schema; the Redis key prefix is derived from it.
+            schema=self.tag,
             services=SPEC,
             services_arg=services_arg(str(self.world.path), str(self.clock.path)),
             clock=f"file:{self.clock.path}",
@@ -144,7 +148,7 @@ class Deployment:
         #: what this deployment's *workers* call their storage sessions (the
         #: harness's own observer connections stay unnamed, out of reach of
         #: :meth:`cut_worker_connections`)
-        self.worker_connection_name = f"rr-worker-{self.schema or uuid.uuid4().hex[:12]}"
+        self.worker_connection_name = f"rr-worker-{self.tag}"
         self.spawner: Spawner = spawner or ForkServerSpawner()
         self._crash_log = self.root / "crashpoints.log"
 
@@ -326,9 +330,7 @@ class Deployment:
         if self.queue == "redis" and self.config.redis_url:
             from reference_runtime.store.redis_queue import RedisLeases, prefix_for
 
-            leases = RedisLeases(
-                self.config.redis_url, prefix_for(self.config.store_url, self.schema)
-            )
+            leases = RedisLeases(self.config.redis_url, prefix_for(self.config.store_url, self.tag))
             leases.drop_all()
             leases.close()
         self.world.close()
