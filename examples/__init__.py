@@ -1,0 +1,1 @@
+"""Example applications and adapters (importable from the repository root)."""

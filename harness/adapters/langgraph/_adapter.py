@@ -1,0 +1,420 @@
+"""A LangGraph application behind the adapter contract.
+
+Each environment has its own checkpointer storage (a ``SqliteSaver`` file,
+or a ``PostgresSaver`` schema on a running Postgres), its own run registry
+and its own world. Workers are real processes forked from a fork server
+preloaded with LangGraph and the application (see ``_worker``).
+
+What LangGraph cannot offer is declared, not faked: no crash points (the
+harness kills workers at the world's effect boundaries instead), no clock,
+no memory injection, no model contexts, no signed approvals (decisions go in
+through ``Command(resume=...)``, unsigned). Version switching is offered when
+the application builds more than one code version; concurrent workers always
+(LangGraph lets any number of processes resume one thread).
+
+Observation normalizes ``get_state()``: a run is finished only when the
+application's completion marker says so (``next=()`` alone is reported as a
+run with nothing to resume, never as completed), and the checkpoint history
+of each thread becomes transitions whose ``from``/``to`` name checkpoints and
+whose ``state_version`` is the checkpoint's step, so two children of one
+parent checkpoint -- two writers on one thread -- show as a fork.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import uuid
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ...model import CrashSpec, RunSpec, RunState
+from ...runner import ForkServer, Stopped
+from ...runner import Worker as ProcWorker
+from ...world import World, request_hash
+from .._contract import Capability, Declarations, Observation, RunView, WorkerExit, WorkflowSpec
+from ._app import DURABILITIES
+from ._store import Backend, Registry, RunRow, SaverSpec, create_storage, drop_storage, open_saver
+from ._worker import EPOCH, TARGET, load_app, thread_config
+
+_STATES = {
+    "completed": RunState.COMPLETED,
+    "failed": RunState.FAILED,
+    "cancelled": RunState.CANCELLED,
+}
+
+_server_lock = threading.Lock()
+_servers: dict[tuple[str, ...], ForkServer] = {}
+
+
+def _fork_server(preload: tuple[str, ...]) -> ForkServer:
+    """One fork server per preload set, for the whole harness process."""
+    with _server_lock:
+        server = _servers.get(preload)
+        if server is None:
+            server = ForkServer(preload=list(preload), spares=2).start()
+            _servers[preload] = server
+        return server
+
+
+class _Handle:
+    def __init__(self, worker_id: str, proc: ProcWorker) -> None:
+        self.worker_id = worker_id
+        self.proc = proc
+        self.pid = proc.pid
+
+    def wait(self, timeout: float) -> WorkerExit:
+        got = self.proc.wait_stopped_or_exit(timeout)
+        if isinstance(got, Stopped):
+            return WorkerExit(stopped=True)
+        if got.signal is not None:
+            return WorkerExit(signal=got.signal)
+        return WorkerExit(code=got.code)
+
+    def kill(self) -> None:
+        if self.proc.exit is None:
+            self.proc.kill()
+
+    def cont(self) -> None:
+        self.proc.cont()
+
+
+class LangGraphEnvironment:
+    """One isolated deployment of a LangGraph application (see the contract)."""
+
+    def __init__(self, adapter: LangGraphAdapter, workdir: Path) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.adapter = adapter
+        self.app = adapter.app
+        self.workdir = workdir
+        self.lock_dir = workdir / "locks"
+        self.lock_dir.mkdir(exist_ok=True)
+        if adapter.checkpointer == "sqlite":
+            self.saver = SaverSpec("sqlite", sqlite_path=str(workdir / "checkpoints.db"))
+        else:
+            schema = f"lg_{uuid.uuid4().hex[:16]}"
+            self.saver = SaverSpec("postgres", postgres_url=adapter.postgres_url, schema=schema)
+        create_storage(self.saver)
+        self.registry = Registry(workdir / "runs.db").create()
+        self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
+        self._stack = contextlib.ExitStack()
+        self._graph = self.app.build(
+            self._stack.enter_context(open_saver(self.saver)), self.app.current_version
+        )
+        self._workers: list[_Handle] = []
+        self._seen: set[str] = set()
+
+    # -- declarations ---------------------------------------------------------
+
+    def declarations(self) -> Declarations:
+        # LangGraph has no state machine of its own to declare: transitions
+        # are judged on versions and lineage only.
+        return Declarations(
+            delivery=dict(self.app.delivery),
+            transitions=None,
+            needs_approval=dict(self.app.needs_approval),
+        )
+
+    def crash_points(self) -> list[str]:
+        return []
+
+    def pause_points(self) -> list[str]:
+        return []
+
+    # -- workers --------------------------------------------------------------
+
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> _Handle:
+        if crash is not None:
+            raise NotImplementedError("LangGraph has no crash points; kill at effect boundaries")
+        if code_version is not None and code_version not in self.app.versions:
+            raise ValueError(
+                f"code_version={code_version}: app {self.app.name!r} builds versions "
+                f"{list(self.app.versions)}"
+            )
+        args = {
+            "worker_id": worker_id,
+            "app": self.adapter.app_spec,
+            "code_version": code_version,
+            "durability": self.adapter.durability,
+            "thread_prefix": self.adapter.thread_prefix,
+            "registry": self.registry.path,
+            "saver": self.saver.to_dict(),
+            "world": self.world.path,
+            "lock_dir": str(self.lock_dir),
+        }
+        proc = _fork_server(self.adapter.preload()).spawn(
+            TARGET, args=args, log=self.workdir / "workers.log"
+        )
+        handle = _Handle(worker_id, proc)
+        self._workers.append(handle)
+        return handle
+
+    # -- ingress ----------------------------------------------------------------
+
+    def _thread(self, run_id: str) -> str:
+        return f"{self.adapter.thread_prefix}{run_id}"
+
+    def submit(self, run: RunSpec) -> None:
+        if run.workflow not in {w.name for w in self.app.workflows}:
+            raise ValueError(f"app {self.app.name!r} has no workflow {run.workflow!r}")
+        version = run.code_version
+        if version is not None:
+            if version not in self.app.versions:
+                raise ValueError(f"code_version={version} is not one of {self.app.versions}")
+            # Accepted by an older deployment: its input checkpoint is written
+            # in that version's schema, before any node runs.
+            from langgraph.graph import START
+
+            with open_saver(self.saver) as saver:
+                old = self.app.build(saver, version)
+                old.update_state(
+                    thread_config(self._thread(run.run_id)),
+                    self.app.start_input(run.input, version),
+                    as_node=START,
+                )
+        self.registry.add_run(RunRow(run.run_id, run.tenant, run.workflow, run.input, version))
+
+    def deliver(self, message: dict[str, Any]) -> bool:
+        payload = message["payload"]
+        return self.registry.deliver(
+            str(message["message_id"]), str(message["run_id"]), payload["approval_id"], payload
+        )
+
+    def approval_message(
+        self, run_id: str, decision: str, variant: str, message_id: str
+    ) -> dict[str, Any] | None:
+        if variant != "valid":
+            raise NotImplementedError(
+                f"{variant} approvals need signed decisions, which LangGraph does not have "
+                "(the approvals capability is not declared)"
+            )
+        snap = self._graph.get_state(thread_config(self._thread(run_id)))
+        if not snap.interrupts:
+            return None
+        interrupt = snap.interrupts[0]
+        value = interrupt.value if isinstance(interrupt.value, dict) else {}
+        payload = {
+            "approval_id": interrupt.id,
+            "decision": decision,
+            "approver": "alice",
+            "role": value.get("role"),
+        }
+        return {"message_id": message_id, "run_id": run_id, "kind": "approval", "payload": payload}
+
+    # -- observation --------------------------------------------------------------
+
+    def observe(self) -> Observation:
+        runs: list[RunView] = []
+        transitions: list[dict[str, Any]] = []
+        approvals: list[dict[str, Any]] = []
+        for row in self.registry.runs():
+            config = thread_config(self._thread(row.run_id))
+            snap = self._graph.get_state(config)
+            runs.append(self._view(row, snap))
+            for a in snap.values.get(self.app.approvals_key) or ():
+                params = a.get("params") or {}
+                approvals.append({**a, "run_id": row.run_id, "params_hash": request_hash(params)})
+            transitions += self._transitions(row, config)
+        return Observation(
+            runs=tuple(runs), transitions=tuple(transitions), approvals=tuple(approvals)
+        )
+
+    def _view(self, row: RunRow, snap: Any) -> RunView:
+        base = {"run_id": row.run_id, "tenant": row.tenant}
+        if snap.created_at is None:
+            return RunView(**base, state=RunState.PENDING, raw_status="no checkpoint")
+        outcome = snap.values.get(self.app.outcome_key)
+        if isinstance(outcome, dict):
+            status = str(outcome.get("status"))
+            return RunView(
+                **base,
+                state=_STATES.get(status, RunState.UNKNOWN),
+                raw_status=status,
+                output=outcome.get("output"),
+                error=outcome.get("error"),
+            )
+        # A node that raised keeps its error (and any earlier interrupt) in
+        # the checkpoint's pending writes: the error wins.
+        errors = [t for t in snap.tasks if t.error]
+        if errors:
+            return RunView(
+                **base,
+                state=RunState.FAILED,
+                raw_status=f"error in node {errors[0].name}",
+                error=str(errors[0].error),
+            )
+        if snap.interrupts:
+            interrupt = snap.interrupts[0]
+            value = interrupt.value if isinstance(interrupt.value, dict) else {}
+            approval = {
+                "approval_id": interrupt.id,
+                "action": value.get("action"),
+                "params_hash": request_hash(value.get("params") or {}),
+                "role": value.get("role"),
+            }
+            return RunView(
+                **base,
+                state=RunState.WAITING_APPROVAL,
+                raw_status="interrupted",
+                waiting_on=f"approval:{interrupt.id}",
+                approval=approval,
+            )
+        if snap.next:
+            return RunView(**base, state=RunState.RUNNING, raw_status=f"next {list(snap.next)}")
+        # LangGraph says "nothing next", but the app never marked the run
+        # finished: the work was lost (e.g. an async checkpoint never written).
+        return RunView(
+            **base, state=RunState.RUNNING, raw_status="next=() without completion marker"
+        )
+
+    def _transitions(self, row: RunRow, config: dict[str, Any]) -> list[dict[str, Any]]:
+        """New checkpoints of the thread, oldest first, as transitions."""
+        history = list(self._graph.get_state_history(config))
+        children: dict[str | None, list[str]] = {}
+        for snap in history:
+            children.setdefault(_parent_id(snap), []).append(_checkpoint_id(snap))
+        out = []
+        for snap in sorted(history, key=_checkpoint_id):
+            cid = _checkpoint_id(snap)
+            if cid in self._seen:
+                continue
+            self._seen.add(cid)
+            parent = _parent_id(snap)
+            meta = snap.metadata or {}
+            step = int(meta.get("step", -1))
+            siblings = children.get(parent, [])
+            detail = f"checkpoint {cid}, parent {parent}"
+            if len(siblings) > 1:
+                detail += (
+                    f"; checkpoint {parent} has {len(siblings)} children: two writers resumed "
+                    "this thread from the same checkpoint (LangGraph takes no lock per thread)"
+                )
+            out.append(
+                {
+                    "run_id": row.run_id,
+                    "tenant": row.tenant,
+                    "from": None if parent is None else _label(parent),
+                    "to": _label(cid),
+                    # step -1 is the input checkpoint: versions count from 1
+                    "state_version": step + 2,
+                    "action": str(meta.get("source", "checkpoint")),
+                    "actor": str(meta.get("worker_id") or "api"),
+                    "detail": detail,
+                    "at": EPOCH,
+                }
+            )
+        return out
+
+    # -- what LangGraph does not have -------------------------------------------------
+
+    def now(self) -> float:
+        return EPOCH
+
+    def advance_clock(self, seconds: float) -> None:
+        raise NotImplementedError("LangGraph has no clock the harness can drive")
+
+    def inject_memory(self, record: dict[str, Any]) -> None:
+        raise NotImplementedError("the LangGraph adapter does not plant memory")
+
+    def storage_fault(self, kind: str) -> bool:
+        return False
+
+    def close(self) -> None:
+        for w in self._workers:
+            if w.proc.exit is None:
+                w.proc.kill()
+                w.proc.wait(10.0)
+        self._stack.close()
+        self.world.close()
+        drop_storage(self.saver)
+
+
+def _checkpoint_id(snap: Any) -> str:
+    return str(snap.config["configurable"]["checkpoint_id"])
+
+
+def _parent_id(snap: Any) -> str | None:
+    parent = snap.parent_config
+    return None if not parent else str(parent["configurable"]["checkpoint_id"])
+
+
+def _label(checkpoint_id: str) -> str:
+    return f"checkpoint {checkpoint_id}"
+
+
+class LangGraphAdapter:
+    """A LangGraph application (``app="package.module:attr"``, a :class:`LangGraphApp`).
+
+    Options: ``checkpointer`` ``sqlite`` (a file per environment) or
+    ``postgres`` (a schema per environment on ``postgres_url``, default
+    ``$HARNESS_POSTGRES_URL``); ``durability`` ``sync``/``async``/``exit``
+    (default: the application's); ``thread_prefix`` before each run id to
+    make the thread id.
+    """
+
+    name = "langgraph"
+
+    def __init__(
+        self,
+        app: str,
+        checkpointer: str = "sqlite",
+        durability: str | None = None,
+        postgres_url: str | None = None,
+        thread_prefix: str = "",
+    ) -> None:
+        self.app_spec = app
+        self.app = load_app(app)
+        if checkpointer not in ("sqlite", "postgres"):
+            raise ValueError(f"checkpointer={checkpointer!r}: choose sqlite or postgres")
+        self.checkpointer: Backend = "sqlite" if checkpointer == "sqlite" else "postgres"
+        if durability in ("", None):
+            durability = None
+        elif durability not in DURABILITIES:
+            raise ValueError(f"durability={durability!r}: choose one of {', '.join(DURABILITIES)}")
+        self.durability = durability
+        self.postgres_url = postgres_url or os.environ.get("HARNESS_POSTGRES_URL")
+        if self.checkpointer == "postgres" and not self.postgres_url:
+            raise ValueError(
+                "checkpointer=postgres needs a server: pass postgres_url=... or set "
+                "HARNESS_POSTGRES_URL (e.g. postgresql://postgres@127.0.0.1:5432/test)"
+            )
+        self.thread_prefix = thread_prefix
+        caps = {Capability.CONCURRENT_WORKERS}
+        if len(self.app.versions) > 1:
+            caps.add(Capability.VERSION_SWITCH)
+        self.capabilities: frozenset[Capability] = frozenset(caps)
+
+    def preload(self) -> tuple[str, ...]:
+        """Modules the fork server imports once, so a worker costs a fork."""
+        extra = (
+            ("psycopg", "langgraph.checkpoint.postgres") if self.checkpointer == "postgres" else ()
+        )
+        return (
+            "pydantic",
+            "sqlite3",
+            "langgraph.graph",
+            "langgraph.types",
+            "langgraph.checkpoint.sqlite",
+            *extra,
+            "harness.adapters.langgraph._worker",
+            self.app_spec.partition(":")[0],
+        )
+
+    def workflows(self) -> list[WorkflowSpec]:
+        return list(self.app.workflows)
+
+    def open(self, workdir: Path, *, seed: int) -> LangGraphEnvironment:
+        return LangGraphEnvironment(self, workdir)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "app": self.app_spec,
+            "checkpointer": self.checkpointer,
+            "durability": self.durability or f"{self.app.durability} (app default)",
+            "thread_prefix": self.thread_prefix,
+            "langgraph": metadata.version("langgraph"),
+        }

@@ -1,0 +1,182 @@
+"""Per-environment storage: the checkpointer, and the adapter's own run registry.
+
+The checkpointer is LangGraph's: a ``SqliteSaver`` on a file of the
+environment, or a ``PostgresSaver`` on a schema of its own on the running
+Postgres (dropped at close). Both are opened *in the process that uses them*
+(a worker, or the harness when it observes): never inherited across a fork.
+
+The registry is the adapter's, not LangGraph's: which runs were submitted
+(LangGraph has no notion of a run besides a thread id) and which approval
+decisions were delivered, in one small SQLite file. It plays the part of
+the application's API and inbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Backend = Literal["sqlite", "postgres"]
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+@dataclass(frozen=True)
+class SaverSpec:
+    """Where one environment's checkpoints live; plain data, sent to workers."""
+
+    backend: Backend
+    sqlite_path: str | None = None
+    postgres_url: str | None = None
+    schema: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "sqlite_path": self.sqlite_path,
+            "postgres_url": self.postgres_url,
+            "schema": self.schema,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SaverSpec:
+        return cls(**data)
+
+
+def _pg_connect(url: str, schema: str | None, **kwargs: Any) -> Any:
+    import psycopg
+
+    options = f"-c search_path={schema}" if schema else None
+    return psycopg.connect(url, options=options, **kwargs)
+
+
+@contextlib.contextmanager
+def open_saver(spec: SaverSpec) -> Iterator[Any]:
+    """LangGraph's checkpointer for ``spec``, with its own connection."""
+    if spec.backend == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        assert spec.sqlite_path is not None
+        conn = sqlite3.connect(
+            spec.sqlite_path, check_same_thread=False, isolation_level=None, timeout=60.0
+        )
+        try:
+            yield SqliteSaver(conn)
+        finally:
+            conn.close()
+        return
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    assert spec.postgres_url is not None
+    pg = _pg_connect(
+        spec.postgres_url, spec.schema, autocommit=True, prepare_threshold=0, row_factory=dict_row
+    )
+    try:
+        yield PostgresSaver(pg)
+    finally:
+        pg.close()
+
+
+def create_storage(spec: SaverSpec) -> None:
+    """Create the checkpointer's tables (and, for Postgres, its schema)."""
+    if spec.backend == "postgres":
+        assert spec.postgres_url is not None and spec.schema is not None
+        if not _SCHEMA_NAME.match(spec.schema):
+            raise ValueError(f"schema {spec.schema!r} is not a plain lower-case SQL name")
+        with _pg_connect(spec.postgres_url, None, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {spec.schema}")
+    with open_saver(spec) as saver:
+        saver.setup()
+
+
+def drop_storage(spec: SaverSpec) -> None:
+    """Remove what :func:`create_storage` made (a SQLite file goes with its folder)."""
+    if spec.backend == "postgres":
+        assert spec.postgres_url is not None and spec.schema is not None
+        with _pg_connect(spec.postgres_url, None, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {spec.schema} CASCADE")
+
+
+# -- the registry -----------------------------------------------------------------
+
+_REGISTRY = """
+CREATE TABLE IF NOT EXISTS runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,
+    workflow TEXT NOT NULL, input TEXT NOT NULL, code_version INTEGER
+);
+CREATE TABLE IF NOT EXISTS inbox (
+    message_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, approval_id TEXT NOT NULL,
+    payload TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    tenant: str
+    workflow: str
+    input: dict[str, Any]
+    code_version: int | None
+
+
+class Registry:
+    """Submitted runs and delivered approval decisions (one SQLite file)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+
+    @contextlib.contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def create(self) -> Registry:
+        with self._conn() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_REGISTRY)
+        return self
+
+    def add_run(self, run: RunRow) -> None:
+        with self._conn() as conn:
+            conn.execute(
+                "INSERT INTO runs (run_id, tenant, workflow, input, code_version) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (run.run_id, run.tenant, run.workflow, json.dumps(run.input), run.code_version),
+            )
+
+    def runs(self) -> list[RunRow]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT run_id, tenant, workflow, input, code_version FROM runs ORDER BY seq"
+            ).fetchall()
+        return [RunRow(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in rows]
+
+    def deliver(self, message_id: str, run_id: str, approval_id: str, payload: Any) -> bool:
+        """Keep a decision; False when its message id was seen before."""
+        with self._conn() as conn:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO inbox (message_id, run_id, approval_id, payload) "
+                "VALUES (?, ?, ?, ?)",
+                (message_id, run_id, approval_id, json.dumps(payload)),
+            )
+            return cur.rowcount == 1
+
+    def decision(self, run_id: str, approval_id: str) -> dict[str, Any] | None:
+        """The first decision delivered for that approval, if any."""
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT payload FROM inbox WHERE run_id = ? AND approval_id = ? "
+                "ORDER BY rowid LIMIT 1",
+                (run_id, approval_id),
+            ).fetchone()
+        return None if row is None else dict(json.loads(row[0]))

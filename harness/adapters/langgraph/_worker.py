@@ -1,0 +1,123 @@
+"""A LangGraph worker process: resume every unfinished thread once, then exit 0.
+
+Forked from the adapter's fork server. It opens its own checkpointer
+connection and world client (never inherited), builds the graph of its code
+version, and for each submitted run, inside the application's single-writer
+guard, does what a supervisor of a LangGraph service does:
+
+* no checkpoint yet: ``graph.invoke(input, config)``;
+* waiting at an ``interrupt()`` with a decision delivered:
+  ``graph.invoke(Command(resume=decision), config)``;
+* a next node to run: ``graph.invoke(None, config)``;
+* finished (the application's completion marker), failed (a task error),
+  waiting without a decision, or ``next=()`` without a marker: nothing.
+
+An exception from ``invoke`` is the run's failure (LangGraph keeps the task
+error in the checkpoint), logged, and the worker goes on to the next run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from ...world import WorldClient
+from ._app import CONTEXT_KEY, GuardSite, LangGraphApp, WorkerContext
+from ._store import Registry, RunRow, SaverSpec, open_saver
+
+#: The (constant) time of a runtime without a clock: keeps histories reproducible.
+EPOCH = 1_700_000_000.0
+TARGET = "harness.adapters.langgraph._worker:worker_main"
+
+
+def load_app(spec: str) -> LangGraphApp:
+    """The :class:`LangGraphApp` named by ``"package.module:attr"``."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"app={spec!r} is not 'package.module:attr' (e.g. myapp.graph:APP)")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(
+            f"app={spec!r}: cannot import {module_name!r} ({exc}); install its package or put "
+            "its folder on PYTHONPATH (PYTHONPATH=. from the repository root)"
+        ) from exc
+    app = getattr(module, attr, None)
+    if not isinstance(app, LangGraphApp):
+        raise ValueError(
+            f"app={spec!r} is {type(app).__name__}, not a harness.adapters.langgraph.LangGraphApp"
+        )
+    return app
+
+
+def thread_config(thread_id: str, **extra: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id, **extra}}
+
+
+def worker_main(args: dict[str, Any]) -> int:
+    worker_id = str(args["worker_id"])
+    app = load_app(str(args["app"]))
+    version = int(args["code_version"] or app.current_version)
+    durability = args["durability"] or app.durability
+    registry = Registry(args["registry"])
+    spec = SaverSpec.from_dict(args["saver"])
+    world = WorldClient(args["world"], clock=lambda: EPOCH)
+    with open_saver(spec) as saver:
+        graph = app.build(saver, version)
+        for run in registry.runs():
+            thread_id = f"{args['thread_prefix']}{run.run_id}"
+            site = GuardSite(
+                thread_id=thread_id,
+                backend=spec.backend,
+                lock_dir=Path(args["lock_dir"]),
+                postgres_url=spec.postgres_url,
+                schema=spec.schema,
+            )
+            ctx = WorkerContext(world, run.tenant, run.run_id, thread_id, worker_id, version)
+            with app.guard(site) as held:
+                if not held:
+                    print(f"{worker_id}: {thread_id} has another writer; skipped", flush=True)
+                    continue
+                try:
+                    _resume(graph, app, registry, run, ctx, durability)
+                except Exception:
+                    print(f"{worker_id}: run {run.run_id} raised:", file=sys.stderr)
+                    traceback.print_exc()
+    world.close()
+    return 0
+
+
+def _resume(
+    graph: Any,
+    app: LangGraphApp,
+    registry: Registry,
+    run: RunRow,
+    ctx: WorkerContext,
+    durability: str,
+) -> None:
+    from langgraph.types import Command
+
+    config = thread_config(
+        ctx.thread_id,
+        worker_id=ctx.worker_id,
+        code_version=ctx.code_version,
+        **{CONTEXT_KEY: ctx},
+    )
+    snap = graph.get_state(config)
+    if snap.created_at is None:
+        graph.invoke(app.start_input(run.input, ctx.code_version), config, durability=durability)
+        return
+    if snap.values.get(app.outcome_key) is not None:
+        return
+    if any(t.error for t in snap.tasks):
+        return
+    if snap.interrupts:
+        decision = registry.decision(run.run_id, snap.interrupts[0].id)
+        if decision is not None:
+            graph.invoke(Command(resume=decision), config, durability=durability)
+        return
+    if snap.next:
+        graph.invoke(None, config, durability=durability)

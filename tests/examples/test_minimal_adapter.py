@@ -1,0 +1,37 @@
+"""The minimal adapter of docs/adapters.md works as the guide says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.adapters._loading import load_adapter
+from harness.testing import run_suite
+
+SPEC = "examples.minimal_adapter.adapter:ToyAdapter"
+
+
+def test_the_guide_adapter_loads_and_declares_no_capability() -> None:
+    adapter = load_adapter(SPEC, {"keyed": "true"})
+    assert adapter.name == "toy"
+    assert adapter.capabilities == frozenset()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keyed", ["true", "false"])
+def test_the_harness_passes_the_keyed_toy_and_finds_the_double_charge_without_a_key(
+    keyed: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HARNESS_MAX_EXAMPLES", "15")
+    monkeypatch.setenv("HARNESS_SEED", "3")
+    monkeypatch.chdir(tmp_path)
+    report = run_suite(SPEC, {"keyed": keyed}, None)
+    verdicts = {p["name"]: p["verdict"] for p in report["properties"]}
+    if keyed == "true":
+        assert "fail" not in verdicts.values(), report["_log"]
+        assert verdicts["exactly_once_effects"] == "pass"
+    else:
+        assert verdicts["exactly_once_effects"] == "fail", report["_log"]
+        # a kill after the world applied the charge, or a timeout after it did
+        assert any("arm world fault" in s for s in report["counterexample"]["steps"])

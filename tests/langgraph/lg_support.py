@@ -1,0 +1,93 @@
+"""Scenarios and helpers of the LangGraph tests (a uniquely named module)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness._engine import Engine, Example
+from harness._settings import load_settings
+from harness.adapters.langgraph import LangGraphAdapter
+from harness.model import (
+    Approve,
+    ArmWorldFault,
+    PropertyResult,
+    Quiesce,
+    RaceWorkers,
+    RunSpec,
+    RunWorker,
+    Scenario,
+    Submit,
+    Verdict,
+)
+
+NAIVE = "examples.langgraph_refund.naive:APP"
+CORRECT = "examples.langgraph_refund.correct:APP"
+ADAPTER = "harness.adapters.langgraph:LangGraphAdapter"
+
+R1 = RunSpec(
+    run_id="r1",
+    tenant="acme",
+    workflow="refund",
+    input={"customer_id": "c-1", "amount_cents": 1250, "currency": "EUR"},
+)
+
+#: The worker that resumes after the approval is killed right after the
+#: payment service applied the refund; recovery follows.
+KILL_AFTER_REFUND = Scenario(
+    name="kill-after-refund",
+    steps=(
+        Submit(run=R1),
+        RunWorker(worker_id="w0"),
+        Approve(run_id="r1"),
+        ArmWorldFault(service="payments", action="refund", mode="kill_after_apply"),
+        RunWorker(worker_id="w1"),
+        Quiesce(),
+    ),
+)
+
+#: Two workers resume the approved run at once; the first is held 1 s inside
+#: the refund, so the second reads the same checkpoint meanwhile.
+CONCURRENT_RESUME = Scenario(
+    name="concurrent-resume",
+    steps=(
+        Submit(run=R1),
+        RunWorker(worker_id="w0"),
+        Approve(run_id="r1"),
+        ArmWorldFault(service="payments", action="refund", mode="slow", delay=1.0),
+        RaceWorkers(worker_ids=("a0", "b0")),
+        Quiesce(),
+    ),
+)
+
+#: Code version 1 starts the run (it stops at the approval); the current
+#: code, which renamed amount -> amount_cents, resumes it.
+VERSION_SWITCH = Scenario(
+    name="version-switch",
+    steps=(Submit(run=R1), RunWorker(worker_id="v0", code_version=1), Quiesce()),
+)
+
+
+def adapter(
+    app: str, checkpointer: str, postgres_url: str | None, durability: str | None = None
+) -> LangGraphAdapter:
+    return LangGraphAdapter(
+        app=app, checkpointer=checkpointer, postgres_url=postgres_url, durability=durability
+    )
+
+
+def execute(adapter: LangGraphAdapter, scenario: Scenario, workdir: Path) -> Example:
+    """Run ``scenario`` and its fault-free oracle, and check every property."""
+    engine = Engine(adapter, load_settings("dev", start=workdir), workdir=workdir)
+    return engine.execute(scenario)
+
+
+def verdicts(example: Example) -> dict[str, Verdict]:
+    return {r.name: r.verdict for r in example.results}
+
+
+def result(example: Example, name: str) -> PropertyResult:
+    return next(r for r in example.results if r.name == name)
+
+
+def failed(example: Example) -> list[str]:
+    return sorted(r.name for r in example.results if r.verdict is Verdict.FAIL)

@@ -1,0 +1,46 @@
+"""The example's resilience suite, run as a user's CI would run it (a short search)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.testing import run_suite
+
+ADAPTER = "harness.adapters.langgraph:LangGraphAdapter"
+
+
+@pytest.mark.slow
+def test_a_short_search_finds_no_failure_in_the_correct_app(
+    checkpointer: tuple[str, str | None], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HARNESS_MAX_EXAMPLES", "8")
+    monkeypatch.chdir(tmp_path)  # no pyproject settings apply
+    name, url = checkpointer
+    opts = {"app": "examples.langgraph_refund.correct:APP", "checkpointer": name}
+    if url:
+        opts["postgres_url"] = url
+    report = run_suite(ADAPTER, opts, None)
+    verdicts = {p["name"]: p["verdict"] for p in report["properties"]}
+    assert "fail" not in verdicts.values(), report["_log"]
+    for prop in ("exactly_once_effects", "resume_equivalence", "progress", "legal_transitions"):
+        assert verdicts[prop] == "pass", report["_log"]
+    assert report["scenarios"] >= 8
+    # What LangGraph cannot offer is reported as not tested, never as passed.
+    gaps = {g["capability"] for g in report["not_tested"]}
+    assert {"crash_points", "clock", "memory_injection"} <= gaps
+
+
+@pytest.mark.slow
+def test_a_search_of_the_naive_app_shrinks_to_a_short_counterexample(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HARNESS_MAX_EXAMPLES", "30")
+    monkeypatch.setenv("HARNESS_SEED", "1")
+    monkeypatch.chdir(tmp_path)
+    report = run_suite(ADAPTER, {"app": "examples.langgraph_refund.naive:APP"}, None)
+    assert report["verdict"] == "fail", report["_log"]
+    ce = report["counterexample"]
+    assert ce is not None and len(ce["steps"]) <= 5, report["_log"]
+    assert ce["steps"][-1] == "stop faults and run workers until nothing moves"
