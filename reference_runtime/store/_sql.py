@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -37,6 +38,7 @@ from ._sqlkit import (
     RUN_UPDATE,
     RUNNABLE_SQL,
     TERMINAL_VALUES,
+    Migration,
     Tx,
     check_lease,
     load_docs,
@@ -186,6 +188,28 @@ class SqlStore(Store):
             tx.run(RUN_UPDATE, *run_update_params(run))
         assert run.lease_expiry is not None  # set just above
         return Claim(run, worker_id, run.fencing_token, run.lease_expiry)
+
+    @staticmethod
+    def _migrate(tx: Tx, migrations: Sequence[Migration], *, real: str) -> None:
+        """Apply the migration steps not yet recorded, in order, inside ``tx``
+        (the caller holds whatever lock serializes concurrent set-ups)."""
+        tx.run(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
+            f" name TEXT NOT NULL, applied_at {real} NOT NULL)"
+        )
+        done = {r[0] for r in tx.all("SELECT version FROM schema_migrations")}
+        for version, step_name, statements in migrations:
+            if version in done:
+                continue
+            for ddl in statements:
+                tx.run(ddl)
+            # Wall time on purpose: this is operator metadata, not run state.
+            tx.run(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                version,
+                step_name,
+                time.time(),
+            )
 
     def _locked_run(self, tx: Tx, run_id: str) -> Run | None:
         row = tx.one(f"SELECT doc FROM runs WHERE run_id = ?{self._row_lock()}", run_id)

@@ -29,7 +29,6 @@ import contextlib
 import os
 import re
 import threading
-import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -284,23 +283,7 @@ class PostgresStore(SqlStore):
         with self._write() as tx:
             tx.run("SELECT pg_advisory_xact_lock(hashtext(?))", f"sah-store-setup:{self.schema}")
             tx.run(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-            tx.run(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
-                " name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
-            )
-            done = {r[0] for r in tx.all("SELECT version FROM schema_migrations")}
-            for version, step_name, statements in MIGRATIONS:
-                if version in done:
-                    continue
-                for ddl in statements:
-                    tx.run(ddl)
-                # Wall time on purpose: this is operator metadata, not run state.
-                tx.run(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    version,
-                    step_name,
-                    time.time(),
-                )
+            self._migrate(tx, MIGRATIONS, real="DOUBLE PRECISION")
 
     def applied_migrations(self) -> list[int]:
         """Versions recorded in ``schema_migrations``, ascending."""

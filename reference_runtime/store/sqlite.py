@@ -17,7 +17,6 @@ import contextlib
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -209,23 +208,7 @@ class SqliteStore(SqlStore):
         and each applies only the steps not yet recorded."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._write() as tx:
-            tx.run(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY,"
-                " name TEXT NOT NULL, applied_at REAL NOT NULL)"
-            )
-            done = {r[0] for r in tx.all("SELECT version FROM schema_migrations")}
-            for version, step_name, statements in MIGRATIONS:
-                if version in done:
-                    continue
-                for ddl in statements:
-                    tx.run(ddl)
-                # Wall time on purpose: this is operator metadata, not run state.
-                tx.run(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    version,
-                    step_name,
-                    time.time(),
-                )
+            self._migrate(tx, MIGRATIONS, real="REAL")
 
     def applied_migrations(self) -> list[int]:
         """Versions recorded in ``schema_migrations``, ascending."""
