@@ -189,6 +189,16 @@ class SqlStore(Store):
         assert run.lease_expiry is not None  # set just above
         return Claim(run, worker_id, run.fencing_token, run.lease_expiry)
 
+    def _up_to_date(self, migrations: Sequence[Migration]) -> bool:
+        """Whether every migration step is recorded (a plain read; False when
+        the bookkeeping table does not exist yet)."""
+        try:
+            with self._read() as tx:
+                done = {r[0] for r in tx.all("SELECT version FROM schema_migrations")}
+        except Exception:  # no table yet (each driver names this error its own way)
+            return False
+        return {version for version, _, _ in migrations} <= done
+
     @staticmethod
     def _migrate(tx: Tx, migrations: Sequence[Migration], *, real: str) -> None:
         """Apply the migration steps not yet recorded, in order, inside ``tx``

@@ -280,6 +280,8 @@ class PostgresStore(SqlStore):
         """Create the schema and apply missing migrations. Idempotent; several
         processes calling it at once take turns on a transaction-scoped
         advisory lock named after the schema."""
+        if self._up_to_date(MIGRATIONS):
+            return  # the common case for a starting worker: no lock taken
         with self._write() as tx:
             tx.run("SELECT pg_advisory_xact_lock(hashtext(?))", f"sah-store-setup:{self.schema}")
             tx.run(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')

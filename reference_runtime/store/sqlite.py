@@ -207,6 +207,8 @@ class SqliteStore(SqlStore):
         processes call it at once: ``BEGIN IMMEDIATE`` makes them take turns,
         and each applies only the steps not yet recorded."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self._up_to_date(MIGRATIONS):
+            return  # the common case for a starting worker: no write lock
         with self._write() as tx:
             self._migrate(tx, MIGRATIONS, real="REAL")
 

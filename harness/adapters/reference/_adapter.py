@@ -8,6 +8,7 @@ fork. Each environment is a :class:`~._deployment.Deployment`: its own store
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 from pathlib import Path
@@ -74,13 +75,34 @@ WORKFLOWS = (
     ),
 )
 
+#: Imported once in the fork server, so a worker pays a fork, not imports.
+#: Every backend's modules are here (importing opens no connection and starts
+#: no thread); a worker that needed one lazily would import it on every start.
 PRELOAD = (
     "pydantic",
     "sqlite3",
     "reference_runtime",
     "reference_runtime._worker",
+    "reference_runtime.store.sqlite",
+    "reference_runtime.store.redis_queue",
     "harness.adapters.reference._services",
 )
+#: Optional extras: preloaded only when installed ([postgres], [redis]).
+OPTIONAL_PRELOAD = (
+    ("psycopg", ("psycopg", "psycopg_pool", "reference_runtime.store.postgres")),
+    ("redis", ("redis",)),
+)
+
+
+def _preload() -> tuple[str, ...]:
+    extra = tuple(
+        module
+        for probe, modules in OPTIONAL_PRELOAD
+        if importlib.util.find_spec(probe) is not None
+        for module in modules
+    )
+    return PRELOAD + extra
+
 
 _server_lock = threading.Lock()
 _servers: dict[tuple[str, ...], ForkServer] = {}
@@ -88,7 +110,7 @@ _servers: dict[tuple[str, ...], ForkServer] = {}
 
 def fork_server(extra: tuple[str, ...] = ()) -> ForkServer:
     """One started fork server per preload set, for the whole harness process."""
-    key = PRELOAD + extra
+    key = _preload() + extra
     with _server_lock:
         server = _servers.get(key)
         if server is None:
