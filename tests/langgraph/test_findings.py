@@ -60,7 +60,9 @@ def test_two_workers_resuming_one_thread_fork_its_checkpoints(
     checkpointer: tuple[str, str | None], tmp_path: Path
 ) -> None:
     ex = execute(adapter(NAIVE, *checkpointer), CONCURRENT_RESUME, tmp_path)
-    assert {"exactly_once_effects", "legal_transitions"} <= set(failed(ex))
+    # Both racers refund unless the second started only after the first left
+    # the refund (a loaded machine): the fork is there either way.
+    assert "legal_transitions" in failed(ex)
     forks = result(ex, "legal_transitions")
     assert "forked" in forks.message
     history = History.load(ex.folder / "history.jsonl")
