@@ -5,7 +5,7 @@
                 [--report-dir DIR] [--exhaustive WORKFLOW]
     harness replay DIR
     harness report DIR
-    harness list adapters|faults|properties
+    harness list adapters|faults|properties|bugs
 
 Exit codes: 0 every property held; 1 a property failed (or replay reproduced
 the failure); 2 usage or configuration error (the message says what was wrong
@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     rr.add_argument("dir", type=Path)
     ls = sub.add_parser("list", help="list what exists")
-    ls.add_argument("what", choices=["adapters", "faults", "properties"])
+    ls.add_argument("what", choices=["adapters", "faults", "properties", "bugs"])
     return p
 
 
@@ -86,7 +86,8 @@ def _list(what: str, out: TextIO) -> int:
 
         for name, target in sorted(BUILTIN.items()):
             print(
-                f"{name:12} {target}  (options: backend=sqlite|postgres, queue=store|redis)",
+                f"{name:12} {target}  (options: backend=sqlite|postgres, queue=store|redis, "
+                "bug=NAME[,NAME] from harness list bugs)",
                 file=out,
             )
         print("any        package.module:attr  (your own; see docs/adapters.md)", file=out)
@@ -108,6 +109,15 @@ def _list(what: str, out: TextIO) -> int:
         }
         for fam in FAMILIES:
             print(f"{fam:14} {docs[fam]}", file=out)
+    elif what == "bugs":
+        from reference_runtime._bugs import BUGS
+
+        print(
+            "seeded bugs of the reference runtime (--adapter reference --adapter-opt bug=NAME):",
+            file=out,
+        )
+        for bug in BUGS.values():
+            print(f"{bug.name:28} breaks {bug.breaks:21} {bug.description}", file=out)
     else:
         from .checkers import CHECKERS
 

@@ -93,6 +93,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("crashpoints", help="list crash point names")
     sub.add_parser("workflows", help="list workflows and their definition versions")
+    sub.add_parser("bugs", help="list the seeded bugs (RR_BUGS=NAME,...; off by default)")
     return p
 
 
@@ -114,6 +115,12 @@ def _run(ns: argparse.Namespace) -> int:
     if ns.command == "crashpoints":
         for name, doc in sorted(crashpoints.SITES.items()):
             print(f"{name:28} {doc}")
+        return 0
+    if ns.command == "bugs":
+        from ._bugs import BUGS
+
+        for bug in BUGS.values():
+            print(f"{bug.name:28} [{bug.layer}] {bug.description}")
         return 0
     if ns.command == "workflows":
         from ._workflows import DEFINITIONS_BY_CODE

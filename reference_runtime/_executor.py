@@ -176,6 +176,8 @@ class ExecutorSettings:
     retry_backoff: float = 1.0
     max_steps_per_claim: int = 64
     tenant_keys: Mapping[str, bytes] = field(default_factory=dict)
+    #: seeded protocol bugs to switch on (see :mod:`reference_runtime._bugs`)
+    bugs: frozenset[str] = frozenset()
 
 
 class LeaseKeeper(Protocol):
@@ -229,6 +231,8 @@ class Executor:
         self._model = model
         self._on_context = on_context
         self._claim: Claim | None = None
+        #: only for the seeded bug context-from-process-memory
+        self._context_cache: dict[str, ModelContext] = {}
 
     # -- the loop -------------------------------------------------------------
 
@@ -366,6 +370,13 @@ class Executor:
             payload = self.registry.upgrade(
                 run.workflow, dict(snap.state.payload), snap.state.payload_version
             )
+            if (
+                "no-migration" in self.settings.bugs
+                and snap.state.payload_version < self.registry.payload_version(run.workflow)
+            ):
+                # SEEDED BUG no-migration: only payloads from the future are
+                # refused; an older one is read as if it had this code's shape.
+                payload = dict(snap.state.payload)
         except (FutureSchemaError, UnknownWorkflowError) as exc:
             # Never mis-read or overwrite what newer code wrote: park the run
             # untouched and let a newer worker continue it.
@@ -419,6 +430,14 @@ class Executor:
             lambda ns, trust, t: self.store.read_memory(run.tenant, ns, t, min_trust=trust),
             now,
         )
+        if "context-from-process-memory" in self.settings.bugs:
+            # SEEDED BUG context-from-process-memory: "tool results and memory
+            # do not change under a running worker" -- so they are kept from
+            # the first context this process built for the run.
+            cached = self._context_cache.setdefault(run.run_id, ctx)
+            ctx = ctx.model_copy(
+                update={"tool_results": cached.tool_results, "memory": cached.memory}
+            )
         if self._on_context is not None:
             self._on_context(ctx)
         policy = self._model or definition.policy
@@ -872,6 +891,10 @@ class Executor:
                 # in that code's shape; compare like with like.
                 approval = upgrade_approval(self.registry, run.workflow, approval)
             why = authorizes(approval, kind, request_hash, now)
+            if "skip-approval-recheck" in self.settings.bugs and approval is not None:
+                # SEEDED BUG skip-approval-recheck: "it was approved when the
+                # decision came in" -- expiry and parameters are not looked at.
+                why = None if approval.decision is Decision.APPROVED else why
             if why is not None:
                 # Re-checked on every attempt, so an approval that expired or no
                 # longer matches the parameters never authorizes the effect.
@@ -901,6 +924,11 @@ class Executor:
             delivery=a.delivery,
             attempts=(previous.attempts + 1) if previous else 1,
         )
+        if "effect-before-intent" in self.settings.bugs:
+            # SEEDED BUG effect-before-intent: "one commit per effect is
+            # enough": call first, then record intent and result together.
+            self._send(snap, run, payload, op, a.next_step, intent_persisted=False)
+            return
         cp.hit("before_intent_commit")
         run = self._commit(
             run,
@@ -912,12 +940,19 @@ class Executor:
         self._send(snap, run, payload, op, a.next_step)
 
     def _send(
-        self, snap: Snapshot, run: Run, payload: dict[str, Any], op: Operation, next_step: str
+        self,
+        snap: Snapshot,
+        run: Run,
+        payload: dict[str, Any],
+        op: Operation,
+        next_step: str,
+        *,
+        intent_persisted: bool = True,
     ) -> None:
         """Call the service for a persisted intent and record the outcome."""
         assert self.services is not None and self._claim is not None
         service, action = op.kind.split(".", 1)
-        if self._unreconcilable(op):
+        if self._unreconcilable(op) and intent_persisted:
             # Nothing can tell us later whether the call happened, so record
             # that we are about to make it: an intent without this mark was
             # certainly never sent.
@@ -946,7 +981,11 @@ class Executor:
                 service,
                 action,
                 op.request,
-                idempotency_key=op.idempotency_key,
+                # SEEDED BUG no-idempotency-key: the key is computed and
+                # stored for reconciliation, but never sent with the call.
+                idempotency_key=(
+                    None if "no-idempotency-key" in self.settings.bugs else op.idempotency_key
+                ),
                 business_key=op.business_key,
                 context=CallContext(
                     tenant=run.tenant,

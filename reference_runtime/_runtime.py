@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from . import crashpoints as cp
 from ._artifacts import ArtifactStore
+from ._bugs import parse_bugs
 from ._clock import Clock, FileClock, SystemClock
 from ._errors import ConfigError, MalformedEventError, StorageUnavailable
 from ._executor import Executor, ExecutorSettings, LeaseKeeper
@@ -75,8 +76,14 @@ class RuntimeConfig:
     #: names this process's storage sessions: the Postgres ``application_name``
     #: and the Redis client name, so an operator can find (and end) them
     connection_name: str | None = None
+    #: seeded bugs to switch on (names from :data:`reference_runtime._bugs.BUGS`);
+    #: empty in any real deployment
+    bugs: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        # Validated (and normalized from any iterable) here, once: deeper code
+        # only asks ``name in bugs``, so a misspelt name must never get there.
+        object.__setattr__(self, "bugs", parse_bugs(self.bugs))
         if self.queue not in ("store", "redis"):
             raise ConfigError(f"queue must be 'store' or 'redis', got {self.queue!r}")
         if self.queue == "redis" and not self.redis_url:
@@ -118,6 +125,7 @@ class RuntimeConfig:
             if getattr(self, name) is not None
         }
         env["RR_TENANT_KEYS"] = ",".join(f"{t}={k.hex()}" for t, k in self.tenant_keys.items())
+        env["RR_BUGS"] = ",".join(sorted(self.bugs))
         return env
 
     @classmethod
@@ -139,6 +147,7 @@ class RuntimeConfig:
                 except ValueError as exc:
                     raise ConfigError(f"{var}={env[var]!r} is not a valid {name}") from exc
         kwargs["tenant_keys"] = _parse_keys(env.get("RR_TENANT_KEYS", ""))
+        kwargs["bugs"] = parse_bugs(env.get("RR_BUGS", ""))
         return cls(**kwargs)
 
     def with_(self, **changes: Any) -> RuntimeConfig:
@@ -157,7 +166,7 @@ class Runtime:
     def __init__(self, config: RuntimeConfig, *, clock: Clock | None = None) -> None:
         self.config = config
         self.clock = clock or open_clock(config.clock)
-        self.registry = Registry(config.code_version)
+        self.registry = Registry(config.code_version, bugs=config.bugs)
         self._store: Store | None = None
         self._pid = os.getpid()
 
@@ -172,6 +181,7 @@ class Runtime:
                 connection_name=self.config.connection_name,
             )
             self._store.setup()
+            self._store.bugs = self.config.bugs
             self._pid = os.getpid()
         return self._store
 
@@ -381,6 +391,7 @@ class Worker:
                 max_attempts=cfg.max_attempts,
                 retry_backoff=cfg.retry_backoff,
                 tenant_keys=cfg.tenant_keys,
+                bugs=cfg.bugs,
             ),
             on_context=self._on_context,
             leases=self._coordinator,

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from ._errors import FutureSchemaError, MalformedEventError, UnknownWorkflowError
@@ -92,7 +93,9 @@ def _refund_amount(ctx: ModelContext) -> int:
     return int(v["amount_cents"]) if ctx.payload_version >= 2 else int(v["amount"])
 
 
-def refund_policy(ctx: ModelContext, d: Definition) -> Action:
+def refund_policy(
+    ctx: ModelContext, d: Definition, *, waiver: Callable[..., Any] = _verified_fact
+) -> Action:
     v, step = ctx.variables, ctx.step
     amount = _refund_amount(ctx)
     params = {"customer_id": v["customer_id"], "amount_cents": amount}
@@ -108,7 +111,7 @@ def refund_policy(ctx: ModelContext, d: Definition) -> Action:
     if step == "approval":
         # Only system-verified memory may waive the approval; anything a user
         # or a tool wrote is data and never authority.
-        limit = _verified_fact(ctx, "policy", "auto_approve_below_cents")
+        limit = waiver(ctx, "policy", "auto_approve_below_cents")
         if isinstance(limit, int) and amount < limit:
             return Proceed(next_step=d.after(step), updates={"auto_approved": True})
         return RequestApproval(
@@ -383,16 +386,35 @@ REQUIRED_INPUT: dict[tuple[str, int], tuple[str, ...]] = {
 }
 
 
+def _any_fact(ctx: ModelContext, namespace: str, key: str) -> Any:
+    return _fact(ctx, namespace, key, 0.0)
+
+
+def _with_bugs(d: Definition, bugs: frozenset[str]) -> Definition:
+    if d.name == "refund" and "untrusted-memory-authorizes" in bugs:
+        # SEEDED BUG untrusted-memory-authorizes: the waiver is read like any
+        # other memory -- no trust floor, no provenance check -- so whoever
+        # can write a memory record can waive the manager's approval.
+        return replace(
+            d, policy=partial(refund_policy, waiver=_any_fact), memory=(("policy", 0.0),)
+        )
+    return d
+
+
 class Registry:
     """The workflows one code version knows, with payload upgrades on read."""
 
-    def __init__(self, code_version: int = CURRENT_CODE_VERSION) -> None:
+    def __init__(
+        self, code_version: int = CURRENT_CODE_VERSION, *, bugs: frozenset[str] = frozenset()
+    ) -> None:
         if code_version not in DEFINITIONS_BY_CODE:
             raise UnknownWorkflowError(
                 f"unknown code version {code_version}; known: {sorted(DEFINITIONS_BY_CODE)}"
             )
         self.code_version = code_version
-        self._defs = {(d.name, d.version): d for d in DEFINITIONS_BY_CODE[code_version]}
+        self._defs = {
+            (d.name, d.version): _with_bugs(d, bugs) for d in DEFINITIONS_BY_CODE[code_version]
+        }
         self._payload_versions = PAYLOAD_VERSION[code_version]
 
     def names(self) -> list[str]:

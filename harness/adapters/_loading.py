@@ -33,11 +33,14 @@ def _reference(opts: Mapping[str, str]) -> Adapter:
         raise AdapterLoadError(f"backend={backend!r}: choose sqlite or postgres")
     if queue not in ("store", "redis"):
         raise AdapterLoadError(f"queue={queue!r}: choose store or redis")
-    if "bug" in opts:
-        raise AdapterLoadError(
-            f"bug={opts['bug']!r}: seeded bugs are not available in this version of the "
-            "reference runtime yet"
-        )
+    from reference_runtime import ConfigError
+    from reference_runtime._bugs import parse_bugs
+
+    try:
+        # bug=NAME or bug=NAME,NAME: seeded bugs of the reference runtime
+        bugs = parse_bugs(opts.get("bug", ""))
+    except ConfigError as exc:
+        raise AdapterLoadError(f"bug={opts['bug']!r}: {exc}; harness list bugs") from exc
     try:
         pg = opts.get("postgres_url") or (
             service_urls.postgres_url() if backend == "postgres" else None
@@ -49,7 +52,9 @@ def _reference(opts: Mapping[str, str]) -> Adapter:
         lease = float(opts.get("lease_seconds", "30"))
     except ValueError as exc:
         raise AdapterLoadError(f"lease_seconds={opts['lease_seconds']!r} is not a number") from exc
-    return ReferenceAdapter(backend, queue, postgres_url=pg, redis_url=rd, lease_seconds=lease)
+    return ReferenceAdapter(
+        backend, queue, postgres_url=pg, redis_url=rd, lease_seconds=lease, bugs=bugs
+    )
 
 
 def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:

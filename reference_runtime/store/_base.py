@@ -117,6 +117,9 @@ class Store(abc.ABC):
 
     #: Short name used in configuration: "sqlite", "postgres".
     name: str
+    #: Seeded store bugs to switch on (see :mod:`reference_runtime._bugs`);
+    #: set by the runtime after opening, empty otherwise.
+    bugs: frozenset[str] = frozenset()
 
     @abc.abstractmethod
     def setup(self) -> None:

@@ -229,7 +229,10 @@ class SqlStore(Store):
         run_id = claim.run.run_id
         with self._write() as tx:
             stored = self._locked_run(tx, run_id)
-            check_lease(run_id, stored, claim.worker_id, claim.fencing_token, now)
+            # SEEDED BUG no-fencing: the renewal trusts that whoever asks still
+            # holds the lease, so a worker that slept past its expiry extends it.
+            if "no-fencing" not in self.bugs or stored is None:
+                check_lease(run_id, stored, claim.worker_id, claim.fencing_token, now)
             assert stored is not None  # _check_lease refuses a missing run
             run = stored.model_copy(update={"lease_expiry": now + lease_seconds})
             tx.run(RUN_UPDATE, *run_update_params(run))
@@ -276,15 +279,38 @@ class SqlStore(Store):
         """
         validate_commit(commit)
         run_id = commit.run.run_id
+        if "ack-before-commit" in self.bugs and commit.inbox_acked:
+            # SEEDED BUG ack-before-commit: the messages are marked processed
+            # at once, in their own transaction, "so that nobody handles them
+            # twice"; a crash before the state change below loses them.
+            with self._write() as tx:
+                self._ack_inbox(tx, run_id, commit.inbox_acked, commit.now)
+        # SEEDED BUG non-atomic-checkpoint: the run row and working state
+        # (groups 1-2) commit in one transaction, the records in another.
+        split = 2 if "non-atomic-checkpoint" in self.bugs else 8
         with self._write() as tx:
             stored = self._locked_run(tx, run_id)
-            check_lease(run_id, stored, commit.worker_id, commit.fencing_token, commit.now)
+            # SEEDED BUG no-fencing: the lease is not checked, so any worker
+            # that once held it may still write.
+            if "no-fencing" not in self.bugs or stored is None:
+                check_lease(run_id, stored, commit.worker_id, commit.fencing_token, commit.now)
             assert stored is not None
-            if stored.state_version != commit.expected_version:
+            # SEEDED BUG no-version-check: the version read is not compared;
+            # the last writer wins.
+            if (
+                stored.state_version != commit.expected_version
+                and "no-version-check" not in self.bugs
+            ):
                 raise StaleWriteError(run_id, commit.expected_version, stored.state_version)
-            for n, step in enumerate(self._commit_steps(commit, stored), start=1):
+            steps = self._commit_steps(commit, stored)
+            for n, step in enumerate(steps[:split], start=1):
                 crashpoints.hit(f"checkpoint_stmt_{n}")
                 step(tx)
+        if split < len(steps):
+            with self._write() as tx:
+                for n, step in enumerate(steps[split:], start=split + 1):
+                    crashpoints.hit(f"checkpoint_stmt_{n}")
+                    step(tx)
 
     def _commit_steps(self, c: Commit, stored: Run) -> list[Callable[[Tx], None]]:
         # Leases are not state: the stored lease fields win over the new row's.
@@ -445,6 +471,19 @@ class SqlStore(Store):
     # -- inbox -----------------------------------------------------------
     def deliver(self, message: InboxMessage) -> bool:
         with self._write() as tx:
+            if "no-inbox-dedup" in self.bugs:
+                # SEEDED BUG no-inbox-dedup: an upsert instead of "insert if
+                # new": a redelivered message is stored again as unprocessed.
+                tx.run(
+                    "INSERT INTO inbox (message_id, run_id, received_at, processed_at, doc)"
+                    " VALUES (?, ?, ?, NULL, ?) ON CONFLICT (message_id) DO UPDATE SET"
+                    " processed_at = NULL, doc = excluded.doc",
+                    message.message_id,
+                    message.run_id,
+                    message.received_at,
+                    message.model_dump_json(),
+                )
+                return True
             return self._insert_inbox(tx, message)
 
     def _insert_inbox(self, tx: Tx, m: InboxMessage) -> bool:
@@ -516,6 +555,17 @@ class SqlStore(Store):
         """
         newest = "rn = 1"
         live = ["NOT deleted", "(expires_at IS NULL OR expires_at > ?)", "trust >= ?"]
+        if "trust-stale-memory" in self.bugs:
+            # SEEDED BUG trust-stale-memory: "the namespace is tenant-scoped
+            # anyway" -- every version of every key, of any tenant, live or not.
+            with self._read() as tx:
+                rows = tx.all(
+                    "SELECT doc FROM memory WHERE namespace = ? AND trust >= ?"
+                    " ORDER BY key, version, seq",
+                    namespace,
+                    min_trust,
+                )
+            return load_docs(MemoryRecord, rows)
         sql = (
             "SELECT doc FROM (SELECT doc, key, deleted, expires_at, trust, ROW_NUMBER() OVER"
             " (PARTITION BY key ORDER BY version DESC, seq DESC) AS rn FROM memory"

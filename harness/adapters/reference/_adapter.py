@@ -181,6 +181,7 @@ class ReferenceEnvironment:
             postgres_url=adapter.postgres_url,
             redis_url=adapter.redis_url,
             lease_seconds=adapter.lease_seconds,
+            bugs=adapter.bugs,
         )
         self.world = self.d.world
         self._server = fork_server()
@@ -439,10 +440,13 @@ class ReferenceAdapter:
         postgres_url: str | None = None,
         redis_url: str | None = None,
         lease_seconds: float = 30.0,
+        bugs: frozenset[str] = frozenset(),
     ) -> None:
         self.backend, self.queue = backend, queue
         self.postgres_url, self.redis_url = postgres_url, redis_url
         self.lease_seconds = lease_seconds
+        #: seeded bugs switched on in every worker (``bug=NAME``; see ``harness list bugs``)
+        self.bugs = frozenset(bugs)
         _sweep_once(
             postgres_url if backend == "postgres" else None, redis_url if queue == "redis" else None
         )
@@ -456,4 +460,11 @@ class ReferenceAdapter:
         return ReferenceEnvironment(self, workdir)
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, "queue": self.queue, "lease_seconds": self.lease_seconds}
+        out: dict[str, Any] = {
+            "backend": self.backend,
+            "queue": self.queue,
+            "lease_seconds": self.lease_seconds,
+        }
+        if self.bugs:
+            out["bug"] = ",".join(sorted(self.bugs))
+        return out

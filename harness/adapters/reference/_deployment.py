@@ -102,6 +102,7 @@ class Deployment:
         lease_seconds: float = 30.0,
         spawner: Spawner | None = None,
         sqlite_synchronous: str = "NORMAL",
+        bugs: frozenset[str] = frozenset(),
     ) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -142,6 +143,7 @@ class Deployment:
             redis_url=redis_url if queue == "redis" else None,
             lease_seconds=lease_seconds,
             tenant_keys=self.keys,
+            bugs=bugs,
             **extra,
         )
         self.runtime = Runtime(self.config, clock=self.clock)
