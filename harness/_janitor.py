@@ -20,7 +20,7 @@ from pathlib import Path
 #: scratch folders, Postgres schemas and Redis key prefixes start with these
 FOLDER_PREFIX = "harness-"
 SCHEMA_PREFIX = "rr_"
-_TAGGED = re.compile(r"^(?:harness-|rr_)(\d+)_")
+_TAGGED = re.compile(r"^(?:harness-|rr_|lg_)(\d+)_")
 
 
 def tag() -> str:
@@ -65,13 +65,13 @@ def sweep_folders(root: Path | None = None) -> list[str]:
 
 
 def sweep_postgres(url: str) -> list[str]:
-    """Drop ``rr_<pid>_*`` schemas whose creator is gone."""
+    """Drop ``rr_<pid>_*`` / ``lg_<pid>_*`` schemas whose creator is gone."""
     import psycopg
 
     gone = []
     with psycopg.connect(url, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (SCHEMA_PREFIX + "%",)
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rr\\_%' OR nspname LIKE 'lg\\_%'"
         ).fetchall()
         for (name,) in rows:
             if orphaned(name):

@@ -25,11 +25,11 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import uuid
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..._janitor import tag
 from ...model import CrashSpec, RunSpec, RunState
 from ...runner import ForkServer, Stopped
 from ...runner import Worker as ProcWorker
@@ -94,7 +94,8 @@ class LangGraphEnvironment:
         if adapter.checkpointer == "sqlite":
             self.saver = SaverSpec("sqlite", sqlite_path=str(workdir / "checkpoints.db"))
         else:
-            schema = f"lg_{uuid.uuid4().hex[:16]}"
+            # pid-tagged, so a later run sweeps it if this process is killed
+            schema = f"lg_{tag()}"
             self.saver = SaverSpec("postgres", postgres_url=adapter.postgres_url, schema=schema)
         create_storage(self.saver)
         self.registry = Registry(workdir / "runs.db").create()
