@@ -79,7 +79,10 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
         budget_seconds=ns.budget,
         max_examples=ns.max_examples,
         report_dir=ns.report_dir,
+        mode=getattr(ns, "mode", None),
     )
+    if settings.mode == "random-kill" and ns.exhaustive:
+        raise UsageError("--mode random-kill and --exhaustive exclude each other; pick one")
     adapter = load_adapter(ns.adapter, opts)
     report_dir = Path(settings.report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
@@ -100,6 +103,10 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
         with progress:
             if ns.exhaustive:
                 outcome = _exhaustive(engine, adapter, universe, ns.exhaustive, settings)
+            elif settings.mode == "random-kill":
+                from ._random_kill import run_random_kill
+
+                outcome = run_random_kill(engine, universe)
             else:
                 outcome = engine.run(universe)
         kept = outcome.failure or engine.last_example

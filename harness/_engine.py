@@ -83,6 +83,11 @@ class Outcome:
     #: many examples it fired, and in how many of those a property failed
     fired_in: Counter[str] = field(default_factory=Counter)
     failed_after: Counter[str] = field(default_factory=Counter)
+    #: monotonic time the search started, and seconds from then until the
+    #: first failing example finished (None while nothing failed)
+    started: float = field(default_factory=time.monotonic)
+    first_failure_seconds: float | None = None
+    first_failure_examples: int | None = None
 
     @property
     def verdict(self) -> Verdict:
@@ -234,6 +239,9 @@ class Engine:
         outcome.fired_in.update(fired)
         if example.failed:
             outcome.failed_after.update(fired)
+            if outcome.first_failure_seconds is None:
+                outcome.first_failure_seconds = time.monotonic() - outcome.started
+                outcome.first_failure_examples = outcome.examples
         if self._progress is not None:
             self._progress(outcome)
 

@@ -30,6 +30,9 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
+MODES = ("search", "random-kill")
+
+
 @dataclass(frozen=True)
 class Settings:
     """How hard and how long to search. Build with :func:`load_settings`."""
@@ -44,6 +47,9 @@ class Settings:
     families: tuple[str, ...] | None = None
     report_dir: str = "reports"
     exhaustive: bool = False
+    #: ``search`` (event-triggered faults, shrinking) or ``random-kill`` (the
+    #: baseline: SIGKILL at random wall-clock moments, no shrinking)
+    mode: str = "search"
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -118,4 +124,6 @@ def load_settings(
             if key == "profile":
                 continue
             values[key] = _coerce(key, value, source)
+    if values.get("mode", "search") not in MODES:
+        raise UsageError(f"unknown mode {values['mode']!r}; choose one of {', '.join(MODES)}")
     return Settings(**values)

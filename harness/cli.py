@@ -3,6 +3,7 @@
     harness run --adapter NAME|module:attr [--adapter-opt KEY=VALUE ...]
                 [--profile dev|ci|thorough] [--seed N] [--budget SECONDS]
                 [--report-dir DIR] [--exhaustive WORKFLOW]
+                [--mode search|random-kill]
     harness replay DIR
     harness report DIR
     harness list adapters|faults|properties|bugs
@@ -39,6 +40,16 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", type=float, metavar="SECONDS")
     r.add_argument("--max-examples", type=int, dest="max_examples")
     r.add_argument("--report-dir", default=None, metavar="DIR")
+    r.add_argument(
+        "--mode",
+        choices=["search", "random-kill"],
+        default=None,
+        help="search (default): generated scenarios with event-triggered faults, a failure "
+        "shrunk to a minimal counterexample; random-kill: the baseline -- the same workloads, "
+        "workers SIGKILLed at uniformly random moments (a seeded delay over a worker's "
+        "typical run time), checked by the same properties, the first failure reported "
+        "as found (no shrinking, and its replay may not reproduce it)",
+    )
     r.add_argument(
         "--exhaustive",
         metavar="WORKFLOW",

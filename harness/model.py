@@ -207,6 +207,18 @@ class ArmWorldFault(_Frozen):
     delay: float = 0.0
 
 
+class KillAfter(_Frozen):
+    """Start a worker and SIGKILL it ``delay`` wall-clock seconds later (if it
+    is still running). Only the ``random-kill`` mode uses it: where the kill
+    lands depends on the OS scheduler, so such a scenario neither shrinks nor
+    replays exactly -- the baseline that event-triggered faults are measured
+    against."""
+
+    op: Literal["kill_after"] = "kill_after"
+    worker_id: str
+    delay: float
+
+
 class RaceWorkers(_Frozen):
     """Start several workers at once, then wait for each to end.
 
@@ -256,6 +268,7 @@ Step = Annotated[
     | RunWorker
     | ContinueWorker
     | KillWorker
+    | KillAfter
     | RaceWorkers
     | Approve
     | AdvanceClock
@@ -307,6 +320,8 @@ def describe_step(step: BaseModel) -> str:
         return f"continue paused worker {step.worker_id}"
     if isinstance(step, KillWorker):
         return f"SIGKILL worker {step.worker_id}"
+    if isinstance(step, KillAfter):
+        return f"start worker {step.worker_id}, SIGKILL it after {step.delay * 1000:.0f} ms"
     if isinstance(step, RaceWorkers):
         return f"start workers {', '.join(step.worker_ids)} at once"
     if isinstance(step, Approve):

@@ -33,6 +33,7 @@ from ..model import (
     ContinueWorker,
     EventF,
     InjectMemory,
+    KillAfter,
     KillWorker,
     Quiesce,
     RaceWorkers,
@@ -253,6 +254,8 @@ class Interpreter:
             self._continue(step.worker_id)
         elif isinstance(step, KillWorker):
             self._kill(step.worker_id)
+        elif isinstance(step, KillAfter):
+            self._kill_after(step)
         elif isinstance(step, RaceWorkers):
             self._race(step)
         elif isinstance(step, Approve):
@@ -362,6 +365,21 @@ class Interpreter:
             return
         handle.kill()
         self._fault("kill", True, worker_id=worker_id)
+        self._await(handle, crash_kind=None, crash=None)
+
+    def _kill_after(self, step: KillAfter) -> None:
+        """Random-moment kill: the one step timed by the wall clock (see KillAfter)."""
+        env = self.env
+        assert env is not None
+        value = {"worker_id": step.worker_id, "crash": None, "code_version": None}
+        self._rec("invoke", EventF.WORKER, step.worker_id, value)
+        handle = env.start_worker(step.worker_id)
+        time.sleep(step.delay)
+        handle.kill()  # a no-op for a worker that already exited
+        exit_ = handle.wait(WORKER_TIMEOUT)
+        self._fault("random_kill", exit_.killed, worker_id=step.worker_id, delay=step.delay)
+        # _await records the exit (and waits out the lease after a kill); the
+        # handle has already been reaped, so it returns at once.
         self._await(handle, crash_kind=None, crash=None)
 
     def _race(self, step: RaceWorkers) -> None:
