@@ -62,9 +62,10 @@ BUGS: dict[str, SeededBug] = {
         SeededBug(
             "non-atomic-checkpoint",
             "a checkpoint writes the run row and working state in one transaction and the "
-            "operation, approval, audit, inbox and memory records in a second",
+            "operation, approval, audit, inbox and memory records in a second: a crash in "
+            "between leaves a state change without its records (the audit trail breaks first)",
             "store",
-            "resume_equivalence",
+            "legal_transitions",
         ),
         SeededBug(
             "no-version-check",

@@ -28,8 +28,11 @@ def check_approval_integrity(history: History, oracle: History | None) -> Proper
     ``params_hash`` equal to the effect's ``request_hash``, and the effect's
     ``at`` no later than ``expires_at`` (a missing ``expires_at`` never
     expires). One approval executes once: a logical operation of such a kind
-    applied more than once fails here too, naming the approval. The oracle
-    is not used.
+    applied more than once fails here too, naming the approval. One
+    decision message counts once: a message id delivered again after the
+    runtime accepted it must be recognised as a duplicate at the door
+    (``deliver`` ok with ``accepted`` false); accepted twice, the same
+    decision may be processed twice. The oracle is not used.
 
     Cannot see: whether the approval message itself was authentic (the
     runtime's approval record is trusted as recorded), or effects the world
@@ -50,6 +53,7 @@ def check_approval_integrity(history: History, oracle: History | None) -> Proper
         f.unknown(
             f"effect #{e.index} lacks a kind, a request_hash or a boolean 'applied'", [e.index]
         )
+    _check_redeliveries(f, history)
     approvals = approvals_by_run(history)
     gated = [eff for eff in effects if eff.counted and eff.kind in decl.needs_approval]
     for eff in gated:
@@ -88,3 +92,22 @@ def check_approval_integrity(history: History, oracle: History | None) -> Proper
         f"({kinds}) matched an approved, unexpired approval for their exact parameters, "
         "and each executed once"
     )
+
+
+def _check_redeliveries(f: Findings, history: History) -> None:
+    """Fail for a message id the runtime accepted as new more than once."""
+    first: dict[str, int] = {}
+    for e in history.by_f(EventF.DELIVER):
+        message_id = e.value.get("message_id")
+        if e.type != "ok" or e.value.get("accepted") is not True or not isinstance(message_id, str):
+            continue
+        if message_id not in first:
+            first[message_id] = e.index
+            continue
+        f.fail(
+            f"message {message_id} was accepted as new twice (deliveries #{first[message_id]} "
+            f"and #{e.index}): the inbox did not deduplicate it, so its decision can be "
+            "processed twice",
+            [first[message_id], e.index],
+        )
+        f.count("messages_accepted_twice")
