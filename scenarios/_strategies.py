@@ -11,7 +11,8 @@ fewer, simpler episodes, so a failure ends as a short readable counterexample.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
@@ -68,6 +69,18 @@ class Universe:
     #: storage fault kinds the environment offers (see offered_storage_kinds);
     #: None when not probed: every kind, if the capability is there
     storage_kinds: tuple[StorageKind, ...] | None = None
+    #: per workflow: the crash points a fault-free run passes, with the highest
+    #: hit number one worker reaches (empty: not profiled, aim anywhere)
+    site_hits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    def reached(self, runs: tuple[RunSpec, ...], sites: tuple[str, ...]) -> dict[str, int]:
+        """Of ``sites``, those the workload's runs pass, with their hit bound."""
+        out: dict[str, int] = {}
+        for r in runs:
+            for site, n in self.site_hits.get(r.workflow, {}).items():
+                if site in sites:
+                    out[site] = max(out.get(site, 0), n)
+        return out
 
     def offered_storage_kinds(self) -> tuple[StorageKind, ...]:
         if Capability.STORAGE_FAULTS not in self.capabilities:
@@ -138,10 +151,23 @@ def run_specs(draw: st.DrawFn, u: Universe) -> tuple[RunSpec, ...]:
     return tuple(runs)
 
 
-def _crash(draw: st.DrawFn, u: Universe, action: str = "kill") -> CrashSpec:
+def _crash(
+    draw: st.DrawFn, u: Universe, action: str = "kill", runs: tuple[RunSpec, ...] = ()
+) -> CrashSpec:
     sites = u.pause_points if action == "pause" else u.crash_points
+    reached = u.reached(runs, sites)
+    # Aim where the workload goes: mostly at the sites its runs pass, at a hit
+    # number one worker reaches; sometimes anywhere (recovery code, such as
+    # reconciliation, is only passed after a fault).
+    if reached and draw(st.integers(0, 3)) > 0:
+        site = draw(st.sampled_from(sorted(reached)))
+        # The first hit is drawn as often as the later ones together (and is
+        # where shrinking goes): a worker passes most sites once per run.
+        later = list(range(2, min(reached[site], 6) + 1))
+        nth = draw(st.sampled_from([1] * max(1, len(later)) + later))
+        return CrashSpec(site=site, nth=nth, action=action)
     site = draw(st.sampled_from(sites))
-    nth = draw(st.integers(min_value=1, max_value=3))
+    nth = draw(st.sampled_from((1, 1, 2, 3)))
     return CrashSpec(site=site, nth=nth, action=action)
 
 
@@ -152,14 +178,18 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
     run_ids = [r.run_id for r in runs]
     if family == "crash":
         # A worker killed at a crash point, then possibly a kill during recovery.
-        steps: list[Step] = [RunWorker(worker_id=f"w{n}", crash=_crash(draw, u))]
+        steps: list[Step] = [
+            *_approved_first(draw, u, run_ids, n),
+            RunWorker(worker_id=f"w{n}", crash=_crash(draw, u, runs=runs)),
+        ]
         if draw(st.booleans()):
-            steps.append(RunWorker(worker_id=f"w{n}r", crash=_crash(draw, u)))
+            steps.append(RunWorker(worker_id=f"w{n}r", crash=_crash(draw, u, runs=runs)))
         return steps
     if family == "zombie":
         # A paused worker outlives its lease; another takes over; it wakes up.
         return [
-            RunWorker(worker_id=f"z{n}", crash=_crash(draw, u, "pause")),
+            *_approved_first(draw, u, run_ids, n),
+            RunWorker(worker_id=f"z{n}", crash=_crash(draw, u, "pause", runs)),
             AdvanceClock(seconds=u.lease_seconds + 1),
             RunWorker(worker_id=f"w{n}"),
             ContinueWorker(worker_id=f"z{n}"),
@@ -234,7 +264,17 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
                 ArmWorldFault(service=service, action=action, nth=1, mode="kill_after_apply")
             )
         return [*old, RunWorker(worker_id=f"v{n}", code_version=1)]
-    return [RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u))]
+    return [RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u, runs=runs))]
+
+
+def _approved_first(draw: st.DrawFn, u: Universe, run_ids: list[str], n: int) -> list[Step]:
+    """Maybe bring the runs to their approval waits and approve them first, so
+    that the fault that follows hits the resume after a decision: the
+    inbound message, the re-check and the gated effect (as ``_race_episode``).
+    Shrinks to nothing."""
+    if Capability.APPROVALS not in u.capabilities or not draw(st.booleans()):
+        return []
+    return [RunWorker(worker_id=f"p{n}"), *(Approve(run_id=r) for r in run_ids)]
 
 
 def _race_episode(draw: st.DrawFn, effects: list[str], run_ids: list[str], n: int) -> list[Step]:

@@ -190,6 +190,9 @@ class ReferenceEnvironment:
         self._audit_seen = 0
         self._context_log = workdir / "contexts.jsonl"
         self._context_seen = 0
+        #: trace every crash point hit of the workers started from now on
+        #: (the harness's site profile; see crash_point_hits)
+        self.trace_crash_points = False
 
     # -- declarations ---------------------------------------------------------
 
@@ -205,6 +208,15 @@ class ReferenceEnvironment:
 
         return sorted(cp.SITES)
 
+    def crash_point_hits(self) -> dict[str, int]:
+        """The highest hit number of each crash point that any one traced
+        worker reached (optional in the contract: the harness's site profile)."""
+        out: dict[str, int] = {}
+        for _pid, site, n, action in self.d.crash_log():
+            if action == "trace":
+                out[site] = max(out.get(site, 0), n)
+        return out
+
     def pause_points(self) -> list[str]:
         # checkpoint_stmt_* sit inside the commit transaction.
         return [s for s in self.crash_points() if not s.startswith("checkpoint_stmt_")]
@@ -215,7 +227,9 @@ class ReferenceEnvironment:
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> _Handle:
         spec = None if crash is None else f"{crash.site}={crash.action}@{crash.nth}"
-        env = self.d.worker_env(crash=spec, code_version=code_version)
+        env = self.d.worker_env(
+            crash=spec, code_version=code_version, trace=self.trace_crash_points
+        )
         env["RR_CONTEXT_LOG"] = str(self._context_log)
         proc = self._server.spawn(
             WORKER_TARGET,
