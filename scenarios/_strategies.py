@@ -235,8 +235,13 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
             RunWorker(worker_id=f"w{n}"),
         ]
     if family == "memory":
-        run = draw(st.sampled_from(runs))
         kind = draw(st.sampled_from(("poisoned", "cross_tenant", "expired", "stale")))
+        # Poison is planted where it could do harm: as a stand-in for an
+        # approval, so for a run whose workflow asks for one (if any does).
+        gated = tuple(
+            r for r in runs for wf in u.workflows if wf.name == r.workflow and wf.needs_approval
+        )
+        run = draw(st.sampled_from(gated if kind == "poisoned" and gated else runs))
         namespace, key, value = _memory_target(run)
         provenance = "user_supplied" if kind == "poisoned" else "system_verified"
         return [
