@@ -105,8 +105,11 @@ class Engine:
         *,
         workdir: Path | None = None,
         progress: Callable[[Outcome], None] | None = None,
+        shrink: bool = True,
     ) -> None:
         self.adapter = adapter
+        #: False: stop at the first failing example (the detection benchmark)
+        self.shrink = shrink
         self.settings = settings
         self._own_workdir = workdir is None
         if workdir is None:
@@ -187,7 +190,7 @@ class Engine:
             deadline=None,
             report_multiple_bugs=False,
             verbosity=Verbosity.quiet,
-            phases=(Phase.generate, Phase.shrink),
+            phases=(Phase.generate, Phase.shrink) if self.shrink else (Phase.generate,),
             suppress_health_check=list(HealthCheck),
         )
         @given(scenario_strategy(universe))
