@@ -178,9 +178,10 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
     run_ids = [r.run_id for r in runs]
     if family == "crash":
         # A worker killed at a crash point, then possibly a kill during recovery.
+        crash = _crash(draw, u, runs=runs)
         steps: list[Step] = [
             *_approved_first(draw, u, run_ids, n),
-            RunWorker(worker_id=f"w{n}", crash=_crash(draw, u, runs=runs)),
+            RunWorker(worker_id=f"w{n}", crash=crash),
         ]
         if draw(st.booleans()):
             steps.append(RunWorker(worker_id=f"w{n}r", crash=_crash(draw, u, runs=runs)))
@@ -188,7 +189,6 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
     if family == "zombie":
         # A paused worker outlives its lease; another takes over; it wakes up.
         return [
-            *_approved_first(draw, u, run_ids, n),
             RunWorker(worker_id=f"z{n}", crash=_crash(draw, u, "pause", runs)),
             AdvanceClock(seconds=u.lease_seconds + 1),
             RunWorker(worker_id=f"w{n}"),
