@@ -878,34 +878,48 @@ class Executor:
 
     # -- effects ----------------------------------------------------------------
 
+    def _recheck_approval(
+        self,
+        snap: Snapshot,
+        run: Run,
+        approval_id: str,
+        kind: str,
+        request_hash: str,
+        operations: tuple[Operation, ...] = (),
+    ) -> None:
+        """Cancel the run unless ``approval_id`` authorizes this exact request now.
+
+        Called before every send of a gated effect -- the first one and any
+        resend after reconciliation -- so an approval that expired or no
+        longer matches the parameters never authorizes the effect.
+        """
+        approval = next((x for x in snap.approvals if x.approval_id == approval_id), None)
+        if approval is not None:
+            # An approval granted under older code names the parameters in
+            # that code's shape; compare like with like.
+            approval = upgrade_approval(self.registry, run.workflow, approval)
+        why = authorizes(approval, kind, request_hash, self._now())
+        if "skip-approval-recheck" in self.settings.bugs and approval is not None:
+            # SEEDED BUG skip-approval-recheck: "it was approved when the
+            # decision came in" -- expiry and parameters are not looked at.
+            why = None if approval.decision is Decision.APPROVED else why
+        if why is not None:
+            self._commit(
+                run,
+                status=S.CANCELLED,
+                action="approval_denied",
+                operations=operations,
+                error=f"{kind} not authorized: {why}",
+                detail={"approval_id": approval_id, "reason": why},
+            )
+            raise _Yield
+
     def _call_tool(self, snap: Snapshot, payload: dict[str, Any], a: CallTool) -> None:
         run, now = snap.run, self._now()
         kind = f"{a.service}.{a.action}"
         request_hash = stable_hash(a.request)
         if a.requires_approval is not None:
-            approval = next(
-                (x for x in snap.approvals if x.approval_id == a.requires_approval), None
-            )
-            if approval is not None:
-                # An approval granted under older code names the parameters
-                # in that code's shape; compare like with like.
-                approval = upgrade_approval(self.registry, run.workflow, approval)
-            why = authorizes(approval, kind, request_hash, now)
-            if "skip-approval-recheck" in self.settings.bugs and approval is not None:
-                # SEEDED BUG skip-approval-recheck: "it was approved when the
-                # decision came in" -- expiry and parameters are not looked at.
-                why = None if approval.decision is Decision.APPROVED else why
-            if why is not None:
-                # Re-checked on every attempt, so an approval that expired or no
-                # longer matches the parameters never authorizes the effect.
-                self._commit(
-                    run,
-                    status=S.CANCELLED,
-                    action="approval_denied",
-                    error=f"{kind} not authorized: {why}",
-                    detail={"approval_id": a.requires_approval, "reason": why},
-                )
-                raise _Yield
+            self._recheck_approval(snap, run, a.requires_approval, kind, request_hash)
         oid = op_id_for(run.run_id, run.current_step)
         previous = next((o for o in snap.operations if o.op_id == oid), None)
         op = Operation(
@@ -923,6 +937,7 @@ class Executor:
             status=OS.PREPARED,
             delivery=a.delivery,
             attempts=(previous.attempts + 1) if previous else 1,
+            approval_id=a.requires_approval,
         )
         if "effect-before-intent" in self.settings.bugs:
             # SEEDED BUG effect-before-intent: "one commit per effect is
@@ -1155,6 +1170,13 @@ class Executor:
                 detail={"op_id": op.op_id, "kind": op.kind},
             )
             raise _Yield
+        if op.approval_id is not None and can_resend:
+            # The service says it was not applied: re-check the approval before
+            # sending again (it may have expired while the run was down).
+            failed = op.model_copy(update={"status": OS.FAILED, "updated_at": self._now()})
+            self._recheck_approval(
+                snap, run, op.approval_id, op.kind, op.request_hash, operations=(failed,)
+            )
         # Not applied (or safe to repeat): send again with the same key.
         resend = op.model_copy(update={"status": OS.PREPARED, "attempts": op.attempts + 1})
         run = self._commit(

@@ -116,6 +116,8 @@ class Operation(Record):
     external_ref: str | None = None
     response: dict[str, Any] | None = None
     attempts: int = 0
+    #: the approval that must still authorize this request at every send
+    approval_id: str | None = None
 
 
 class Decision(StrEnum):

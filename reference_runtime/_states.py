@@ -46,7 +46,10 @@ TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     S.WAITING_FOR_APPROVAL: frozenset({S.RUNNING, S.CANCELLED, S.FAILED, S.WAITING_FOR_APPROVAL}),
     S.WAITING_FOR_EVENT: frozenset({S.RUNNING, S.CANCELLED, S.FAILED, S.WAITING_FOR_EVENT}),
     S.RETRY_SCHEDULED: frozenset({S.RUNNING, S.FAILED, S.CANCELLED}),
-    S.RECONCILING: frozenset({S.RUNNING, S.RETRY_SCHEDULED, S.WAITING_FOR_EVENT, S.FAILED}),
+    # Cancelled: a resend found its approval expired while the run was down.
+    S.RECONCILING: frozenset(
+        {S.RUNNING, S.RETRY_SCHEDULED, S.WAITING_FOR_EVENT, S.FAILED, S.CANCELLED}
+    ),
     S.COMPLETED: frozenset(),
     S.FAILED: frozenset(),
     S.CANCELLED: frozenset(),

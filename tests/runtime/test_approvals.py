@@ -175,14 +175,21 @@ def test_a_decision_by_the_wrong_role_is_ignored(make_deployment: Factory) -> No
 @pytest.mark.parametrize(
     "variant", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
+@pytest.mark.parametrize(
+    "site",
+    [
+        "before_intent_commit",  # the next worker decides the step again
+        "after_intent_commit",  # the next worker reconciles, then would resend
+    ],
+)
 def test_an_approval_that_expires_while_the_run_is_down_is_rechecked_before_the_refund(
-    make_deployment: Factory, variant: str
+    make_deployment: Factory, variant: str, site: str
 ) -> None:
     d = waiting(make_deployment(variant))
     assert d.deliver(d.approve("r1"))
-    # The decision is committed, then the worker dies right before the
-    # refund's intent: the approval was valid when it was recorded.
-    exit_ = d.run_worker("w1", crash="before_intent_commit=kill")
+    # The decision is committed, then the worker dies around the refund's
+    # intent, before any call: the approval was valid when it was recorded.
+    exit_ = d.run_worker("w1", crash=f"{site}=kill")
     assert exit_.killed
     snap = d.snapshot("r1")
     assert snap.run.status is RunStatus.RUNNING and snap.run.current_step == "refund"
