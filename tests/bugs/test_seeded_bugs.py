@@ -33,7 +33,7 @@ NOT_OBSERVABLE = {
     "transaction, and only the lease holder writes a run: the version check is a second "
     "guard that no schedule reaches alone",
     "skip-approval-recheck": "no generated fault lets an approval expire (ttl 3600 s) "
-    "between its decision and the effect without an intent already persisted",
+    "between its decision and the effect (a long-outage fault would; see README)",
     "no-migration": "the fault-free oracle runs the same v1 submissions with the same "
     "buggy code, so both fail alike",
 }
