@@ -117,10 +117,18 @@ def _detects(bug: str, tmp_path: Path, *opts: str) -> None:
     assert "replay: harness replay" in proc.stdout
 
 
-def _params(names: list[str], *marks: Any) -> list[Any]:
+#: found with seed 0 on Postgres though not on SQLite (the backends' commit
+#: statements differ, so the same schedule lands elsewhere)
+FOUND_ON_POSTGRES = {"ack-before-commit"}
+
+
+def _params(names: list[str], *marks: Any, backend: str = "sqlite") -> list[Any]:
     out = []
     for name in names:
-        why = NOT_OBSERVABLE.get(name) or NOT_FOUND_IN_CI.get(name)
+        missed = NOT_FOUND_IN_CI.get(name)
+        if backend == "postgres" and name in FOUND_ON_POSTGRES:
+            missed = None
+        why = NOT_OBSERVABLE.get(name) or missed
         extra = [pytest.mark.xfail(strict=True, reason=why)] if why else []
         out.append(pytest.param(name, id=name, marks=[*marks, *extra]))
     return out
@@ -133,7 +141,9 @@ def test_the_ci_profile_finds_each_seeded_bug_on_sqlite(bug: str, tmp_path: Path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bug", _params(list(ON_POSTGRES), pytest.mark.postgres))
+@pytest.mark.parametrize(
+    "bug", _params(list(ON_POSTGRES), pytest.mark.postgres, backend="postgres")
+)
 def test_the_ci_profile_finds_the_concurrency_bugs_on_postgres(
     bug: str, tmp_path: Path, postgres_url: str
 ) -> None:
