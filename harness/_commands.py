@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from ._engine import Engine, Example, Outcome
 from ._errors import UsageError
+from ._profile import profile_workflow
 from ._settings import load_settings
 from .adapters._contract import Adapter, offered_storage_kinds
 from .adapters._loading import load_adapter, parse_opts
@@ -41,9 +42,10 @@ def probe_universe(adapter: Adapter, settings: Any) -> Any:
             storage_kinds = offered_storage_kinds(env, frozenset(adapter.capabilities))
         finally:
             env.close()
-    site_hits = {wf.name: profile_sites(adapter, wf) for wf in adapter.workflows()}
+    profiles = {wf.name: profile_workflow(adapter, wf) for wf in adapter.workflows()}
     return Universe(
-        site_hits={k: v for k, v in site_hits.items() if v},
+        site_hits={k: p.hits for k, p in profiles.items() if p.hits},
+        profiles={k: p for k, p in profiles.items() if p.hits},
         workflows=tuple(adapter.workflows()),
         crash_points=crash_points,
         pause_points=pause_points,
@@ -54,43 +56,6 @@ def probe_universe(adapter: Adapter, settings: Any) -> Any:
         max_episodes=settings.max_episodes,
         storage_kinds=storage_kinds,
     )
-
-
-def profile_sites(adapter: Adapter, workflow: Any, rounds: int = 6) -> dict[str, int]:
-    """The crash points one fault-free run of ``workflow`` passes, with the
-    highest hit number any one worker reached at each: what the search aims
-    its kills and pauses at. Empty when the environment cannot trace (the
-    optional ``trace_crash_points`` / ``crash_point_hits`` of an environment).
-    """
-    from .model import RunSpec, RunState
-
-    with tempfile.TemporaryDirectory(prefix="harness-profile-") as tmp:
-        env: Any = adapter.open(Path(tmp), seed=0)
-        try:
-            if not hasattr(env, "crash_point_hits") or not env.crash_points():
-                return {}
-            env.trace_crash_points = True
-            env.submit(
-                RunSpec(
-                    run_id="p1",
-                    tenant="acme",
-                    workflow=workflow.name,
-                    input=dict(workflow.inputs[0]),
-                )
-            )
-            for i in range(rounds):
-                env.start_worker(f"profile-{i}").wait(60.0)
-                waiting = [r for r in env.observe().runs if r.state is RunState.WAITING_APPROVAL]
-                for r in waiting:
-                    msg = env.approval_message(r.run_id, "approved", "valid", f"profile:{i}")
-                    if msg is not None:
-                        env.deliver(msg)
-                if not waiting:
-                    break
-            hits: dict[str, int] = env.crash_point_hits()
-            return hits
-        finally:
-            env.close()
 
 
 def _keep_example(example: Example | None, report_dir: Path) -> None:

@@ -27,7 +27,7 @@ from ._settings import Settings
 from .adapters._contract import Adapter
 from .checkers import check_all
 from .history import History
-from .model import PropertyResult, Scenario, Verdict
+from .model import PropertyResult, RunSpec, Scenario, Verdict
 from .runner._interpreter import Coverage, run_scenario
 
 
@@ -133,7 +133,15 @@ class Engine:
 
     def oracle(self, scenario: Scenario) -> Path:
         """History of the scenario's workload without faults (cached)."""
-        free = scenario.fault_free()
+        hook = getattr(self.adapter, "migrated_input", None)
+        migrate = None
+        if hook is not None:
+
+            def migrate(run: RunSpec) -> dict[str, Any]:
+                assert run.code_version is not None
+                return dict(hook(run.workflow, run.input, run.code_version))
+
+        free = scenario.fault_free(migrate)
         key = free.model_dump_json()
         if key not in self._oracles:
             folder = self.workdir / f"oracle-{len(self._oracles)}"
@@ -174,6 +182,7 @@ class Engine:
 
     def run(self, universe: Any) -> Outcome:
         from scenarios import scenarios as scenario_strategy
+        from scenarios import targeted
 
         s = self.settings
         outcome = self.new_outcome(universe)
@@ -183,8 +192,24 @@ class Engine:
         def over_budget() -> bool:
             return time.monotonic() - started > s.budget_seconds
 
+        # Aimed schedules first (each one run, one fault: nothing to shrink);
+        # they count towards max_examples. A failure among them ends the run.
+        aimed = targeted(universe) if s.targeted else []
+        for scenario in aimed[: s.max_examples]:
+            if over_budget() and outcome.examples > 0:
+                break
+            example = self.execute(scenario)
+            self.account(outcome, example)
+            if example.failed:
+                failures.append(example)
+                break
+            self.keep_last(example)
+        remaining = s.max_examples - outcome.examples
+        if failures or remaining <= 0 or over_budget():
+            return self._finish(outcome, started)
+
         @settings(
-            max_examples=s.max_examples,
+            max_examples=remaining,
             derandomize=False,
             database=None,
             deadline=None,
@@ -213,9 +238,12 @@ class Engine:
             if not failures:
                 raise
             outcome.counts["hypothesis_" + type(exc).__name__] += 1
-        outcome.failures = list(failures)
-        if failures:
-            outcome.failure = min(failures, key=lambda e: e.size)
+        return self._finish(outcome, started)
+
+    def _finish(self, outcome: Outcome, started: float) -> Outcome:
+        outcome.failures = list(self.failures)
+        if self.failures:
+            outcome.failure = min(self.failures, key=lambda e: e.size)
         outcome.seconds = time.monotonic() - started
         return outcome
 

@@ -50,6 +50,8 @@ class Settings:
     #: ``search`` (event-triggered faults, shrinking) or ``random-kill`` (the
     #: baseline: SIGKILL at random wall-clock moments, no shrinking)
     mode: str = "search"
+    #: run the targeted schedules (``scenarios.targeted``) before sampling
+    targeted: bool = True
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)

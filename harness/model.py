@@ -16,6 +16,7 @@ that fired) is an ``info`` event.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -292,10 +293,27 @@ class Scenario(_Frozen):
     def runs(self) -> tuple[RunSpec, ...]:
         return tuple(s.run for s in self.steps if isinstance(s, Submit))
 
-    def fault_free(self) -> Scenario:
+    def fault_free(self, migrate: Callable[[RunSpec], dict[str, Any]] | None = None) -> Scenario:
         """The oracle: the same submissions, no faults, then quiesce (which
-        delivers each run's planned decision when it waits for one)."""
-        submits: list[Step] = [s for s in self.steps if isinstance(s, Submit)]
+        delivers each run's planned decision when it waits for one).
+
+        Every run is submitted to the current code: a run accepted by an older
+        release and carried across the upgrade must end as if today's code
+        had taken it, so the oracle is the run that never saw an older
+        release. ``migrate`` gives such a run's input as today's code holds
+        it after the upgrade (what the older release could not record is
+        lost: see the adapter's optional ``migrated_input``); without it the
+        input is taken as is.
+        """
+        submits: list[Step] = []
+        for step in self.steps:
+            if not isinstance(step, Submit):
+                continue
+            run = step.run
+            if run.code_version is not None:
+                new_input = run.input if migrate is None else migrate(run)
+                run = run.model_copy(update={"code_version": None, "input": dict(new_input)})
+            submits.append(Submit(run=run))
         return Scenario(name=f"{self.name}/oracle", seed=self.seed, steps=(*submits, Quiesce()))
 
     def describe(self) -> list[str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
+from harness._profile import WorkflowProfile
 from harness.adapters._contract import STORAGE_KINDS, Capability, WorkflowSpec
 from harness.model import (
     AdvanceClock,
@@ -72,6 +73,9 @@ class Universe:
     #: per workflow: the crash points a fault-free run passes, with the highest
     #: hit number one worker reaches (empty: not profiled, aim anywhere)
     site_hits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: per workflow: its site profile (site order per worker round, the site
+    #: right before each effect), for the targeted schedules
+    profiles: Mapping[str, WorkflowProfile] = field(default_factory=dict)
 
     def reached(self, runs: tuple[RunSpec, ...], sites: tuple[str, ...]) -> dict[str, int]:
         """Of ``sites``, those the workload's runs pass, with their hit bound."""

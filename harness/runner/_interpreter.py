@@ -283,6 +283,18 @@ class Interpreter:
             self._rec("fail", EventF.SUBMIT, "runner", {**value, "error": str(exc)})
         else:
             self._rec("ok", EventF.SUBMIT, "runner", value)
+            if step.run.code_version is not None:
+                # Accepted by an older release, run by this one: the oracle
+                # runs it on today's code from the start (Scenario.fault_free),
+                # so its contexts and path may differ; migration_safety judges
+                # how it ends.
+                self._fault(
+                    "migration",
+                    True,
+                    code_version=step.run.code_version,
+                    runs=[step.run.run_id],
+                    at="submit",
+                )
 
     def _run_worker(self, step: RunWorker) -> None:
         env = self.env
@@ -473,15 +485,27 @@ class Interpreter:
         if Capability.CLOCK not in self._caps:
             raise ScenarioError("advancing the clock needs the clock capability")
         before = self._observe()
+        then = env.now()
         env.advance_clock(seconds)
         now = env.now()
-        expiring = sorted(
+        # expires_at is the first instant an approval no longer counts
+        expiring = {
             r.run_id
             for r in before.runs
-            # expires_at is the first instant an approval no longer counts
             if r.approval is not None and float(r.approval.get("expires_at", 0)) <= now
-        )
-        self._fault(kind, True, seconds=seconds, runs=expiring)
+        }
+        # A decision already taken expires too: a run that has not yet done
+        # what it was approved for must now be refused it (a long outage).
+        unfinished = {r.run_id for r in before.runs if not r.state.terminal}
+        expiring |= {
+            str(a.get("run_id"))
+            for a in before.approvals
+            if a.get("decision") == "approved"
+            and a.get("expires_at") is not None
+            and then < float(a["expires_at"]) <= now
+            and a.get("run_id") in unfinished
+        }
+        self._fault(kind, True, seconds=seconds, runs=sorted(expiring))
 
     def _arm_world(self, step: ArmWorldFault) -> None:
         assert self.env is not None

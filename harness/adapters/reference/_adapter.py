@@ -217,6 +217,11 @@ class ReferenceEnvironment:
                 out[site] = max(out.get(site, 0), n)
         return out
 
+    def crash_point_trace(self) -> list[tuple[int, str, int]]:
+        """Every traced crash point hit so far, in order, as (worker pid, site,
+        hit) (optional in the contract: the harness's site profile)."""
+        return [(pid, site, n) for pid, site, n, action in self.d.crash_log() if action == "trace"]
+
     def pause_points(self) -> list[str]:
         # checkpoint_stmt_* sit inside the commit transaction.
         return [s for s in self.crash_points() if not s.startswith("checkpoint_stmt_")]
@@ -469,6 +474,16 @@ class ReferenceAdapter:
 
     def workflows(self) -> list[WorkflowSpec]:
         return list(WORKFLOWS)
+
+    def migrated_input(
+        self, workflow: str, input: dict[str, Any], code_version: int
+    ) -> dict[str, Any]:
+        """The input of a run that release ``code_version`` accepted, as today's
+        code holds it after the upgrade (optional in the contract: the oracle
+        of a run carried across a release). What the old release could not
+        record is gone (a v1 refund has no currency, so it is in dollars)."""
+        old = Registry(code_version).payload_version(workflow)
+        return Registry().upgrade(workflow, downgrade(workflow, input, code_version), old)
 
     def open(self, workdir: Path, *, seed: int) -> ReferenceEnvironment:
         return ReferenceEnvironment(self, workdir)

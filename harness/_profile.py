@@ -1,0 +1,143 @@
+"""Site profiles: where a fault-free run goes, so faults can be aimed there.
+
+Before a search, each workflow is run once without faults with crash-point
+tracing on (the optional ``trace_crash_points`` / ``crash_point_trace()`` of
+an environment). The profile keeps, per worker round (a round is one worker
+started and run until idle; the run's planned decision is delivered after
+each), the crash points passed in order with their hit numbers. Then, for
+each effect kind the workflow declares, it is run again with the world
+killing the caller at the first call of that kind: the last crash point the
+killed worker passed is *the site right before the effect* -- where a worker
+paused past its lease becomes a zombie about to call, and where a worker
+killed leaves an intent without a call.
+
+Nothing here knows a runtime's site names: only the order of sites and the
+world's own effect boundary are used.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .model import RunSpec, RunState
+
+#: worker rounds a profile runs at most (a workflow with one approval needs 2)
+ROUNDS = 6
+
+
+@dataclass(frozen=True)
+class EffectSite:
+    """The last crash point a worker passes before its first call of ``effect``."""
+
+    effect: str
+    #: workers started (each followed by the run's decision) before the one
+    #: that makes the call
+    round: int
+    site: str
+    nth: int
+    #: the (site, hit) pairs that worker passed on its way there, in order,
+    #: ending with (site, nth): where else a fault just before the effect lands
+    approach: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class WorkflowProfile:
+    """What one fault-free run of a workflow passes."""
+
+    workflow: str
+    #: per crash point, the highest hit number one worker reached
+    hits: Mapping[str, int] = field(default_factory=dict)
+    #: per worker round, the (site, hit) pairs passed, in order
+    rounds: tuple[tuple[tuple[str, int], ...], ...] = ()
+    #: the round after the first decision was delivered (0 with no approval)
+    resume_round: int = 0
+    effect_sites: tuple[EffectSite, ...] = ()
+
+    def resume_sites(self) -> tuple[tuple[str, int], ...]:
+        """The (site, hit) pairs of the worker that resumes after the decision."""
+        if self.resume_round < len(self.rounds):
+            return self.rounds[self.resume_round]
+        return ()
+
+
+def _traceable(env: Any) -> bool:
+    return hasattr(env, "crash_point_trace") and bool(env.crash_points())
+
+
+def _drive(env: Any, workflow: Any) -> tuple[list[list[tuple[str, int]]], int | None]:
+    """Submit one run, run worker rounds delivering its decision after each.
+    Returns the trace per round and the round after the first decision."""
+    env.trace_crash_points = True
+    env.submit(
+        RunSpec(run_id="p1", tenant="acme", workflow=workflow.name, input=dict(workflow.inputs[0]))
+    )
+    rounds: list[list[tuple[str, int]]] = []
+    resume: int | None = None
+    seen = 0
+    for i in range(ROUNDS):
+        env.start_worker(f"profile-{i}").wait(60.0)
+        trace = env.crash_point_trace()
+        rounds.append([(site, n) for _worker, site, n in trace[seen:]])
+        seen = len(trace)
+        waiting = [r for r in env.observe().runs if r.state is RunState.WAITING_APPROVAL]
+        for r in waiting:
+            msg = env.approval_message(r.run_id, "approved", "valid", f"profile:{i}")
+            if msg is not None:
+                env.deliver(msg)
+                if resume is None:
+                    resume = i + 1
+        if not waiting:
+            break
+    return rounds, resume
+
+
+def _effect_site(adapter: Any, workflow: Any, effect: str, workdir: Path) -> EffectSite | None:
+    from .world import FaultRule
+
+    service, _, action = effect.partition(".")
+    env: Any = adapter.open(workdir, seed=0)
+    try:
+        env.world.arm(FaultRule(service, nth=1, mode="kill_before_apply", action=action or None))
+        rounds, _ = _drive(env, workflow)
+        if not env.world.fired():
+            return None
+        # The kill ends the profile: the killed worker is the last that traced.
+        for i in reversed(range(len(rounds))):
+            if rounds[i]:
+                site, n = rounds[i][-1]
+                return EffectSite(effect, i, site, n, approach=tuple(rounds[i]))
+        return None
+    finally:
+        env.close()
+
+
+def profile_workflow(adapter: Any, workflow: Any) -> WorkflowProfile:
+    """Profile one workflow (empty when the environment cannot trace)."""
+    with tempfile.TemporaryDirectory(prefix="harness-profile-") as tmp:
+        env: Any = adapter.open(Path(tmp) / "free", seed=0)
+        try:
+            if not _traceable(env):
+                return WorkflowProfile(workflow.name)
+            rounds, resume = _drive(env, workflow)
+        finally:
+            env.close()
+        hits: dict[str, int] = {}
+        for trace in rounds:
+            for site, n in trace:
+                hits[site] = max(hits.get(site, 0), n)
+        sites = []
+        for i, effect in enumerate(workflow.effects):
+            found = _effect_site(adapter, workflow, effect, Path(tmp) / f"effect-{i}")
+            if found is not None:
+                sites.append(found)
+    return WorkflowProfile(
+        workflow=workflow.name,
+        hits=hits,
+        rounds=tuple(tuple(t) for t in rounds),
+        resume_round=resume or 0,
+        effect_sites=tuple(sites),
+    )
