@@ -117,9 +117,16 @@ def _list(what: str, out: TextIO) -> int:
             "inside a checkpoint transaction or between steps (needs storage_faults)",
             "race": "two workers started at once on the same runs, the first held inside a "
             "slowed effect (needs concurrent_workers; for runtimes without pause points)",
+            "operator": "an operator cancels a run while a paused worker holds it; the "
+            "worker's next write must not undo it (needs cancel)",
         }
         for fam in FAMILIES:
             print(f"{fam:14} {docs[fam]}", file=out)
+        print(
+            "\nBefore sampling, a search runs targeted schedules: one run, one fault aimed by "
+            "the workflow's site profile (scenarios/_targeted.py).",
+            file=out,
+        )
     elif what == "bugs":
         from reference_runtime._bugs import BUGS
 

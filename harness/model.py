@@ -257,6 +257,14 @@ class StorageFault(_Frozen):
     kind: StorageKind
 
 
+class Cancel(_Frozen):
+    """An operator cancels a run out of band (``cancel`` capability): a write
+    that takes no lease, racing whichever worker holds the run."""
+
+    op: Literal["cancel"] = "cancel"
+    run_id: str
+
+
 class Quiesce(_Frozen):
     """Faults stop: run workers (approving validly what waits) until nothing moves."""
 
@@ -276,6 +284,7 @@ Step = Annotated[
     | ArmWorldFault
     | InjectMemory
     | StorageFault
+    | Cancel
     | Quiesce,
     Field(discriminator="op"),
 ]
@@ -357,6 +366,8 @@ def describe_step(step: BaseModel) -> str:
         return f"plant {step.kind} memory {step.namespace}/{step.key} for {step.tenant}"
     if isinstance(step, StorageFault):
         return f"storage fault {step.kind}"
+    if isinstance(step, Cancel):
+        return f"an operator cancels run {step.run_id}"
     if isinstance(step, Quiesce):
         return "stop faults and run workers until nothing moves"
     return repr(step)

@@ -312,6 +312,12 @@ class Runtime:
         read its payload). False if the run was not parked."""
         return self.store.unpark(run_id, self.clock.now(), actor)
 
+    def cancel(self, run_id: str, reason: str = "cancelled", actor: str = "operator") -> bool:
+        """Cancel a run now, whether or not a worker holds it (an operator's
+        out-of-band write, checked against the run's version like any other).
+        False if it had already ended."""
+        return self.store.cancel(run_id, self.clock.now(), actor, reason)
+
     def get(self, run_id: str) -> Run | None:
         return self.store.get_run(run_id)
 

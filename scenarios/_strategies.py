@@ -22,6 +22,7 @@ from harness.model import (
     AdvanceClock,
     Approve,
     ArmWorldFault,
+    Cancel,
     ContinueWorker,
     CrashSpec,
     InjectMemory,
@@ -48,6 +49,7 @@ FAMILIES = (
     "migration",
     "storage",
     "race",
+    "operator",
 )
 #: How long the ``race`` family slows the first worker's effect: long enough
 #: for a second worker to start and read the same state meanwhile.
@@ -107,6 +109,7 @@ class Universe:
             "migration": Capability.VERSION_SWITCH,
             "message": Capability.APPROVALS,
             "storage": Capability.STORAGE_FAULTS,
+            "operator": Capability.CANCEL,
         }
         out = []
         for fam in self.families:
@@ -114,7 +117,7 @@ class Universe:
             if cap is None or cap in caps:
                 if fam == "crash" and not self.crash_points:
                     continue
-                if fam == "zombie" and not self.pause_points:
+                if fam in ("zombie", "operator") and not self.pause_points:
                     continue
                 # With pause points, zombie barriers race workers by event;
                 # a slowed effect is the timing-based fallback without them.
@@ -197,6 +200,13 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
             AdvanceClock(seconds=u.lease_seconds + 1),
             RunWorker(worker_id=f"w{n}"),
             ContinueWorker(worker_id=f"z{n}"),
+        ]
+    if family == "operator":
+        # An operator cancels a run while a worker, paused mid-step, holds it.
+        return [
+            RunWorker(worker_id=f"o{n}", crash=_crash(draw, u, "pause", runs)),
+            Cancel(run_id=draw(st.sampled_from(run_ids))),
+            ContinueWorker(worker_id=f"o{n}"),
         ]
     if family == "message":
         variant = draw(st.sampled_from(("valid", "forged", "wrong_role", "wrong_params")))

@@ -5,7 +5,8 @@ one fault aimed where the workflow's site profile (:mod:`harness._profile`)
 says it hurts most: the world killing a worker right after it applied an
 effect, a decision delivered twice, memory planted before the run reads it, a
 kill inside the first commit after a decision, a zombie paused right before an
-effect, a long outage between an approval and its effect, an upgrade between
+effect, an operator cancelling a run a worker holds, a long outage between an
+approval and its effect, an upgrade between
 crash and resume. Jepsen's nemeses are aimed the same way; Hypothesis's
 explicit ``@example`` runs before generation for the same reason: the schedules
 that matter most should not wait for the dice.
@@ -25,6 +26,7 @@ from harness.model import (
     AdvanceClock,
     Approve,
     ArmWorldFault,
+    Cancel,
     ContinueWorker,
     CrashSpec,
     InjectMemory,
@@ -197,6 +199,25 @@ def targeted(u: Universe) -> list[Scenario]:
                     ]
                 )
         cats.append([s for group in _zip(zombies) for s in group])
+    if "operator" in families:
+        # 6. An operator cancels the run while a worker paused right before its
+        # last commit ahead of an effect holds it: that commit must not undo
+        # the cancellation.
+        cats.append(
+            [
+                _scenario(
+                    f"{wf.name}/cancel_while_held/{es.effect}/{site}@{n}",
+                    _run(wf),
+                    *_rounds(es.round, "r1", approvals),
+                    RunWorker(worker_id="o1", crash=CrashSpec(site=site, nth=n, action="pause")),
+                    Cancel(run_id="r1"),
+                    ContinueWorker(worker_id="o1"),
+                )
+                for wf in workflows
+                for es in _effect_sites(profiles[wf.name])[:1]
+                for site, n in _before_last_commit(es, pausable, in_txn)
+            ]
+        )
     if "late_approval" in families and approvals:
         # 6. A long outage between the decision and the gated effect: the
         # worker dies right before the effect, nothing runs for a day.
@@ -255,6 +276,17 @@ def targeted(u: Universe) -> list[Scenario]:
 
 def _effect_sites(profile: WorkflowProfile | None) -> tuple[EffectSite, ...]:
     return () if profile is None else profile.effect_sites
+
+
+def _before_last_commit(
+    es: EffectSite, pausable: set[str], in_txn: set[str]
+) -> list[tuple[str, int]]:
+    """The pausable site right before the last commit on the way to an effect."""
+    path = list(es.approach)
+    for i in range(len(path) - 1, 0, -1):
+        if path[i][0] in in_txn and path[i - 1][0] in pausable:
+            return [path[i - 1]]
+    return []
 
 
 def _resume_round(profile: WorkflowProfile | None) -> int:

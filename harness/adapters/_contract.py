@@ -59,6 +59,7 @@ class Capability(StrEnum):
     CONTEXT = "context"
     STORAGE_FAULTS = "storage_faults"
     CONCURRENT_WORKERS = "concurrent_workers"
+    CANCEL = "cancel"
 
 
 #: Every storage fault kind a scenario may ask for (``StorageFault.kind``).
@@ -209,6 +210,11 @@ class Environment(Protocol):
         """Cut the storage connections of running (or paused) workers, ``kind``
         one of :data:`STORAGE_KINDS`; True if one was cut, False if there was
         none to cut or the deployment has no such storage."""
+        ...
+
+    def cancel(self, run_id: str) -> bool:
+        """An operator cancels ``run_id`` now, out of band, while a worker may
+        hold it (``cancel`` capability); False if the run had already ended."""
         ...
 
     def close(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..history import History
 from ..model import Event, EventF, PropertyResult, RunState
-from ._base import Findings, final_state, guarded, plural
+from ._base import Findings, final_state, guarded, plural, vstrs
 from ._effects import IN_DOUBT, Effect, LogicalOp, applied_by_op, delivery, fmt_op, parse_effects
 
 NAME = "exactly_once_effects"
@@ -29,7 +29,9 @@ def check_exactly_once_effects(history: History, oracle: History | None) -> Prop
     Cannot see: whether an exactly-once effect that never happened *should*
     have (that is ``resume_equivalence``); a cancellation that came after a
     legitimately approved effect (a cancelled approval-gated run with the
-    effect is always reported); effects that bypassed the world.
+    effect is always reported, unless an ``operator_cancel`` fault named it:
+    a call already under way when an operator cancels cannot be recalled);
+    effects that bypassed the world.
     """
     f = Findings(NAME)
     f.zero("applied_effects", "logical_ops", "absorbed_duplicates", "at_least_once_duplicates")
@@ -66,6 +68,9 @@ def check_exactly_once_effects(history: History, oracle: History | None) -> Prop
     finals = history.finals()
     failed_submits = set(history.submitted_failed())
     needs_approval = decl.needs_approval if decl is not None else {}
+    operator_cancelled = {
+        run_id for e in history.faults("operator_cancel") for run_id in vstrs(e, "runs") or []
+    }
     for op, group in groups.items():
         _tenant, run_id, kind, _digest = op
         if run_id in failed_submits:
@@ -80,6 +85,7 @@ def check_exactly_once_effects(history: History, oracle: History | None) -> Prop
             final is not None
             and kind in needs_approval
             and final_state(final) is RunState.CANCELLED
+            and run_id not in operator_cancelled
         ):
             f.fail(
                 f"run {run_id} ended cancelled, yet the world applied {fmt_op(op)}, "

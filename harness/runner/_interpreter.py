@@ -30,6 +30,7 @@ from ..model import (
     AdvanceClock,
     Approve,
     ArmWorldFault,
+    Cancel,
     ContinueWorker,
     EventF,
     InjectMemory,
@@ -268,6 +269,8 @@ class Interpreter:
             self._inject(step)
         elif isinstance(step, StorageFault):
             self._storage(step)
+        elif isinstance(step, Cancel):
+            self._cancel(step)
         elif isinstance(step, Quiesce):
             self._quiesce(step)
         else:  # pragma: no cover - the Step union is closed
@@ -412,6 +415,17 @@ class Interpreter:
         self._fault("race", True, workers=list(step.worker_ids))
         for handle in handles:
             self._await(handle, crash_kind=None, crash=None)
+
+    def _cancel(self, step: Cancel) -> None:
+        """An operator's out-of-band write: the run is named, since its outcome
+        changes; what must not change is the state machine (a worker that
+        held the run must not write over the cancellation)."""
+        env = self.env
+        assert env is not None
+        if Capability.CANCEL not in self._caps:
+            raise ScenarioError("cancelling a run needs the cancel capability")
+        done = bool(env.cancel(step.run_id))
+        self._fault("operator_cancel", done, runs=[step.run_id], paused=sorted(self._paused))
 
     def _storage(self, step: StorageFault) -> None:
         env = self.env

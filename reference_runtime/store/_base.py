@@ -184,6 +184,12 @@ class Store(abc.ABC):
         """Clear a parked run's ``error`` (an operator deployed code that can
         read it) so workers may claim it again; False if it was not parked."""
 
+    @abc.abstractmethod
+    def cancel(self, run_id: str, now: float, actor: str, reason: str) -> bool:
+        """Cancel a run out of band (an operator, not a worker): one versioned
+        write, without the lease, so a worker that holds the run finds its
+        next commit stale. False if the run had already ended."""
+
     # -- inbox -----------------------------------------------------------
     @abc.abstractmethod
     def deliver(self, message: InboxMessage) -> bool:

@@ -32,6 +32,7 @@ from .._records import (
     Run,
     WorkingState,
 )
+from .._states import RunStatus, check_transition
 from ._base import Claim, Commit, RetentionPolicy, Snapshot, Store
 from ._sqlkit import (
     RUN_COLS,
@@ -463,6 +464,46 @@ class SqlStore(Store):
                         to_status=run.status,
                         state_version=run.state_version,
                         detail={"was": stored.error},
+                    ),
+                ),
+            )
+        return True
+
+    def cancel(self, run_id: str, now: float, actor: str, reason: str) -> bool:
+        with self._write() as tx:
+            stored = self._locked_run(tx, run_id)
+            if stored is None:
+                raise KeyError(f"no run with id {run_id!r} in this store")
+            if stored.status.value in TERMINAL_VALUES:
+                return False
+            check_transition(run_id, stored.status, RunStatus.CANCELLED)
+            # The lease fields stay: a worker may still hold the run. Its next
+            # commit carries the version it read, which is now stale.
+            run = stored.model_copy(
+                update={
+                    "status": RunStatus.CANCELLED,
+                    "error": f"cancelled by {actor}: {reason}",
+                    "wake_at": None,
+                    "updated_at": now,
+                    "state_version": stored.state_version + 1,
+                }
+            )
+            tx.run(RUN_UPDATE, *run_update_params(run))
+            self._append_audit(
+                tx,
+                (
+                    AuditEvent(
+                        tenant=run.tenant,
+                        created_at=now,
+                        updated_at=now,
+                        run_id=run_id,
+                        at=now,
+                        actor=actor,
+                        action="cancelled",
+                        from_status=stored.status,
+                        to_status=run.status,
+                        state_version=run.state_version,
+                        detail={"reason": reason},
                     ),
                 ),
             )

@@ -268,6 +268,9 @@ class ReferenceEnvironment:
     def deliver(self, message: dict[str, Any]) -> bool:
         return self.d.deliver(message)
 
+    def cancel(self, run_id: str) -> bool:
+        return self.d.runtime.cancel(run_id, reason="harness operator_cancel")
+
     def approval_message(
         self, run_id: str, decision: str, variant: str, message_id: str
     ) -> dict[str, Any] | None:
@@ -448,6 +451,7 @@ class ReferenceAdapter:
             Capability.VERSION_SWITCH,
             Capability.CONTEXT,
             Capability.CONCURRENT_WORKERS,
+            Capability.CANCEL,
         }
     )
 
