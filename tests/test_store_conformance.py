@@ -767,6 +767,26 @@ def test_a_parked_run_is_not_claimable_until_it_is_unparked(store: Store) -> Non
     assert store.unpark("r1", T0 + 103, "operator") is False
 
 
+def test_an_operator_cancel_makes_the_holders_next_commit_stale_and_writes_nothing_more(
+    store: Store,
+) -> None:
+    create(store, make_run("r1"))
+    claim = claimed(store, "r1")  # a worker holds the run, version 0
+    assert store.cancel("r1", T0 + 1, "operator", "customer withdrew") is True
+    cancelled = store.get_run("r1")
+    assert cancelled is not None
+    assert (cancelled.status, cancelled.state_version) == (S.CANCELLED, 1)
+    assert cancelled.fencing_token == claim.fencing_token  # no lease was taken
+    last = store.audit("r1")[-1]
+    assert (last.action, last.from_status, last.to_status) == ("cancelled", S.RUNNING, S.CANCELLED)
+    before = everything(store, "r1")
+    with pytest.raises(StaleWriteError):
+        store.commit(next_commit(claim, T0 + 2, audit=(make_audit("r1", "late"),)))
+    assert everything(store, "r1") == before
+    assert store.cancel("r1", T0 + 3, "operator", "again") is False  # already ended
+    assert store.claim("w2", T0 + 100, 10.0) is None
+
+
 def test_outbox_messages_and_child_runs_commit_with_the_parent_checkpoint(store: Store) -> None:
     create(store, make_run("parent", S.WAITING_FOR_EVENT))
     create(store, make_run("child"))
