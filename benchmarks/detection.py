@@ -93,7 +93,21 @@ def _run_cell(args: tuple[str, str, int, float]) -> dict[str, Any]:
         check=False,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"cell {args} failed:\n{proc.stderr[-2000:]}")
+        # One broken cell must not lose the others: it is shown as an error.
+        print(f"cell {args} failed:\n{proc.stderr[-2000:]}", file=sys.stderr, flush=True)
+        return {
+            "bug": bug,
+            "mode": mode,
+            "seed": seed,
+            "budget": budget,
+            "found": False,
+            "seconds": budget,
+            "examples": 0,
+            "failed": [],
+            "cycles": 0,
+            "cycles_per_second": 0.0,
+            "error": proc.stderr.strip().splitlines()[-1:],
+        }
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 

@@ -84,6 +84,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
         max_examples=ns.max_examples,
         report_dir=ns.report_dir,
         mode=getattr(ns, "mode", None),
+        targeted=getattr(ns, "targeted", None),
     )
     if settings.mode == "random-kill" and ns.exhaustive:
         raise UsageError("--mode random-kill and --exhaustive exclude each other; pick one")

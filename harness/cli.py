@@ -51,6 +51,14 @@ def _parser() -> argparse.ArgumentParser:
         "as found (no shrinking, and its replay may not reproduce it)",
     )
     r.add_argument(
+        "--no-targeted",
+        dest="targeted",
+        action="store_const",
+        const=False,
+        default=None,
+        help="skip the targeted schedules that a search runs before sampling",
+    )
+    r.add_argument(
         "--exhaustive",
         metavar="WORKFLOW",
         help="instead of sampling, kill at every (crash point x hit) of one workflow",

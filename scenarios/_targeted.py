@@ -169,12 +169,33 @@ def targeted(u: Universe) -> list[Scenario]:
                     for site, n in first[:MAX_TXN_SITES]
                 ]
             )
-        # Across workflows: every workflow's first statement now, the rest last.
-        zipped = _zip(sweeps)
-        cats.append(zipped[0] if zipped else [])
-        later = [s for group in zipped[1:] for s in group]
+        # Across workflows: every workflow's first and last statement now (a
+        # commit split in two shows at one of its ends), the middle ones last.
+        ends = [g[:1] + g[-1:] if len(g) > 1 else g for g in sweeps]
+        middles = [g[1:-1] for g in sweeps]
+        cats.append([s for group in _zip(ends) for s in group])
+        later = [s for group in _zip(middles) for s in group]
+    if "operator" in families:
+        # 5. An operator cancels the run while a worker paused right before its
+        # last commit ahead of an effect holds it: that commit must not undo
+        # the cancellation.
+        cats.append(
+            [
+                _scenario(
+                    f"{wf.name}/cancel_while_held/{es.effect}/{site}@{n}",
+                    _run(wf),
+                    *_rounds(es.round, "r1", approvals),
+                    RunWorker(worker_id="o1", crash=CrashSpec(site=site, nth=n, action="pause")),
+                    Cancel(run_id="r1"),
+                    ContinueWorker(worker_id="o1"),
+                )
+                for wf in workflows
+                for es in _effect_sites(profiles[wf.name])[:1]
+                for site, n in _before_last_commit(es, pausable, in_txn)
+            ]
+        )
     if "zombie" in families:
-        # 5. A worker paused just before an effect outlives its lease; another
+        # 6. A worker paused just before an effect outlives its lease; another
         # takes over; the first wakes up and carries on. Paused at each of the
         # last few boundaries before the call, nearest first: a runtime checks
         # its lease at one of them, and only a pause before that check tests it.
@@ -199,25 +220,6 @@ def targeted(u: Universe) -> list[Scenario]:
                     ]
                 )
         cats.append([s for group in _zip(zombies) for s in group])
-    if "operator" in families:
-        # 6. An operator cancels the run while a worker paused right before its
-        # last commit ahead of an effect holds it: that commit must not undo
-        # the cancellation.
-        cats.append(
-            [
-                _scenario(
-                    f"{wf.name}/cancel_while_held/{es.effect}/{site}@{n}",
-                    _run(wf),
-                    *_rounds(es.round, "r1", approvals),
-                    RunWorker(worker_id="o1", crash=CrashSpec(site=site, nth=n, action="pause")),
-                    Cancel(run_id="r1"),
-                    ContinueWorker(worker_id="o1"),
-                )
-                for wf in workflows
-                for es in _effect_sites(profiles[wf.name])[:1]
-                for site, n in _before_last_commit(es, pausable, in_txn)
-            ]
-        )
     if "late_approval" in families and approvals:
         # 6. A long outage between the decision and the gated effect: the
         # worker dies right before the effect, nothing runs for a day.

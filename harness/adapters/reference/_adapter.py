@@ -278,7 +278,12 @@ class ReferenceEnvironment:
         if snap.run.status.value != "WaitingForApproval" or not snap.run.waiting_on:
             return None
         approval_id = snap.run.waiting_on.removeprefix("approval:")
-        approval = next(a for a in snap.approvals if a.approval_id == approval_id)
+        approval = next((a for a in snap.approvals if a.approval_id == approval_id), None)
+        if approval is None:
+            # The run says it waits, but its approval request was never
+            # recorded (a split checkpoint): no approver can answer it. The
+            # run stays waiting; progress and legal_transitions judge that.
+            return None
         fields: dict[str, Any] = {
             "tenant": snap.run.tenant,
             "approval_id": approval_id,
