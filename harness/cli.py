@@ -130,11 +130,6 @@ def _list(what: str, out: TextIO) -> int:
         }
         for fam in FAMILIES:
             print(f"{fam:14} {docs[fam]}", file=out)
-        print(
-            "\nBefore sampling, a search runs targeted schedules: one run, one fault aimed by "
-            "the workflow's site profile (scenarios/_targeted.py).",
-            file=out,
-        )
     elif what == "bugs":
         from reference_runtime._bugs import BUGS
 

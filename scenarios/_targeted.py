@@ -112,6 +112,18 @@ def targeted(u: Universe) -> list[Scenario]:
                 for wf in workflows
                 if wf.needs_approval
             ]
+            + [
+                # and decisions the runtime must refuse at the door
+                _scenario(
+                    f"{wf.name}/{variant}_decision",
+                    _run(wf),
+                    RunWorker(worker_id="w1"),
+                    Approve(run_id="r1", variant=variant),
+                )
+                for wf in workflows[:1]
+                if wf.needs_approval
+                for variant in ("forged", "wrong_role", "wrong_params")
+            ]
         )
     # 3. Memory planted before the run reads it: user-supplied text where an
     # approval could be waived, other tenants' / expired / superseded records

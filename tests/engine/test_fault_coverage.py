@@ -24,7 +24,7 @@ def faults(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, int]
         "--profile",
         "ci",
         "--max-examples",
-        "40",
+        "130",
         "--report-dir",
         str(folder),
         cwd=folder,
