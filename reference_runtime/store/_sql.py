@@ -405,22 +405,31 @@ class SqlStore(Store):
             [(a.uri, a.owner, a.subject, a.expires_at, a.model_dump_json()) for a in refs],
         )
 
-    def park(self, run_id: str, reason: str, now: float) -> None:
-        """Set ``error`` and audit it; status, payload and lease stay as they are.
-
-        ``state_version`` is bumped: the row changed, and a worker that read
-        it before must not silently overwrite the parking with a stale commit.
-        """
+    def _write_out_of_band(
+        self,
+        run_id: str,
+        now: float,
+        *,
+        actor: str,
+        action: str,
+        detail: Callable[[Run], dict[str, Any]],
+        applies: Callable[[Run], bool],
+        changes: dict[str, Any],
+    ) -> bool:
+        """One audited write to a run that no lease guards (the store parking
+        it, an operator): ``state_version`` is bumped, so a worker that read
+        the run before is refused (StaleWriteError) rather than writing over
+        it. False, writing nothing, if ``applies`` says the run is not in a
+        state the write is for; ``detail`` reads the audit detail off the
+        stored run."""
         with self._write() as tx:
             stored = self._locked_run(tx, run_id)
             if stored is None:
                 raise KeyError(f"no run with id {run_id!r} in this store")
+            if not applies(stored):
+                return False
             run = stored.model_copy(
-                update={
-                    "error": reason,
-                    "updated_at": now,
-                    "state_version": stored.state_version + 1,
-                }
+                update={**changes, "updated_at": now, "state_version": stored.state_version + 1}
             )
             tx.run(RUN_UPDATE, *run_update_params(run))
             event = AuditEvent(
@@ -429,85 +438,68 @@ class SqlStore(Store):
                 updated_at=now,
                 run_id=run_id,
                 at=now,
-                actor="store",
-                action="parked",
-                from_status=run.status,
+                actor=actor,
+                action=action,
+                from_status=stored.status,
                 to_status=run.status,
                 state_version=run.state_version,
-                detail={"reason": reason},
+                detail=detail(stored),
             )
             self._append_audit(tx, (event,))
+        return True
+
+    def park(self, run_id: str, reason: str, now: float) -> None:
+        """Set ``error`` and audit it; status, payload and lease stay as they are.
+
+        ``state_version`` is bumped: the row changed, and a worker that read
+        it before must not silently overwrite the parking with a stale commit.
+        """
+        self._write_out_of_band(
+            run_id,
+            now,
+            actor="store",
+            action="parked",
+            detail=lambda _stored: {"reason": reason},
+            applies=lambda _run: True,
+            changes={"error": reason},
+        )
 
     def unpark(self, run_id: str, now: float, actor: str) -> bool:
-        with self._write() as tx:
-            stored = self._locked_run(tx, run_id)
-            if stored is None:
-                raise KeyError(f"no run with id {run_id!r} in this store")
-            if stored.error is None or stored.status.value in TERMINAL_VALUES:
-                return False
-            run = stored.model_copy(
-                update={"error": None, "updated_at": now, "state_version": stored.state_version + 1}
-            )
-            tx.run(RUN_UPDATE, *run_update_params(run))
-            self._append_audit(
-                tx,
-                (
-                    AuditEvent(
-                        tenant=run.tenant,
-                        created_at=now,
-                        updated_at=now,
-                        run_id=run_id,
-                        at=now,
-                        actor=actor,
-                        action="unparked",
-                        from_status=run.status,
-                        to_status=run.status,
-                        state_version=run.state_version,
-                        detail={"was": stored.error},
-                    ),
-                ),
-            )
-        return True
+        def parked(run: Run) -> bool:
+            return run.error is not None and run.status.value not in TERMINAL_VALUES
+
+        return self._write_out_of_band(
+            run_id,
+            now,
+            actor=actor,
+            action="unparked",
+            detail=lambda stored: {"was": stored.error},
+            applies=parked,
+            changes={"error": None},
+        )
 
     def cancel(self, run_id: str, now: float, actor: str, reason: str) -> bool:
-        with self._write() as tx:
-            stored = self._locked_run(tx, run_id)
-            if stored is None:
-                raise KeyError(f"no run with id {run_id!r} in this store")
-            if stored.status.value in TERMINAL_VALUES:
+        def active(run: Run) -> bool:
+            if run.status.value in TERMINAL_VALUES:
                 return False
-            check_transition(run_id, stored.status, RunStatus.CANCELLED)
-            # The lease fields stay: a worker may still hold the run. Its next
-            # commit carries the version it read, which is now stale.
-            run = stored.model_copy(
-                update={
-                    "status": RunStatus.CANCELLED,
-                    "error": f"cancelled by {actor}: {reason}",
-                    "wake_at": None,
-                    "updated_at": now,
-                    "state_version": stored.state_version + 1,
-                }
-            )
-            tx.run(RUN_UPDATE, *run_update_params(run))
-            self._append_audit(
-                tx,
-                (
-                    AuditEvent(
-                        tenant=run.tenant,
-                        created_at=now,
-                        updated_at=now,
-                        run_id=run_id,
-                        at=now,
-                        actor=actor,
-                        action="cancelled",
-                        from_status=stored.status,
-                        to_status=run.status,
-                        state_version=run.state_version,
-                        detail={"reason": reason},
-                    ),
-                ),
-            )
-        return True
+            check_transition(run_id, run.status, RunStatus.CANCELLED)
+            return True
+
+        # The lease fields stay: a worker may still hold the run. Its next
+        # commit carries the version it read, which is now stale.
+        return self._write_out_of_band(
+            run_id,
+            now,
+            actor=actor,
+            action="cancelled",
+            detail=lambda _stored: {"reason": reason},
+            applies=active,
+            changes={
+                "status": RunStatus.CANCELLED,
+                "error": f"cancelled by {actor}: {reason}",
+                "wake_at": None,
+            },
+        )
 
     # -- inbox -----------------------------------------------------------
     def deliver(self, message: InboxMessage) -> bool:
