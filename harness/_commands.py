@@ -42,7 +42,9 @@ def probe_universe(adapter: Adapter, settings: Any) -> Any:
             storage_kinds = offered_storage_kinds(env, frozenset(adapter.capabilities))
         finally:
             env.close()
-    profiles = {wf.name: profile_workflow(adapter, wf) for wf in adapter.workflows()}
+    # The sites right before effects serve only the targeted schedules.
+    aim = settings.targeted and settings.mode == "search"
+    profiles = {wf.name: profile_workflow(adapter, wf, effects=aim) for wf in adapter.workflows()}
     return Universe(
         site_hits={k: p.hits for k, p in profiles.items() if p.hits},
         profiles={k: p for k, p in profiles.items() if p.hits},

@@ -133,21 +133,21 @@ class Engine:
 
     def oracle(self, scenario: Scenario) -> Path:
         """History of the scenario's workload without faults (cached)."""
-        hook = getattr(self.adapter, "migrated_input", None)
-        migrate = None
-        if hook is not None:
-
-            def migrate(run: RunSpec) -> dict[str, Any]:
-                assert run.code_version is not None
-                return dict(hook(run.workflow, run.input, run.code_version))
-
-        free = scenario.fault_free(migrate)
+        free = scenario.fault_free(self._migrated_input)
         key = free.model_dump_json()
         if key not in self._oracles:
             folder = self.workdir / f"oracle-{len(self._oracles)}"
             result = run_scenario(self.adapter, free, folder, history_name="oracle.jsonl")
             self._oracles[key] = result.history_path
         return self._oracles[key]
+
+    def _migrated_input(self, run: RunSpec) -> dict[str, Any]:
+        """A run an older release accepted, as the oracle submits it to today's
+        code: the adapter's optional ``migrated_input``, else its input as is."""
+        hook = getattr(self.adapter, "migrated_input", None)
+        if hook is None or run.code_version is None:
+            return dict(run.input)
+        return dict(hook(run.workflow, run.input, run.code_version))
 
     def execute(self, scenario: Scenario, folder: Path | None = None) -> Example:
         self._n += 1
@@ -198,12 +198,8 @@ class Engine:
         for scenario in aimed[: s.max_examples]:
             if over_budget() and outcome.examples > 0:
                 break
-            example = self.execute(scenario)
-            self.account(outcome, example)
-            if example.failed:
-                failures.append(example)
+            if self._try(outcome, scenario):
                 break
-            self.keep_last(example)
         remaining = s.max_examples - outcome.examples
         if failures or remaining <= 0 or over_budget():
             return self._finish(outcome, started)
@@ -222,12 +218,8 @@ class Engine:
         def probe(scenario: Scenario) -> None:
             if over_budget() and (failures or outcome.examples > 0):
                 return  # out of time: let Hypothesis wind down
-            example = self.execute(scenario)
-            self.account(outcome, example)
-            if example.failed:
-                failures.append(example)
+            if self._try(outcome, scenario):
                 raise _Found
-            self.keep_last(example)
 
         probe = seed(self.seed)(probe)
         try:
@@ -239,6 +231,16 @@ class Engine:
                 raise
             outcome.counts["hypothesis_" + type(exc).__name__] += 1
         return self._finish(outcome, started)
+
+    def _try(self, outcome: Outcome, scenario: Scenario) -> bool:
+        """Execute and account for one example; True if it failed (kept)."""
+        example = self.execute(scenario)
+        self.account(outcome, example)
+        if example.failed:
+            self.failures.append(example)
+            return True
+        self.keep_last(example)
+        return False
 
     def _finish(self, outcome: Outcome, started: float) -> Outcome:
         outcome.failures = list(self.failures)

@@ -115,8 +115,10 @@ def _effect_site(adapter: Any, workflow: Any, effect: str, workdir: Path) -> Eff
         env.close()
 
 
-def profile_workflow(adapter: Any, workflow: Any) -> WorkflowProfile:
-    """Profile one workflow (empty when the environment cannot trace)."""
+def profile_workflow(adapter: Any, workflow: Any, *, effects: bool = True) -> WorkflowProfile:
+    """Profile one workflow (empty when the environment cannot trace). With
+    ``effects`` false, the sites right before each effect are not looked for
+    (one run fewer per effect; only the targeted schedules use them)."""
     with tempfile.TemporaryDirectory(prefix="harness-profile-") as tmp:
         env: Any = adapter.open(Path(tmp) / "free", seed=0)
         try:
@@ -130,7 +132,7 @@ def profile_workflow(adapter: Any, workflow: Any) -> WorkflowProfile:
             for site, n in trace:
                 hits[site] = max(hits.get(site, 0), n)
         sites = []
-        for i, effect in enumerate(workflow.effects):
+        for i, effect in enumerate(workflow.effects if effects else ()):
             found = _effect_site(adapter, workflow, effect, Path(tmp) / f"effect-{i}")
             if found is not None:
                 sites.append(found)
