@@ -17,14 +17,13 @@ from typing import Any
 from harness.adapters import (
     Capability,
     Declarations,
+    ForkServerWorker,
     Observation,
     RunView,
-    WorkerExit,
     WorkflowSpec,
+    shared_fork_server,
 )
 from harness.model import CrashSpec, RunSpec, RunState
-from harness.runner import ForkServer, Stopped
-from harness.runner import Worker as Proc
 from harness.world import Caller, World, WorldClient
 
 NOW = 1_700_000_000.0  # no clock: a constant time keeps histories reproducible
@@ -59,36 +58,6 @@ def worker_main(args: dict[str, Any]) -> int:
 
 # -- the adapter -----------------------------------------------------------------
 
-_server: ForkServer | None = None
-
-
-def fork_server() -> ForkServer:
-    """One fork server per harness process, with this module preloaded."""
-    global _server
-    if _server is None:
-        _server = ForkServer(preload=["examples.minimal_adapter.adapter"]).start()
-    return _server
-
-
-class Handle:
-    """A worker process, as the harness waits for and signals it."""
-
-    def __init__(self, worker_id: str, proc: Proc) -> None:
-        self.worker_id, self.proc, self.pid = worker_id, proc, proc.pid
-
-    def wait(self, timeout: float) -> WorkerExit:
-        got = self.proc.wait_stopped_or_exit(timeout)
-        if isinstance(got, Stopped):
-            return WorkerExit(stopped=True)
-        return WorkerExit(signal=got.signal) if got.signal else WorkerExit(code=got.code)
-
-    def kill(self) -> None:
-        if self.proc.exit is None:
-            self.proc.kill()
-
-    def cont(self) -> None:
-        self.proc.cont()
-
 
 class ToyEnvironment:
     """One isolated deployment: a folder of runs and a world."""
@@ -98,7 +67,7 @@ class ToyEnvironment:
         self.runs.mkdir(parents=True)
         self.workdir, self.keyed = workdir, keyed
         self.world = World(workdir / "world.db", clock=lambda: NOW).create()
-        self.workers: list[Handle] = []
+        self.workers: list[ForkServerWorker] = []
         self.seen = 0
 
     def declarations(self) -> Declarations:
@@ -115,19 +84,19 @@ class ToyEnvironment:
 
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
-    ) -> Handle:
+    ) -> ForkServerWorker:
         args = {
             "worker_id": worker_id,
             "runs": str(self.runs),
             "world": self.world.path,
             "keyed": self.keyed,
         }
-        proc = fork_server().spawn(
+        proc = shared_fork_server(["examples.minimal_adapter.adapter"]).spawn(
             "examples.minimal_adapter.adapter:worker_main",
             args=args,
             log=self.workdir / "workers.log",
         )
-        self.workers.append(Handle(worker_id, proc))
+        self.workers.append(ForkServerWorker(worker_id, proc))
         return self.workers[-1]
 
     def submit(self, run: RunSpec) -> None:

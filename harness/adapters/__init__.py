@@ -1,7 +1,8 @@
 """Adapters: the only way the harness touches a runtime.
 
 The contract (``_contract``) is public here, for adapters written outside
-this package: see ``docs/adapters.md``.
+this package: see ``docs/adapters.md``. ``ForkServerWorker`` and
+``shared_fork_server`` are the usual way to start worker processes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ._contract import (
     WorkerHandle,
     WorkflowSpec,
 )
+from ._workers import ForkServerWorker, shared_fork_server
 
 __all__ = [
     "STORAGE_KINDS",
@@ -25,9 +27,11 @@ __all__ = [
     "Capability",
     "Declarations",
     "Environment",
+    "ForkServerWorker",
     "Observation",
     "RunView",
     "WorkerExit",
     "WorkerHandle",
     "WorkflowSpec",
+    "shared_fork_server",
 ]

@@ -30,22 +30,19 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harness.adapters import ForkServerWorker, shared_fork_server
 from harness.adapters._contract import (
     Capability,
     Declarations,
     Observation,
     RunView,
-    WorkerExit,
     WorkflowSpec,
 )
 from harness.model import CrashSpec, RunSpec, RunState
-from harness.runner import ForkServer, Stopped
-from harness.runner import Worker as ProcWorker
 from harness.world import Caller, Rejected, Unknown, World, WorldClient
 
 #: The (virtual, constant) time of this runtime: it has no clock, and a fixed
@@ -191,41 +188,6 @@ def worker_main(args: dict[str, Any]) -> int:
 
 # -- the adapter ---------------------------------------------------------------------
 
-_server_lock = threading.Lock()
-_server: ForkServer | None = None
-
-
-def _fork_server() -> ForkServer:
-    """One fork server for the whole harness process, preloaded with this module."""
-    global _server
-    with _server_lock:
-        if _server is None:
-            _server = ForkServer(preload=["pydantic", "sqlite3", "broken_runtime"], spares=1)
-            _server.start()
-        return _server
-
-
-class _Handle:
-    def __init__(self, worker_id: str, proc: ProcWorker) -> None:
-        self.worker_id = worker_id
-        self.proc = proc
-        self.pid = proc.pid
-
-    def wait(self, timeout: float) -> WorkerExit:
-        got = self.proc.wait_stopped_or_exit(timeout)
-        if isinstance(got, Stopped):
-            return WorkerExit(stopped=True)
-        if got.signal is not None:
-            return WorkerExit(signal=got.signal)
-        return WorkerExit(code=got.code)
-
-    def kill(self) -> None:
-        if self.proc.exit is None:
-            self.proc.kill()
-
-    def cont(self) -> None:
-        self.proc.cont()
-
 
 class BrokenEnvironment:
     """One isolated deployment: a store file and a world under ``workdir``."""
@@ -238,7 +200,7 @@ class BrokenEnvironment:
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
         with _store(self.store_path) as conn:
             conn.executescript(_SCHEMA)
-        self._workers: list[_Handle] = []
+        self._workers: list[ForkServerWorker] = []
         self._seen = 0
 
     def declarations(self) -> Declarations:
@@ -255,7 +217,7 @@ class BrokenEnvironment:
 
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
-    ) -> _Handle:
+    ) -> ForkServerWorker:
         if crash is not None or code_version is not None:
             raise NotImplementedError("the broken runtime has no crash points and one version")
         args = {
@@ -264,8 +226,9 @@ class BrokenEnvironment:
             "store": self.store_path,
             "world": self.world.path,
         }
-        proc = _fork_server().spawn(WORKER_TARGET, args=args, log=self.workdir / "workers.log")
-        handle = _Handle(worker_id, proc)
+        server = shared_fork_server(["pydantic", "sqlite3", "broken_runtime"], spares=1)
+        proc = server.spawn(WORKER_TARGET, args=args, log=self.workdir / "workers.log")
+        handle = ForkServerWorker(worker_id, proc)
         self._workers.append(handle)
         return handle
 

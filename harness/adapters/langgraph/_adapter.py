@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ..._janitor import tag
 from ...model import CrashSpec, RunSpec, RunState
-from ...runner import ForkServer, Stopped
-from ...runner import Worker as ProcWorker
 from ...world import World, request_hash
-from .._contract import Capability, Declarations, Observation, RunView, WorkerExit, WorkflowSpec
+from .._contract import Capability, Declarations, Observation, RunView, WorkflowSpec
+from .._workers import ForkServerWorker, shared_fork_server
 from ._app import DURABILITIES
 from ._store import Backend, Registry, RunRow, SaverSpec, create_storage, drop_storage, open_saver
 from ._worker import EPOCH, TARGET, load_app, thread_config
@@ -44,41 +42,6 @@ _STATES = {
     "failed": RunState.FAILED,
     "cancelled": RunState.CANCELLED,
 }
-
-_server_lock = threading.Lock()
-_servers: dict[tuple[str, ...], ForkServer] = {}
-
-
-def _fork_server(preload: tuple[str, ...]) -> ForkServer:
-    """One fork server per preload set, for the whole harness process."""
-    with _server_lock:
-        server = _servers.get(preload)
-        if server is None:
-            server = ForkServer(preload=list(preload), spares=2).start()
-            _servers[preload] = server
-        return server
-
-
-class _Handle:
-    def __init__(self, worker_id: str, proc: ProcWorker) -> None:
-        self.worker_id = worker_id
-        self.proc = proc
-        self.pid = proc.pid
-
-    def wait(self, timeout: float) -> WorkerExit:
-        got = self.proc.wait_stopped_or_exit(timeout)
-        if isinstance(got, Stopped):
-            return WorkerExit(stopped=True)
-        if got.signal is not None:
-            return WorkerExit(signal=got.signal)
-        return WorkerExit(code=got.code)
-
-    def kill(self) -> None:
-        if self.proc.exit is None:
-            self.proc.kill()
-
-    def cont(self) -> None:
-        self.proc.cont()
 
 
 class LangGraphEnvironment:
@@ -104,7 +67,7 @@ class LangGraphEnvironment:
         self._graph = self.app.build(
             self._stack.enter_context(open_saver(self.saver)), self.app.current_version
         )
-        self._workers: list[_Handle] = []
+        self._workers: list[ForkServerWorker] = []
         self._seen: set[str] = set()
 
     # -- declarations ---------------------------------------------------------
@@ -128,7 +91,7 @@ class LangGraphEnvironment:
 
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
-    ) -> _Handle:
+    ) -> ForkServerWorker:
         if crash is not None:
             raise NotImplementedError("LangGraph has no crash points; kill at effect boundaries")
         if code_version is not None and code_version not in self.app.versions:
@@ -147,10 +110,10 @@ class LangGraphEnvironment:
             "world": self.world.path,
             "lock_dir": str(self.lock_dir),
         }
-        proc = _fork_server(self.adapter.preload()).spawn(
+        proc = shared_fork_server(self.adapter.preload()).spawn(
             TARGET, args=args, log=self.workdir / "workers.log"
         )
-        handle = _Handle(worker_id, proc)
+        handle = ForkServerWorker(worker_id, proc)
         self._workers.append(handle)
         return handle
 

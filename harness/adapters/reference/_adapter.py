@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +20,15 @@ from reference_runtime._workflows import Registry, upgrade_approval
 
 from ..._janitor import sweep
 from ...model import CrashSpec, RunSpec, RunState
-from ...runner import ForkServer, Stopped
-from ...runner import Worker as ProcWorker
+from ...runner import ForkServer
 from .._contract import (
     Capability,
     Declarations,
     Observation,
     RunView,
-    WorkerExit,
     WorkflowSpec,
 )
+from .._workers import ForkServerWorker, shared_fork_server
 from ._deployment import WORKER_TARGET, Deployment
 
 #: What the reference runtime declares for each effect kind.
@@ -104,19 +102,9 @@ def _preload() -> tuple[str, ...]:
     return PRELOAD + extra
 
 
-_server_lock = threading.Lock()
-_servers: dict[tuple[str, ...], ForkServer] = {}
-
-
 def fork_server(extra: tuple[str, ...] = ()) -> ForkServer:
-    """One started fork server per preload set, for the whole harness process."""
-    key = _preload() + extra
-    with _server_lock:
-        server = _servers.get(key)
-        if server is None:
-            server = ForkServer(preload=list(key), spares=2).start()
-            _servers[key] = server
-        return server
+    """The started fork server for this preload set (shared by the process)."""
+    return shared_fork_server(_preload() + extra)
 
 
 def downgrade(workflow: str, payload: dict[str, Any], code_version: int) -> dict[str, Any]:
@@ -144,30 +132,6 @@ def normalize(raw: str, waiting_on: str | None, error: str | None) -> RunState:
     return RunState.UNKNOWN
 
 
-class _Handle:
-    """A worker process forked by the fork server."""
-
-    def __init__(self, worker_id: str, proc: ProcWorker) -> None:
-        self.worker_id = worker_id
-        self.proc = proc
-        self.pid = proc.pid
-
-    def wait(self, timeout: float) -> WorkerExit:
-        got = self.proc.wait_stopped_or_exit(timeout)
-        if isinstance(got, Stopped):
-            return WorkerExit(stopped=True)
-        if got.signal is not None:
-            return WorkerExit(signal=got.signal)
-        return WorkerExit(code=got.code)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None or isinstance(self.proc.poll(), Stopped):
-            self.proc.kill()
-
-    def cont(self) -> None:
-        self.proc.cont()
-
-
 class ReferenceEnvironment:
     """One isolated deployment of the reference runtime (see the contract)."""
 
@@ -186,7 +150,7 @@ class ReferenceEnvironment:
         self.world = self.d.world
         self._server = fork_server()
         self._registry = Registry()
-        self._workers: list[_Handle] = []
+        self._workers: list[ForkServerWorker] = []
         self._audit_seen = 0
         self._context_log = workdir / "contexts.jsonl"
         self._context_seen = 0
@@ -230,7 +194,7 @@ class ReferenceEnvironment:
 
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
-    ) -> _Handle:
+    ) -> ForkServerWorker:
         spec = None if crash is None else f"{crash.site}={crash.action}@{crash.nth}"
         env = self.d.worker_env(
             crash=spec, code_version=code_version, trace=self.trace_crash_points
@@ -242,7 +206,7 @@ class ReferenceEnvironment:
             env=env,
             log=self.workdir / "workers.log",
         )
-        handle = _Handle(worker_id, proc)
+        handle = ForkServerWorker(worker_id, proc)
         self._workers.append(handle)
         return handle
 

@@ -1,0 +1,55 @@
+"""Workers from a fork server, as an adapter hands them to the harness.
+
+Most adapters start workers the same way: a :class:`~harness.runner.ForkServer`
+per preload set, kept for the whole harness process, and a handle that maps
+the runner's :class:`~harness.runner.Exit` / :class:`~harness.runner.Stopped`
+onto the contract's :class:`WorkerExit`. These two pieces are that way.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from ..runner import ForkServer, Stopped, Worker
+from ._contract import WorkerExit
+
+_lock = threading.Lock()
+_servers: dict[tuple[tuple[str, ...], int], ForkServer] = {}
+
+
+def shared_fork_server(preload: Sequence[str], *, spares: int = 2) -> ForkServer:
+    """One started fork server per (preload set, spares), for the whole
+    harness process: forking from it costs a fork, not an interpreter start."""
+    key = (tuple(preload), spares)
+    with _lock:
+        server = _servers.get(key)
+        if server is None:
+            server = ForkServer(preload=list(preload), spares=spares).start()
+            _servers[key] = server
+        return server
+
+
+class ForkServerWorker:
+    """A :class:`~harness.adapters.WorkerHandle` over a runner :class:`Worker`."""
+
+    def __init__(self, worker_id: str, proc: Worker) -> None:
+        self.worker_id = worker_id
+        self.proc = proc
+        self.pid = proc.pid
+
+    def wait(self, timeout: float) -> WorkerExit:
+        got = self.proc.wait_stopped_or_exit(timeout)
+        if isinstance(got, Stopped):
+            return WorkerExit(stopped=True)
+        if got.signal is not None:
+            return WorkerExit(signal=got.signal)
+        return WorkerExit(code=got.code)
+
+    def kill(self) -> None:
+        state = self.proc.poll()  # refreshed: never signal what has ended
+        if state is None or isinstance(state, Stopped):
+            self.proc.kill()
+
+    def cont(self) -> None:
+        self.proc.cont()
