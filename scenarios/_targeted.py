@@ -14,8 +14,9 @@ that matter most should not wait for the dice.
 The list is built only from what the adapter declares (workflows, effects,
 capabilities, crash points) and from the profile's site order, never from a
 runtime's site names. Every scenario is already minimal (one run, one fault),
-so a failure needs no shrinking. Categories are interleaved across
-workflows, cheapest first.
+so a failure needs no shrinking. Within a category, workflows are
+interleaved; categories with one scenario per workflow or effect run before
+the sweeps over sites.
 """
 
 from __future__ import annotations
@@ -109,16 +110,18 @@ def targeted(u: Universe) -> list[Scenario]:
         pausable=frozenset(u.pause_points),
     )
     first_ends, middles = _commit_sweeps(aim)
+    # The categories with one scenario per workflow or effect come first; the
+    # sweeps over sites (zombies, the middle statements of a commit) last.
     cats = [
         _world_kills(aim),
         _messages(aim),
         _memory(aim),
+        _upgrades(aim),
+        _outages(aim),
         first_ends,
         _operator_cancels(aim),
-        _zombies(aim),
-        _outages(aim),
-        _upgrades(aim),
         _kills_before(aim),
+        _zombies(aim),
         middles,
     ]
     out: list[Scenario] = []
