@@ -158,6 +158,9 @@ class ToyEnvironment:
     def storage_fault(self, kind: str) -> bool:
         return False
 
+    def cancel(self, run_id: str) -> bool:
+        raise NotImplementedError("no operator cancel")
+
     def close(self) -> None:
         for w in self.workers:
             if w.proc.exit is None:  # no worker outlives its environment

@@ -307,6 +307,9 @@ class BrokenEnvironment:
     def storage_fault(self, kind: str) -> bool:
         return False
 
+    def cancel(self, run_id: str) -> bool:
+        raise NotImplementedError("the broken runtime cannot cancel runs")
+
     def close(self) -> None:
         for w in self._workers:
             if w.proc.exit is None:

@@ -287,6 +287,9 @@ class LangGraphEnvironment:
     def storage_fault(self, kind: str) -> bool:
         return False
 
+    def cancel(self, run_id: str) -> bool:
+        raise NotImplementedError("the LangGraph adapter does not cancel runs")
+
     def close(self) -> None:
         for w in self._workers:
             if w.proc.exit is None:
