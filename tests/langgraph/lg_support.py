@@ -53,7 +53,10 @@ CONCURRENT_RESUME = Scenario(
         Submit(run=R1),
         RunWorker(worker_id="w0"),
         Approve(run_id="r1"),
-        ArmWorldFault(service="payments", action="refund", mode="slow", delay=1.0),
+        # The first racer is held inside the refund long enough for the second
+        # to start and read the same checkpoint even on a loaded machine (at
+        # 1 s, a CI run once saw the second start after the first had left).
+        ArmWorldFault(service="payments", action="refund", mode="slow", delay=3.0),
         RaceWorkers(worker_ids=("a0", "b0")),
         Quiesce(),
     ),
