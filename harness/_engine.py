@@ -134,7 +134,10 @@ class Engine:
     def oracle(self, scenario: Scenario) -> Path:
         """History of the scenario's workload without faults (cached)."""
         free = scenario.fault_free(self._migrated_input)
-        key = free.model_dump_json()
+        # Keyed by what runs (submissions and seed), not by the name: the
+        # targeted schedules of one workflow, and the shrinks of one example,
+        # share one fault-free run.
+        key = free.model_copy(update={"name": ""}).model_dump_json()
         if key not in self._oracles:
             folder = self.workdir / f"oracle-{len(self._oracles)}"
             result = run_scenario(self.adapter, free, folder, history_name="oracle.jsonl")

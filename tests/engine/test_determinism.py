@@ -107,3 +107,22 @@ def test_the_broken_runtime_s_histories_are_reproducible_too(tmp_path: Path) -> 
     b = run_scenario(adapter, scenario, tmp_path / "bb")
     assert a.coverage.fired == {"effect_boundary": 1}
     assert a.history_path.read_bytes() == b.history_path.read_bytes()
+
+
+def test_scenarios_with_one_workload_share_one_fault_free_run(tmp_path: Path) -> None:
+    from harness._engine import Engine
+    from harness._settings import load_settings
+
+    engine = Engine(ReferenceAdapter(), load_settings("dev"), workdir=tmp_path)
+    renamed = SCENARIO.model_copy(update={"name": "another name"})
+    fault_free = Scenario(
+        name="no faults", seed=7, steps=(Submit(run=REFUND), Submit(run=PROCUREMENT), Quiesce())
+    )
+    reseeded = SCENARIO.model_copy(update={"seed": 8})
+    paths = [engine.oracle(s) for s in (SCENARIO, renamed, fault_free, reseeded)]
+    # The name does not change what runs; the seed may.
+    assert paths[0] == paths[1] == paths[2] != paths[3]
+    assert sorted(p.parent.name for p in tmp_path.glob("oracle-*/oracle.jsonl")) == [
+        "oracle-0",
+        "oracle-1",
+    ]
