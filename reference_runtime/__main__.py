@@ -1,4 +1,4 @@
-"""Command line: ``python -m reference_runtime COMMAND`` (worker, submit, deliver, status, ...).
+"""Command line: ``python -m reference_runtime COMMAND`` (worker, submit, cancel, ...).
 
 Configuration comes from ``RR_*`` environment variables and the options below
 (options win). Exit codes: 0 ok, 1 the command ran but found a problem, 2 bad
@@ -91,6 +91,15 @@ def _parser() -> argparse.ArgumentParser:
     common(st)
     st.add_argument("run_id")
 
+    c = sub.add_parser(
+        "cancel",
+        help="cancel a run now, as an operator (exit 1 if it had already ended)",
+    )
+    common(c)
+    c.add_argument("run_id")
+    c.add_argument("--reason", default="cancelled", help="recorded in the run and its audit")
+    c.add_argument("--actor", default="operator", help="who cancels (audit)")
+
     sub.add_parser("crashpoints", help="list crash point names")
     sub.add_parser("workflows", help="list workflows and their definition versions")
     sub.add_parser("bugs", help="list the seeded bugs (RR_BUGS=NAME,...; off by default)")
@@ -154,6 +163,23 @@ def _run(ns: argparse.Namespace) -> int:
                 """"kind": "event", "payload": {"event_key": "k"}}'""",
             )
             print("delivered" if rt.deliver(msg) else "duplicate (ignored)")
+        elif ns.command == "cancel":
+            if rt.get(ns.run_id) is None:
+                raise InputError(
+                    f"no run {ns.run_id!r} in this store; check the run id and --store "
+                    "(python -m reference_runtime status RUN_ID)"
+                )
+            if not rt.cancel(ns.run_id, reason=ns.reason, actor=ns.actor):
+                r = rt.get(ns.run_id)
+                status = r.status.value if r is not None else "gone"
+                print(
+                    f"run {ns.run_id!r} had already ended ({status}); nothing cancelled",
+                    file=sys.stderr,
+                )
+                return 1
+            r = rt.get(ns.run_id)
+            assert r is not None
+            print(r.model_dump_json())
         elif ns.command == "status":
             r = rt.get(ns.run_id)
             if r is None:

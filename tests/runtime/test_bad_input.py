@@ -279,3 +279,25 @@ def test_good_tenant_keys_round_trip_through_the_environment() -> None:
     cfg = RuntimeConfig.from_env({"RR_STORE": "sqlite:///x.db", "RR_TENANT_KEYS": "acme=00ff"})
     assert cfg.tenant_keys == {"acme": b"\x00\xff"}
     assert RuntimeConfig.from_env(cfg.to_env()).tenant_keys == cfg.tenant_keys
+
+
+def test_the_cli_cancels_a_waiting_run_once_and_refuses_an_unknown_one(d: Deployment) -> None:
+    proc = cli(d, "cancel", "r1", "--reason", "customer withdrew")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "Cancelled"
+    run = d.runtime.get("r1")
+    assert run is not None and run.status.value == "Cancelled"
+    assert "customer withdrew" in (run.error or "")
+    audit = [e for e in d.runtime.store.audit() if e.run_id == "r1" and e.action == "cancelled"]
+    assert [e.actor for e in audit] == ["operator"]
+    # again: nothing left to cancel, said so, nothing written
+    before = store_state(d)
+    again = cli(d, "cancel", "r1")
+    assert again.returncode == 1
+    assert "had already ended (Cancelled)" in again.stderr
+    assert store_state(d) == before
+    ghost = cli(d, "cancel", "ghost")
+    assert ghost.returncode == 2
+    assert "no run 'ghost' in this store" in ghost.stderr
+    assert "Traceback" not in ghost.stderr
+    assert store_state(d) == before
