@@ -11,8 +11,10 @@ each of ``--seeds`` seeds, two cells:
 
 A cell runs in a fresh process (its own fork server), at most ``--jobs`` at a
 time, and ends at the first failure or after its budget. Time to detection
-counts from the start of the search (oracle runs included; probing the
-adapter once is not). A cell that finds nothing is "not found in N s"; the
+counts from the probe of the adapter: the site profile the targeted schedules
+are aimed by (one traced run per workflow, one per effect), the fault-free
+oracle runs and the search itself are all included; the budget bounds the
+search after the probe. A cell that finds nothing is "not found in N s"; the
 median of a bug's cells is "not found" when at most half of them found it.
 Kill-and-resume cycles per second: faults that stopped a worker (a crash
 point kill or pause, an effect-boundary kill, a random kill) per second.
@@ -53,7 +55,9 @@ def cell(bug: str, mode: str, seed: int, budget: float) -> dict[str, Any]:
     settings = load_settings(
         "ci", seed=seed, budget_seconds=budget, max_examples=1_000, mode=mode
     ).with_(derandomize=False)
+    t0 = time.monotonic()
     universe = probe_universe(adapter, settings)
+    probe = time.monotonic() - t0
     engine = Engine(adapter, settings, shrink=False)
     try:
         if mode == "random-kill":
@@ -64,7 +68,7 @@ def cell(bug: str, mode: str, seed: int, budget: float) -> dict[str, Any]:
         engine.close()
     found = outcome.first_failure_seconds
     failed = sorted({r.name for e in outcome.failures for r in e.results if r.verdict == "fail"})
-    seconds = found if found is not None else outcome.seconds
+    seconds = probe + (found if found is not None else outcome.seconds)
     stops = sum(outcome.faults_fired.get(k, 0) for k in STOPS)
     return {
         "bug": bug,
@@ -73,6 +77,7 @@ def cell(bug: str, mode: str, seed: int, budget: float) -> dict[str, Any]:
         "budget": budget,
         "found": found is not None,
         "seconds": round(seconds, 2),
+        "probe_seconds": round(probe, 2),
         "examples": outcome.first_failure_examples or outcome.examples,
         "failed": failed,
         "cycles": stops,

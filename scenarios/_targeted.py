@@ -14,9 +14,16 @@ that matter most should not wait for the dice.
 The list is built only from what the adapter declares (workflows, effects,
 capabilities, crash points) and from the profile's site order, never from a
 runtime's site names. Every scenario is already minimal (one run, one fault),
-so a failure needs no shrinking. Within a category, workflows are
-interleaved; categories with one scenario per workflow or effect run before
-the sweeps over sites.
+so a failure needs no shrinking.
+
+The order is breadth-first: the first scenario of every category, then the
+second of every category, and so on; within a category, the fault's own
+variants (kinds of planted memory, kinds of bad decision, boundaries before
+a call, ends of a commit) come before the same variant on another workflow
+or effect. Nothing tells the harness which class of bug a runtime has, so no
+class waits for another one's sweep. On the reference runtime the first round
+is ten scenarios, and eight of its twelve seeded bugs fail within it
+(``python benchmarks/detection.py``).
 """
 
 from __future__ import annotations
@@ -110,8 +117,6 @@ def targeted(u: Universe) -> list[Scenario]:
         pausable=frozenset(u.pause_points),
     )
     first_ends, middles = _commit_sweeps(aim)
-    # The categories with one scenario per workflow or effect come first; the
-    # sweeps over sites (zombies, the middle statements of a commit) last.
     cats = [
         _world_kills(aim),
         _messages(aim),
@@ -126,7 +131,7 @@ def targeted(u: Universe) -> list[Scenario]:
     ]
     out: list[Scenario] = []
     seen: set[str] = set()
-    for s in (s for cat in cats for s in cat):
+    for s in _interleave(cats):
         if s.name not in seen:
             seen.add(s.name)
             out.append(s)
@@ -137,20 +142,24 @@ def _world_kills(a: _Aim) -> list[Scenario]:
     """The world kills the worker right after applying each effect."""
     if "world" not in a.families:
         return []
-    return [
-        _scenario(
-            f"{wf.name}/kill_after_apply/{eff}",
-            _run(wf),
-            ArmWorldFault(
-                service=eff.partition(".")[0],
-                action=eff.partition(".")[2] or None,
-                mode="kill_after_apply",
-            ),
-            RunWorker(worker_id="w1"),
-        )
-        for wf in a.workflows
-        for eff in wf.effects
-    ]
+    return _interleave(
+        [
+            [
+                _scenario(
+                    f"{wf.name}/kill_after_apply/{eff}",
+                    _run(wf),
+                    ArmWorldFault(
+                        service=eff.partition(".")[0],
+                        action=eff.partition(".")[2] or None,
+                        mode="kill_after_apply",
+                    ),
+                    RunWorker(worker_id="w1"),
+                )
+                for eff in wf.effects
+            ]
+            for wf in a.workflows
+        ]
+    )
 
 
 def _messages(a: _Aim) -> list[Scenario]:
@@ -178,7 +187,7 @@ def _messages(a: _Aim) -> list[Scenario]:
         for wf in gated[:1]
         for variant in ("forged", "wrong_role", "wrong_params")
     ]
-    return twice + refused
+    return twice[:1] + refused + twice[1:]
 
 
 def _memory(a: _Aim) -> list[Scenario]:
@@ -187,7 +196,7 @@ def _memory(a: _Aim) -> list[Scenario]:
     where the run gathers evidence."""
     if "memory" not in a.families:
         return []
-    out = []
+    by_kind: dict[str, list[Scenario]] = {}
     for wf in a.workflows:
         run = _run(wf)
         namespace, key, value = _memory_target(run)
@@ -201,15 +210,19 @@ def _memory(a: _Aim) -> list[Scenario]:
                 kind=kind,
                 provenance="user_supplied" if kind == "poisoned" else "system_verified",
             )
-            out.append(_scenario(f"{wf.name}/memory/{kind}", run, plant, RunWorker(worker_id="w1")))
-    return out
+            by_kind.setdefault(kind, []).append(
+                _scenario(f"{wf.name}/memory/{kind}", run, plant, RunWorker(worker_id="w1"))
+            )
+    # Each kind once (on its first workflow), then each again on the next.
+    return _interleave(list(by_kind.values()))
 
 
 def _commit_sweeps(a: _Aim) -> tuple[list[Scenario], list[Scenario]]:
     """A kill inside the first commit after the decision (or the first commit
     of all, with none), statement by statement. Returned in two parts, each
-    interleaved across workflows: the first and last statements (a commit
-    split in two shows at one of its ends), then the middle ones."""
+    across workflows: the first and last statements (a commit split in two
+    shows at one of its ends), both ends of one commit before the next
+    workflow's; then the middle ones, interleaved."""
     if "crash" not in a.families:
         return [], []
     sweeps = []
@@ -233,7 +246,7 @@ def _commit_sweeps(a: _Aim) -> tuple[list[Scenario], list[Scenario]]:
             ]
         )
     ends = [g[:1] + g[-1:] if len(g) > 1 else g for g in sweeps]
-    return _interleave(ends), _interleave([g[1:-1] for g in sweeps])
+    return [s for g in ends for s in g], _interleave([g[1:-1] for g in sweeps])
 
 
 def _operator_cancels(a: _Aim) -> list[Scenario]:
@@ -261,7 +274,9 @@ def _zombies(a: _Aim) -> list[Scenario]:
     """A worker paused just before an effect outlives its lease; another takes
     over; the first wakes up and carries on. Paused at each of the last few
     boundaries before the call, nearest first: a runtime checks its lease at
-    one of them, and only a pause before that check tests it."""
+    one of them, and only a pause before that check tests it. All of one
+    call's boundaries before the next call's: where the check sits matters
+    more than which call it guards."""
     if "zombie" not in a.families:
         return []
     groups = []
@@ -282,7 +297,7 @@ def _zombies(a: _Aim) -> list[Scenario]:
                     for site, n in near[:ZOMBIE_SITES]
                 ]
             )
-    return _interleave(groups)
+    return [s for g in groups for s in g]
 
 
 def _outages(a: _Aim) -> list[Scenario]:
@@ -323,16 +338,20 @@ def _kills_before(a: _Aim) -> list[Scenario]:
     """A kill right before each effect (intent persisted, no call yet)."""
     if "crash" not in a.families:
         return []
-    return [
-        a.before(
-            wf,
-            es,
-            RunWorker(worker_id="w1", crash=CrashSpec(site=es.site, nth=es.nth)),
-            name=f"kill_before/{es.effect}",
-        )
-        for wf in a.workflows
-        for es in a.profile(wf).effect_sites
-    ]
+    return _interleave(
+        [
+            [
+                a.before(
+                    wf,
+                    es,
+                    RunWorker(worker_id="w1", crash=CrashSpec(site=es.site, nth=es.nth)),
+                    name=f"kill_before/{es.effect}",
+                )
+                for es in a.profile(wf).effect_sites
+            ]
+            for wf in a.workflows
+        ]
+    )
 
 
 def _before_last_commit(

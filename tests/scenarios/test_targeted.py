@@ -73,6 +73,28 @@ def test_schedules_are_aimed_by_the_profile_and_gated_workflows_come_first() -> 
     assert not [n for n in names if n.startswith("targeted/look/outage")]
 
 
+def test_the_first_round_holds_one_scenario_of_every_category() -> None:
+    """Breadth-first: no class of bug waits for another class's sweep."""
+    names = [s.name for s in targeted(universe())]
+    kinds = [n.split("/")[2] for n in names]
+    first_round = {
+        "kill_after_apply",
+        "duplicate_decision",
+        "memory",
+        "upgrade_mid_run",
+        "outage_before",
+        "kill_in_first_commit",
+        "cancel_while_held",
+        "kill_before",
+        "zombie_before",
+    }
+    assert set(kinds[: len(first_round)]) == first_round
+    # within a category, the variants before the same variant elsewhere
+    assert [n for n in names if "_decision" in n][:4] == [
+        f"targeted/pay/{v}_decision" for v in ("duplicate", "forged", "wrong_role", "wrong_params")
+    ]
+
+
 def test_no_schedule_needs_a_capability_the_adapter_lacks() -> None:
     caps = CAPS - {Capability.CANCEL, Capability.MEMORY_INJECTION, Capability.VERSION_SWITCH}
     scenarios = targeted(universe(caps))
