@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.adapters import (
+    BaseEnvironment,
     Capability,
     Declarations,
     ForkServerWorker,
@@ -59,7 +60,7 @@ def worker_main(args: dict[str, Any]) -> int:
 # -- the adapter -----------------------------------------------------------------
 
 
-class ToyEnvironment:
+class ToyEnvironment(BaseEnvironment):
     """One isolated deployment: a folder of runs and a world."""
 
     def __init__(self, workdir: Path, keyed: bool) -> None:
@@ -75,12 +76,6 @@ class ToyEnvironment:
             delivery={"payments.charge": "exactly_once"},
             transitions={"pending": ["completed"], "completed": []},
         )
-
-    def crash_points(self) -> list[str]:
-        return []
-
-    def pause_points(self) -> list[str]:
-        return []
 
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
@@ -139,27 +134,6 @@ class ToyEnvironment:
 
     def now(self) -> float:
         return NOW
-
-    # What the toy runtime does not have (no capability is declared for them):
-    def deliver(self, message: dict[str, Any]) -> bool:
-        raise NotImplementedError("no inbound messages")
-
-    def approval_message(
-        self, run_id: str, decision: str, variant: str, message_id: str
-    ) -> dict[str, Any] | None:
-        return None
-
-    def advance_clock(self, seconds: float) -> None:
-        raise NotImplementedError("no clock")
-
-    def inject_memory(self, record: dict[str, Any]) -> None:
-        raise NotImplementedError("no memory")
-
-    def storage_fault(self, kind: str) -> bool:
-        return False
-
-    def cancel(self, run_id: str) -> bool:
-        raise NotImplementedError("no operator cancel")
 
     def close(self) -> None:
         for w in self.workers:

@@ -222,6 +222,52 @@ class Environment(Protocol):
         ...
 
 
+class BaseEnvironment:
+    """Defaults for what an environment need not do: subclass it and write
+    only the required methods (``declarations``, ``start_worker``,
+    ``submit``, ``observe``, ``now``, ``close``) and those your declared
+    capabilities need.
+
+    A default answers "nothing" where nothing is a true answer (no crash
+    points, no decision message, no storage connection cut) and otherwise
+    raises ``NotImplementedError`` naming the capability: the harness never
+    calls those unless the adapter declares it, so the error only reaches a
+    declaration that promises more than the environment does.
+    """
+
+    def _lacks(self, what: str, capability: str) -> NotImplementedError:
+        return NotImplementedError(
+            f"{type(self).__name__} {what} (the {capability} capability is not declared)"
+        )
+
+    def crash_points(self) -> list[str]:
+        return []
+
+    def pause_points(self) -> list[str]:
+        return []
+
+    def deliver(self, message: dict[str, Any]) -> bool:
+        # Only a message approval_message() made is delivered: by default, none.
+        raise NotImplementedError(f"{type(self).__name__} takes no inbound messages")
+
+    def approval_message(
+        self, run_id: str, decision: str, variant: str, message_id: str
+    ) -> dict[str, Any] | None:
+        return None
+
+    def advance_clock(self, seconds: float) -> None:
+        raise self._lacks("has no clock the harness can drive", "clock")
+
+    def inject_memory(self, record: dict[str, Any]) -> None:
+        raise self._lacks("cannot plant memory", "memory_injection")
+
+    def storage_fault(self, kind: str) -> bool:
+        return False
+
+    def cancel(self, run_id: str) -> bool:
+        raise self._lacks("cannot cancel runs", "cancel")
+
+
 @runtime_checkable
 class Adapter(Protocol):
     """A runtime, as the harness knows it."""

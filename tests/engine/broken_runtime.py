@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.adapters import ForkServerWorker, shared_fork_server
+from harness.adapters import BaseEnvironment, ForkServerWorker, shared_fork_server
 from harness.adapters._contract import (
     Capability,
     Declarations,
@@ -189,7 +189,7 @@ def worker_main(args: dict[str, Any]) -> int:
 # -- the adapter ---------------------------------------------------------------------
 
 
-class BrokenEnvironment:
+class BrokenEnvironment(BaseEnvironment):
     """One isolated deployment: a store file and a world under ``workdir``."""
 
     def __init__(self, adapter: BrokenAdapter, workdir: Path) -> None:
@@ -208,12 +208,6 @@ class BrokenEnvironment:
             delivery={"payments.charge": "exactly_once", "email.notify": "at_least_once"},
             transitions={k: list(v) for k, v in TRANSITIONS.items()},
         )
-
-    def crash_points(self) -> list[str]:
-        return []
-
-    def pause_points(self) -> list[str]:
-        return []
 
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
@@ -248,14 +242,6 @@ class BrokenEnvironment:
                 (run.run_id, run.tenant),
             )
             conn.execute("COMMIT")
-
-    def deliver(self, message: dict[str, Any]) -> bool:
-        raise NotImplementedError("the broken runtime takes no inbound messages")
-
-    def approval_message(
-        self, run_id: str, decision: str, variant: str, message_id: str
-    ) -> dict[str, Any] | None:
-        return None
 
     def observe(self) -> Observation:
         with _store(self.store_path) as conn:
@@ -297,18 +283,6 @@ class BrokenEnvironment:
 
     def now(self) -> float:
         return EPOCH
-
-    def advance_clock(self, seconds: float) -> None:
-        raise NotImplementedError("the broken runtime has no clock")
-
-    def inject_memory(self, record: dict[str, Any]) -> None:
-        raise NotImplementedError("the broken runtime has no memory")
-
-    def storage_fault(self, kind: str) -> bool:
-        return False
-
-    def cancel(self, run_id: str) -> bool:
-        raise NotImplementedError("the broken runtime cannot cancel runs")
 
     def close(self) -> None:
         for w in self._workers:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.adapters import Environment
 from harness.adapters._loading import load_adapter
 from harness.testing import run_suite
 
@@ -16,6 +17,26 @@ def test_the_guide_adapter_loads_and_declares_no_capability() -> None:
     adapter = load_adapter(SPEC, {"keyed": "true"})
     assert adapter.name == "toy"
     assert adapter.capabilities == frozenset()
+
+
+def test_what_the_toy_lacks_it_inherits_from_base_environment(tmp_path: Path) -> None:
+    env = load_adapter(SPEC, {}).open(tmp_path, seed=0)
+    try:
+        assert isinstance(env, Environment)
+        assert env.crash_points() == env.pause_points() == []
+        assert env.approval_message("r1", "approved", "valid", "m1") is None
+        assert env.storage_fault("pg_terminate") is False
+        for call, capability in [
+            (lambda: env.advance_clock(1.0), "clock"),
+            (lambda: env.inject_memory({}), "memory_injection"),
+            (lambda: env.cancel("r1"), "cancel"),
+        ]:
+            with pytest.raises(NotImplementedError, match=f"the {capability} capability"):
+                call()
+        with pytest.raises(NotImplementedError, match="ToyEnvironment takes no inbound"):
+            env.deliver({})
+    finally:
+        env.close()
 
 
 @pytest.mark.slow

@@ -31,7 +31,14 @@ from typing import Any
 from ..._janitor import tag
 from ...model import CrashSpec, RunSpec, RunState
 from ...world import World, request_hash
-from .._contract import Capability, Declarations, Observation, RunView, WorkflowSpec
+from .._contract import (
+    BaseEnvironment,
+    Capability,
+    Declarations,
+    Observation,
+    RunView,
+    WorkflowSpec,
+)
 from .._workers import ForkServerWorker, shared_fork_server
 from ._app import DURABILITIES
 from ._store import Backend, Registry, RunRow, SaverSpec, create_storage, drop_storage, open_saver
@@ -44,7 +51,7 @@ _STATES = {
 }
 
 
-class LangGraphEnvironment:
+class LangGraphEnvironment(BaseEnvironment):
     """One isolated deployment of a LangGraph application (see the contract)."""
 
     def __init__(self, adapter: LangGraphAdapter, workdir: Path) -> None:
@@ -80,12 +87,6 @@ class LangGraphEnvironment:
             transitions=None,
             needs_approval=dict(self.app.needs_approval),
         )
-
-    def crash_points(self) -> list[str]:
-        return []
-
-    def pause_points(self) -> list[str]:
-        return []
 
     # -- workers --------------------------------------------------------------
 
@@ -273,22 +274,10 @@ class LangGraphEnvironment:
             )
         return out
 
-    # -- what LangGraph does not have -------------------------------------------------
+    # -- no clock, memory, storage faults or cancel: BaseEnvironment's defaults --------
 
     def now(self) -> float:
         return EPOCH
-
-    def advance_clock(self, seconds: float) -> None:
-        raise NotImplementedError("LangGraph has no clock the harness can drive")
-
-    def inject_memory(self, record: dict[str, Any]) -> None:
-        raise NotImplementedError("the LangGraph adapter does not plant memory")
-
-    def storage_fault(self, kind: str) -> bool:
-        return False
-
-    def cancel(self, run_id: str) -> bool:
-        raise NotImplementedError("the LangGraph adapter does not cancel runs")
 
     def close(self) -> None:
         for w in self._workers:
