@@ -234,7 +234,7 @@ def main() -> int:
     p.add_argument("--bugs", help="comma-separated subset (default: every seeded bug)")
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--search-budget", type=float, default=60.0)
-    p.add_argument("--random-budget", type=float, default=20.0)
+    p.add_argument("--random-budget", type=float, default=30.0)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "detection.json")
     p.add_argument("--png", type=Path, default=ROOT / "docs" / "detection.png")
