@@ -112,6 +112,20 @@ def op_id_for(run_id: str, step: str) -> str:
     return f"{run_id}/{step}"
 
 
+def _unchanged(live: MemoryRecord, a: WriteMemory) -> bool:
+    """``a`` would write what ``live`` (the newest version of its key) already
+    holds, and ``live`` neither expires nor is erased."""
+    return (
+        not live.deleted
+        and live.expires_at is None
+        and live.value == a.value
+        and live.provenance == a.provenance
+        and live.trust == DEFAULT_TRUST[a.provenance]
+        and live.subject == a.subject
+        and live.derived_from == tuple(a.derived_from)
+    )
+
+
 def build_context(
     snap: Snapshot,
     definition: Definition,
@@ -515,11 +529,26 @@ class Executor:
         # new record would then overwrite the v1 row (another user's data,
         # same memory_id) and, older than the erased newest, never be read.
         stored = [
-            r.version
+            r
             for r in self.store.read_memory_unfiltered(a.namespace)
             if r.tenant == run.tenant and r.key == a.key
         ]
-        version = max(stored, default=0) + 1
+        newest = max(stored, key=lambda r: r.version, default=None)
+        if newest is not None and a.ttl_seconds is None and _unchanged(newest, a):
+            # The live record already says this (another run of the tenant
+            # wrote it): a new version would change nothing but the id, and
+            # leave the readers of the old one (a summary's derived_from)
+            # pointing at a superseded record.
+            self._checkpoint_step(
+                snap,
+                payload,
+                a.updates,
+                a.next_step,
+                "memory_write",
+                detail={"memory_id": newest.memory_id, "unchanged": True},
+            )
+            return
+        version = (newest.version if newest is not None else 0) + 1
         rec = MemoryRecord(
             tenant=run.tenant,
             created_at=now,
