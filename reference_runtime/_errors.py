@@ -14,7 +14,8 @@ connection was lost)::
     │   └── ConfigError
     ├── ConcurrencyConflict                -- another writer won; reload and retry
     │   ├── StaleWriteError                (state_version moved on)
-    │   └── LeaseLostError                 (fenced: the lease expired or was taken)
+    │   ├── LeaseLostError                 (fenced: the lease expired or was taken)
+    │   └── MemoryConflictError            (another run wrote that memory version first)
     ├── IllegalTransitionError             -- the state machine forbids it (a bug in the caller)
     ├── DuplicateRunError
     ├── FutureSchemaError                  -- a payload written by newer code; the run is parked
@@ -73,6 +74,18 @@ class LeaseLostError(ConcurrencyConflict):
         self.run_id, self.worker_id, self.token = run_id, worker_id, token
         super().__init__(
             f"worker {worker_id!r} was fenced off run {run_id!r} (token {token}): {reason}"
+        )
+
+
+class MemoryConflictError(ConcurrencyConflict):
+    """Another run committed the same version of a memory key first (both
+    numbered their write past the same newest version)."""
+
+    def __init__(self, memory_ids: list[str]) -> None:
+        self.memory_ids = memory_ids
+        super().__init__(
+            f"memory {', '.join(map(repr, memory_ids))} was written by another run first; "
+            "reload and number the write past it"
         )
 
 

@@ -26,6 +26,7 @@ from reference_runtime._errors import (
     DuplicateRunError,
     InputError,
     LeaseLostError,
+    MemoryConflictError,
     StaleWriteError,
 )
 from reference_runtime._records import (
@@ -277,6 +278,23 @@ def test_commit_bumps_state_version_and_writes_every_part(store: Store) -> None:
     assert [e.action for e in store.audit("r1")] == ["created", "transition"]
     assert store.read_memory("t1", "prefs", T0) == [make_memory("mem1")]
     assert store.get_run("r1.child") == child
+
+
+def test_a_memory_version_another_run_committed_first_is_refused_not_overwritten(
+    store: Store,
+) -> None:
+    # Both runs read v1 as the newest and numbered their write v2.
+    for run_id in ("r1", "r2"):
+        create(store, make_run(run_id))
+    store.commit(next_commit(claimed(store, "r1"), T0 + 1, memory=(make_memory("k:v2"),)))
+    claim = claimed(store, "r2")
+    before = everything(store, "r2")
+    late = make_memory("k:v2", value={"v": "r2's"}, derived_from=("k:v1",))
+    with pytest.raises(MemoryConflictError) as err:
+        store.commit(next_commit(claim, T0 + 2, memory=(late,)))
+    assert err.value.memory_ids == ["k:v2"]
+    assert everything(store, "r2") == before  # the run did not move either
+    assert store.read_memory("t1", "prefs", T0) == [make_memory("k:v2")]
 
 
 def test_two_runs_storing_equal_content_each_keep_their_own_artifact_reference(

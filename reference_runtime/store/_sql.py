@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from .. import crashpoints
-from .._errors import DuplicateRunError, StaleWriteError
+from .._errors import DuplicateRunError, MemoryConflictError, StaleWriteError
 from .._records import (
     Approval,
     ArtifactRef,
@@ -347,7 +347,7 @@ class SqlStore(Store):
             lambda tx: self._upsert_approvals(tx, c.approvals),
             lambda tx: self._append_audit(tx, c.audit),
             lambda tx: self._ack_inbox(tx, run.run_id, c.inbox_acked, c.now),
-            lambda tx: self._upsert_memory(tx, c.memory),
+            lambda tx: self._insert_memory(tx, c.memory),
             artifacts_and_children,
         ]
 
@@ -541,6 +541,25 @@ class SqlStore(Store):
         with self._write() as tx:
             self._upsert_memory(tx, (record,))
 
+    def _insert_memory(self, tx: Tx, records: Sequence[MemoryRecord]) -> None:
+        """A worker's new memory versions: a version numbered past the same
+        newest one by two runs at once is written by the first to commit; the
+        second is refused whole, to number its write again, instead of
+        overwriting the first's record."""
+        taken = [
+            r.memory_id
+            for r in records
+            if not tx.all(
+                "INSERT INTO memory (memory_id, tenant, namespace, key, version, trust, subject,"
+                " expires_at, deleted, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (memory_id) DO NOTHING RETURNING memory_id",
+                *_memory_row(r),
+            )
+        ]
+        if taken:
+            raise MemoryConflictError(taken)
+        self._link_sources(tx, records)
+
     def _upsert_memory(self, tx: Tx, records: Sequence[MemoryRecord]) -> None:
         tx.many(
             "INSERT INTO memory (memory_id, tenant, namespace, key, version, trust, subject,"
@@ -549,22 +568,11 @@ class SqlStore(Store):
             " namespace = excluded.namespace, key = excluded.key, version = excluded.version,"
             " trust = excluded.trust, subject = excluded.subject,"
             " expires_at = excluded.expires_at, deleted = excluded.deleted, doc = excluded.doc",
-            [
-                (
-                    r.memory_id,
-                    r.tenant,
-                    r.namespace,
-                    r.key,
-                    r.version,
-                    r.trust,
-                    r.subject,
-                    r.expires_at,
-                    r.deleted,
-                    r.model_dump_json(),
-                )
-                for r in records
-            ],
+            [_memory_row(r) for r in records],
         )
+        self._link_sources(tx, records)
+
+    def _link_sources(self, tx: Tx, records: Sequence[MemoryRecord]) -> None:
         # Derivation edges, so delete_subject can follow them in SQL.
         ids = [r.memory_id for r in records]
         if ids:
@@ -711,4 +719,19 @@ def _created_event(run: Run, actor: str) -> AuditEvent:
         to_status=run.status,
         state_version=run.state_version,
         detail={"workflow": run.workflow, "parent_run_id": run.parent_run_id},
+    )
+
+
+def _memory_row(r: MemoryRecord) -> tuple[Any, ...]:
+    return (
+        r.memory_id,
+        r.tenant,
+        r.namespace,
+        r.key,
+        r.version,
+        r.trust,
+        r.subject,
+        r.expires_at,
+        r.deleted,
+        r.model_dump_json(),
     )
