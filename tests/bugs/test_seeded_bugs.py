@@ -187,10 +187,13 @@ ZOMBIE_ON_RESEARCH = {
                 "input": {"topic": "tides", "sources": 2, "requester": "u-1"},
             },
         },
+        # Paused before the end of gathering, a commit that writes no memory:
+        # a zombie's memory write would also be refused, its version taken by
+        # the worker that finished the run (MemoryConflictError).
         {
             "op": "run_worker",
             "worker_id": "z1",
-            "crash": {"site": "before_step_commit", "nth": 2, "action": "pause"},
+            "crash": {"site": "before_step_commit", "nth": 3, "action": "pause"},
         },
         {"op": "advance_clock", "seconds": 31},
         {"op": "run_worker", "worker_id": "w2"},
