@@ -30,6 +30,13 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
     Cannot see: anything without the ``context`` capability in the
     declaration, without context events, or without the oracle
     (``unknown``); what the model did with the context.
+
+    Assumes: a run's context does not depend on how the scenario's runs
+    interleave. Runs that read what other runs write (shared memory, say)
+    may legitimately build other contexts than the oracle's runs, which
+    interleave differently; such a difference is reported as a failure. The
+    reference runtime keeps to the assumption for the workloads its adapter
+    offers (a memory write equal to the live record is a no-op).
     """
     f = Findings(NAME)
     f.zero("contexts", "matched", "excluded_by_fault", "excluded_at_least_once_repeat")
