@@ -59,10 +59,18 @@ def test_with_async_durability_the_kill_duplicates_the_refund_or_loses_the_run(
 def test_two_workers_resuming_one_thread_fork_its_checkpoints(
     checkpointer: tuple[str, str | None], tmp_path: Path
 ) -> None:
-    ex = execute(adapter(NAIVE, *checkpointer), CONCURRENT_RESUME, tmp_path)
-    # Both racers refund unless the second started only after the first left
-    # the refund (a loaded machine): the fork is there either way.
-    assert "legal_transitions" in failed(ex)
+    # A race is a matter of timing: the second racer must read the thread
+    # while the first is inside the slowed refund. Once in a few CI runs on
+    # Postgres it read only after the first had finished (both racers exited
+    # cleanly, nothing forked), so the race is run up to three times, as a
+    # search would run it again; a lock per thread would never fork.
+    attempts = []
+    for attempt in range(3):
+        ex = execute(adapter(NAIVE, *checkpointer), CONCURRENT_RESUME, tmp_path / str(attempt))
+        attempts.append(failed(ex))
+        if failed(ex):
+            break
+    assert "legal_transitions" in failed(ex), attempts
     forks = result(ex, "legal_transitions")
     assert "forked" in forks.message
     history = History.load(ex.folder / "history.jsonl")
