@@ -17,6 +17,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,10 +166,28 @@ class SqliteStore(SqlStore):
             self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
         )
         db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        db.execute("PRAGMA journal_mode = WAL")
+        self._enter_wal(db)
         db.execute(f"PRAGMA synchronous = {self.synchronous}")
         self._db, self._pid = db, os.getpid()
         return db
+
+    def _enter_wal(self, db: sqlite3.Connection) -> None:
+        """Switch to WAL, waiting for other processes as long as for any lock.
+
+        The switch needs an exclusive lock, and where waiting could deadlock
+        SQLite answers "database is locked" at once instead of calling its
+        busy handler: several processes opening a fresh file together (the
+        store's setup from many workers) meet exactly that. So wait here.
+        """
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
 
     def _fork_safe_lock(self) -> threading.RLock:
         # A lock held by another thread at fork time would stay held forever in
