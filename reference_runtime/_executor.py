@@ -114,9 +114,10 @@ def op_id_for(run_id: str, step: str) -> str:
 
 def _unchanged(live: MemoryRecord, a: WriteMemory) -> bool:
     """``a`` would write what ``live`` (the newest version of its key) already
-    holds, and ``live`` neither expires nor is erased."""
+    holds, and neither ``live`` nor ``a`` expires, nor is ``live`` erased."""
     return (
-        not live.deleted
+        a.ttl_seconds is None
+        and not live.deleted
         and live.expires_at is None
         and live.value == a.value
         and live.provenance == a.provenance
@@ -534,44 +535,33 @@ class Executor:
             if r.tenant == run.tenant and r.key == a.key
         ]
         newest = max(stored, key=lambda r: r.version, default=None)
-        if newest is not None and a.ttl_seconds is None and _unchanged(newest, a):
+        memory: tuple[MemoryRecord, ...] = ()
+        if newest is not None and _unchanged(newest, a):
             # The live record already says this (another run of the tenant
             # wrote it): a new version would change nothing but the id, and
             # leave the readers of the old one (a summary's derived_from)
             # pointing at a superseded record.
-            self._checkpoint_step(
-                snap,
-                payload,
-                a.updates,
-                a.next_step,
-                "memory_write",
-                detail={"memory_id": newest.memory_id, "unchanged": True},
+            detail = {"memory_id": newest.memory_id, "unchanged": True}
+        else:
+            version = (newest.version if newest is not None else 0) + 1
+            rec = MemoryRecord(
+                tenant=run.tenant,
+                created_at=now,
+                updated_at=now,
+                memory_id=f"{run.tenant}:{a.namespace}:{a.key}:v{version}",
+                namespace=a.namespace,
+                key=a.key,
+                value=a.value,
+                version=version,
+                provenance=a.provenance,
+                trust=DEFAULT_TRUST[a.provenance],
+                subject=a.subject,
+                derived_from=a.derived_from,
+                expires_at=None if a.ttl_seconds is None else now + a.ttl_seconds,
             )
-            return
-        version = (newest.version if newest is not None else 0) + 1
-        rec = MemoryRecord(
-            tenant=run.tenant,
-            created_at=now,
-            updated_at=now,
-            memory_id=f"{run.tenant}:{a.namespace}:{a.key}:v{version}",
-            namespace=a.namespace,
-            key=a.key,
-            value=a.value,
-            version=version,
-            provenance=a.provenance,
-            trust=DEFAULT_TRUST[a.provenance],
-            subject=a.subject,
-            derived_from=a.derived_from,
-            expires_at=None if a.ttl_seconds is None else now + a.ttl_seconds,
-        )
+            memory, detail = (rec,), {"memory_id": rec.memory_id}
         self._checkpoint_step(
-            snap,
-            payload,
-            a.updates,
-            a.next_step,
-            "memory_write",
-            memory=(rec,),
-            detail={"memory_id": rec.memory_id},
+            snap, payload, a.updates, a.next_step, "memory_write", memory=memory, detail=detail
         )
 
     def _store_artifact(self, snap: Snapshot, payload: dict[str, Any], a: StoreArtifact) -> None:
