@@ -54,7 +54,7 @@ def cell(bug: str, mode: str, seed: int, budget: float) -> dict[str, Any]:
     adapter = load_adapter("reference", {"bug": bug})
     settings = load_settings(
         "ci", seed=seed, budget_seconds=budget, max_examples=1_000, mode=mode
-    ).with_(derandomize=False)
+    ).with_(derandomize=False, stop_on_first=True)
     t0 = time.monotonic()
     universe = probe_universe(adapter, settings)
     probe = time.monotonic() - t0

@@ -26,6 +26,7 @@ from .report import (
     load_run_folder,
     not_tested,
     other_failures,
+    replay_command,
     write_reports,
 )
 
@@ -87,6 +88,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
         report_dir=ns.report_dir,
         mode=getattr(ns, "mode", None),
         targeted=getattr(ns, "targeted", None),
+        stop_on_first=getattr(ns, "stop_on_first", None),
     )
     if settings.mode == "random-kill" and ns.exhaustive:
         raise UsageError("--mode random-kill and --exhaustive exclude each other; pick one")
@@ -127,7 +129,13 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
         engine.close()
     _summary(out, report, report_dir)
     _step_summary(report_dir)
-    return 1 if outcome.verdict is Verdict.FAIL else 0
+    return exit_code(report.verdict)
+
+
+def exit_code(verdict: str) -> int:
+    """0: every property the adapter allows was exercised and held; 1: a
+    property failed; 3: inconclusive (the report says why)."""
+    return {Verdict.FAIL.value: 1, Verdict.UNKNOWN.value: 3}.get(verdict, 0)
 
 
 class _Progress:
@@ -168,7 +176,7 @@ class _Progress:
 
     def update(self, o: Outcome) -> None:
         """Show ``o`` after one more scenario."""
-        failing = sorted(n for n, v in o.verdicts.items() if v is Verdict.FAIL)
+        failing = sorted(n for n, t in o.tallies.items() if t.failed)
         fired = sum(o.faults_fired.values())
         if self.bar is not None:
             # Shrinking runs past max_examples: let the bar grow rather than overflow.
@@ -254,29 +262,42 @@ def _summary(out: TextIO, report: Report, report_dir: Path) -> None:
         f"harness: {report.scenarios} scenarios in {report.duration_seconds:.1f} s; "
         f"verdict: {report.verdict.upper()}",
     )
-    for p in report.properties:
-        _line(out, f"  {p.verdict:7} {p.name}")
-    fired = {k: v.fired for k, v in report.faults.items()}
-    _line(out, "  faults fired: " + (", ".join(f"{k}={v}" for k, v in fired.items()) or "none"))
-    ce = report.counterexample
-    if ce is not None:
-        _counterexample(out, ce.steps)
-        _line(out, f"replay: {ce.replay}")
-    for n, other in enumerate(report.other_failures, 1):
+    if report.planned_scenarios is not None and report.searched_scenarios is not None:
         _line(
             out,
-            f"another failure ({', '.join(other.failed_properties)}), "
+            f"  ran {report.searched_scenarios} of {report.planned_scenarios} planned "
+            "scenarios (the rest were shrinking)"
+            if report.scenarios > report.searched_scenarios
+            else f"  ran {report.searched_scenarios} of {report.planned_scenarios} planned "
+            "scenarios",
+        )
+    for p in report.properties:
+        why = f" ({p.reason})" if p.reason and p.verdict != "fail" else ""
+        seen = f", exercised in {p.exercised} of {p.scenarios}" if p.verdict == "pass" else ""
+        _line(out, f"  {p.verdict:10} {p.name}{seen}{why}")
+    fired = {k: v.fired for k, v in report.faults.items()}
+    _line(out, "  faults fired: " + (", ".join(f"{k}={v}" for k, v in fired.items()) or "none"))
+    for reason in report.inconclusive:
+        _line(out, f"inconclusive: {reason}")
+    ce = report.counterexample
+    if ce is not None:
+        serves = ", ".join(ce.counterexample_for or ce.failed_properties)
+        _line(out, f"minimal counterexample for {serves}:")
+        for i, step in enumerate(ce.steps, 1):
+            _line(out, f"  {i}. {step}")
+        _line(out, f"replay: {ce.replay}")
+    for n, other in enumerate(report.other_failures, 1):
+        serves = ", ".join(other.counterexample_for or other.failed_properties)
+        _line(
+            out,
+            f"minimal counterexample for {serves}, "
             f"kept in {report_dir / (other.folder or f'failures/{n}')}:",
         )
         for i, step in enumerate(other.steps, 1):
             _line(out, f"  {i}. {step}")
+        if other.replay:
+            _line(out, f"replay: {other.replay}")
     _line(out, f"report: {report_dir / 'report.json'} (and report.html, junit.xml, summary.md)")
-
-
-def _counterexample(out: TextIO, steps: list[str]) -> None:
-    _line(out, "minimal counterexample:")
-    for i, step in enumerate(steps, 1):
-        _line(out, f"  {i}. {step}")
 
 
 def report(folder: Path, out: TextIO) -> int:
@@ -288,7 +309,7 @@ def report(folder: Path, out: TextIO) -> int:
     _line(out, f"harness: re-rendered {folder} (verdict: {stored.verdict.upper()})")
     for name in ("report.json", "report.html", "junit.xml", "summary.md"):
         _line(out, f"  {folder / name}")
-    return 1 if stored.verdict == Verdict.FAIL.value else 0
+    return exit_code(stored.verdict)
 
 
 def replay(folder: Path, out: TextIO) -> int:
@@ -310,9 +331,10 @@ def replay(folder: Path, out: TextIO) -> int:
         _line(out, f"  {r.verdict.value:7} {r.name}: {r.message}")
     if failed:
         _line(out, f"reproduced: {', '.join(r.name for r in failed)} failed")
-        if stored.counterexample is not None:
-            _counterexample(out, stored.counterexample.steps)
-            _line(out, f"replay: {stored.counterexample.replay}")
+        _line(out, "minimal counterexample:")
+        for i, step in enumerate(scenario.describe(), 1):
+            _line(out, f"  {i}. {step}")
+        _line(out, f"replay: {replay_command(folder)}")
         return 1
     _line(out, "not reproduced: every property held this time")
     sys.stdout.flush()

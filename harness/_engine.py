@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
 from ._janitor import scratch_dir, sweep_folders
 from ._settings import Settings
+from ._verdicts import Judgement, Tally, judge
 from .adapters._contract import Adapter
 from .checkers import check_all
 from .history import History
@@ -67,15 +68,21 @@ class Outcome:
     seconds: float = 0.0
     #: wall seconds of the slowest example, and how long examples take in all
     slowest: float = 0.0
-    verdicts: dict[str, Verdict] = field(default_factory=dict)
-    last_results: dict[str, PropertyResult] = field(default_factory=dict)
+    #: per property: every scenario's result, summed (see harness._verdicts)
+    tallies: dict[str, Tally] = field(default_factory=dict)
     faults_armed: Counter[str] = field(default_factory=Counter)
     faults_fired: Counter[str] = field(default_factory=Counter)
     counts: Counter[str] = field(default_factory=Counter)
+    #: the main counterexample (that of the first property found failing)
     failure: Example | None = None
-    #: every failing example seen (the counterexample is the smallest)
+    #: every failing example kept: one counterexample per failing property
     failures: list[Example] = field(default_factory=list)
+    #: per failing property, in the order found: its (minimal) counterexample;
+    #: one example may serve several properties
+    counterexamples: dict[str, Example] = field(default_factory=dict)
     crash_points: list[str] = field(default_factory=list)
+    #: the fault families switched on for this run
+    families: list[str] = field(default_factory=list)
     #: per crash point site: how often armed and fired (summed over examples)
     sites_armed: Counter[str] = field(default_factory=Counter)
     sites_fired: Counter[str] = field(default_factory=Counter)
@@ -88,13 +95,44 @@ class Outcome:
     started: float = field(default_factory=time.monotonic)
     first_failure_seconds: float | None = None
     first_failure_examples: int | None = None
+    #: scenarios the search planned (targeted + sampled), and how many of
+    #: them ran (shrinking aside); None: not a planned search (exhaustive...)
+    planned: int | None = None
+    searched: int = 0
+    #: the budget stopped the search before its plan ended
+    budget_cut: bool = False
+    #: the search stopped at the first failure on request (--stop-on-first)
+    stopped_on_first: bool = False
+
+    def judgement(self) -> Judgement:
+        """Every property's verdict over the search (see :mod:`harness._verdicts`)."""
+        messages = {
+            name: next(
+                (r.message for r in ex.results if r.name == name and r.verdict is Verdict.FAIL),
+                "",
+            )
+            for name, ex in self.counterexamples.items()
+        }
+        return judge(
+            self.tallies,
+            capabilities=self.capabilities,
+            families=self.families,
+            faults_armed=self.faults_armed,
+            faults_fired=self.faults_fired,
+            fail_messages=messages,
+            planned=self.planned,
+            ran=self.searched,
+            budget_cut=self.budget_cut,
+            complete_search=not self.stopped_on_first,
+        )
 
     @property
     def verdict(self) -> Verdict:
-        out = Verdict.PASS
-        for v in self.verdicts.values():
-            out = out.merge(v)
-        return out
+        return self.judgement().verdict
+
+    @property
+    def verdicts(self) -> dict[str, Verdict]:
+        return {name: p.verdict for name, p in self.judgement().properties.items()}
 
 
 class Engine:
@@ -128,6 +166,10 @@ class Engine:
         else:
             self.seed = random.SystemRandom().randrange(2**32)
         self.failures: list[Example] = []
+        self._started = time.monotonic()
+        self._first: dict[str, tuple[Example, bool]] = {}
+        self._known: dict[str, frozenset[str]] = {}
+        self._stop = False
 
     # -- one example ---------------------------------------------------------
 
@@ -174,6 +216,7 @@ class Engine:
             settings=self.settings,
             seed=self.seed,
             crash_points=list(universe.crash_points),
+            families=list(universe.enabled()),
         )
 
     def keep_last(self, example: Example) -> None:
@@ -184,71 +227,169 @@ class Engine:
         self.last_example = example
 
     def run(self, universe: Any) -> Outcome:
-        from scenarios import scenarios as scenario_strategy
+        """Search: the targeted schedules, then Hypothesis-sampled scenarios,
+        judging every property over all of them; then shrink one
+        counterexample per failing property.
+
+        The search goes on after a failure until every property has failed,
+        the plan ends or the budget does (``stop_on_first`` in the settings:
+        at the first failure). A property first failed by a targeted
+        schedule keeps that schedule (one run, one fault: nothing to
+        shrink); one first failed by a sampled scenario is shrunk by
+        Hypothesis, replaying the same search from its seed (the scenarios
+        before it come from a cache, not run again).
+        """
         from scenarios import targeted
 
         s = self.settings
         outcome = self.new_outcome(universe)
         started = time.monotonic()
-        failures = self.failures
+        self._started = started
+        aimed = (targeted(universe) if s.targeted else [])[: s.max_examples]
+        outcome.planned = s.max_examples
+        #: per property, the first failing example and whether it was sampled
+        self._first = {}
+        self._known = {}
+        self._stop = False
 
-        def over_budget() -> bool:
-            return time.monotonic() - started > s.budget_seconds
-
-        # Aimed schedules first (each one run, one fault: nothing to shrink);
-        # they count towards max_examples. A failure among them ends the run.
-        aimed = targeted(universe) if s.targeted else []
-        for scenario in aimed[: s.max_examples]:
-            if over_budget() and outcome.examples > 0:
+        for scenario in aimed:
+            if self._over_budget() and outcome.searched > 0:
+                outcome.budget_cut = True
                 break
-            if self._try(outcome, scenario):
+            self._search_step(outcome, scenario, sampled=False)
+            if self._stop:
                 break
-        remaining = s.max_examples - outcome.examples
-        if failures or remaining <= 0 or over_budget():
-            return self._finish(outcome, started)
+        remaining = s.max_examples - outcome.searched
+        if not self._stop and not outcome.budget_cut and remaining > 0:
+            self._sample(outcome, universe, remaining)
+        self._shrink_all(outcome, universe, remaining)
+        return self._finish(outcome, started)
 
-        @settings(
-            max_examples=remaining,
+    def _over_budget(self) -> bool:
+        return time.monotonic() - self._started > self.settings.budget_seconds
+
+    def _hypothesis_settings(self, max_examples: int, shrink: bool) -> settings:
+        return settings(
+            max_examples=max_examples,
             derandomize=False,
             database=None,
             deadline=None,
             report_multiple_bugs=False,
             verbosity=Verbosity.quiet,
-            phases=(Phase.generate, Phase.shrink) if self.shrink else (Phase.generate,),
+            phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
             suppress_health_check=list(HealthCheck),
         )
+
+    def _sample(self, outcome: Outcome, universe: Any, remaining: int) -> None:
+        """The sampled part of the search: generation only, never raising, so
+        every property goes on being judged after a failure."""
+        from scenarios import scenarios as scenario_strategy
+
+        @self._hypothesis_settings(remaining, shrink=False)
         @given(scenario_strategy(universe))
         def probe(scenario: Scenario) -> None:
-            if over_budget() and (failures or outcome.examples > 0):
-                return  # out of time: let Hypothesis wind down
-            if self._try(outcome, scenario):
+            if self._stop:
+                return
+            if self._over_budget():
+                outcome.budget_cut = True
+                self._stop = True
+                return
+            self._search_step(outcome, scenario, sampled=True)
+
+        seed(self.seed)(probe)()
+
+    def _search_step(self, outcome: Outcome, scenario: Scenario, *, sampled: bool) -> Example:
+        example = self._run_cached(outcome, scenario)
+        outcome.searched += 1
+        for name in self._failed(example):
+            if name not in self._first:
+                self._first[name] = (example, sampled)
+        if example.failed and self.settings.stop_on_first:
+            outcome.stopped_on_first = True
+            self._stop = True
+        if self._first and set(self._first) >= set(outcome.tallies):
+            self._stop = True  # every property has failed: nothing left to learn
+        return example
+
+    @staticmethod
+    def _failed(example: Example) -> list[str]:
+        return [r.name for r in example.results if r.verdict is Verdict.FAIL]
+
+    def _run_cached(self, outcome: Outcome, scenario: Scenario) -> Example:
+        """Execute and account for one example, remembering which properties
+        it failed (so the shrink pass replays the search without re-running)."""
+        example = self.execute(scenario)
+        self.account(outcome, example)
+        self._known[scenario.model_dump_json()] = frozenset(self._failed(example))
+        if example.failed:
+            self.failures.append(example)
+        else:
+            self.keep_last(example)
+        return example
+
+    def _shrink_all(self, outcome: Outcome, universe: Any, sampled_max: int) -> None:
+        """One counterexample per failing property, in the order found; a
+        counterexample that fails a later property too serves it as well."""
+        for name, (first, sampled) in self._first.items():
+            shared = next(
+                (ex for ex in outcome.counterexamples.values() if name in self._failed(ex)),
+                None,
+            )
+            if shared is not None:
+                outcome.counterexamples[name] = shared
+                continue
+            best = first
+            if sampled and self.shrink and not self._over_budget():
+                best = self._shrink(outcome, universe, name, sampled_max) or first
+            outcome.counterexamples[name] = best
+
+    def _shrink(
+        self, outcome: Outcome, universe: Any, name: str, max_examples: int
+    ) -> Example | None:
+        """Replay the sampled search from its seed up to the first scenario
+        that fails ``name`` (every earlier one is known: nothing re-runs),
+        then let Hypothesis shrink it. The smallest failing example seen."""
+        from scenarios import scenarios as scenario_strategy
+
+        best: list[Example] = []
+        state = {"found": False}
+
+        @self._hypothesis_settings(max_examples, shrink=True)
+        @given(scenario_strategy(universe))
+        def probe(scenario: Scenario) -> None:
+            key = scenario.model_dump_json()
+            known = self._known.get(key)
+            if known is None:
+                # Before the first failure is replayed, a scenario the search
+                # never ran means the replay diverged: run nothing new.
+                if not state["found"] or self._over_budget():
+                    return
+                example = self._run_cached(outcome, scenario)
+                known = self._known[key]
+                if name in known and (not best or example.size < best[0].size):
+                    best[:] = [example]
+            elif name in known and not best:
+                best[:] = [e for e in self.failures if e.scenario == scenario][:1]
+            if name in known:
+                state["found"] = True
                 raise _Found
 
-        probe = seed(self.seed)(probe)
         try:
-            probe()
+            seed(self.seed)(probe)()
         except _Found:
             pass
         except Exception as exc:  # Flaky and friends: our own record still holds
-            if not failures:
-                raise
             outcome.counts["hypothesis_" + type(exc).__name__] += 1
-        return self._finish(outcome, started)
-
-    def _try(self, outcome: Outcome, scenario: Scenario) -> bool:
-        """Execute and account for one example; True if it failed (kept)."""
-        example = self.execute(scenario)
-        self.account(outcome, example)
-        if example.failed:
-            self.failures.append(example)
-            return True
-        self.keep_last(example)
-        return False
+        return best[0] if best else None
 
     def _finish(self, outcome: Outcome, started: float) -> Outcome:
-        outcome.failures = list(self.failures)
-        if self.failures:
-            outcome.failure = min(self.failures, key=lambda e: e.size)
+        kept = {id(ex) for ex in outcome.counterexamples.values()}
+        for ex in self.failures:
+            if id(ex) not in kept:
+                shutil.rmtree(ex.folder, ignore_errors=True)
+        outcome.failures = list({id(ex): ex for ex in outcome.counterexamples.values()}.values())
+        if outcome.failures:
+            outcome.failure = outcome.failures[0]
         outcome.seconds = time.monotonic() - started
         return outcome
 
@@ -256,13 +397,7 @@ class Engine:
         outcome.examples += 1
         outcome.slowest = max(outcome.slowest, example.seconds)
         for r in example.results:
-            # Across examples: any fail fails; else one pass passes (an example
-            # where a property could not be judged says nothing against it).
-            prev = outcome.verdicts.get(r.name)
-            if prev is None or prev is Verdict.UNKNOWN or r.verdict is Verdict.FAIL:
-                outcome.verdicts[r.name] = r.verdict if prev is not Verdict.FAIL else prev
-            if r.verdict is not Verdict.PASS or r.name not in outcome.last_results:
-                outcome.last_results[r.name] = r
+            outcome.tallies.setdefault(r.name, Tally()).add(r)
             for k, v in r.counts.items():
                 outcome.counts[f"{r.name}.{k}"] += v
         cov = example.coverage

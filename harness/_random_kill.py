@@ -17,7 +17,7 @@ from typing import Any
 
 from ._engine import Engine, Outcome
 from .history import History
-from .model import Approve, EventF, KillAfter, Quiesce, RunSpec, Scenario, Step, Submit
+from .model import Approve, EventF, KillAfter, Quiesce, RunSpec, Scenario, Step, Submit, Verdict
 
 #: kills per scenario, drawn uniformly from this range
 KILLS = (1, 4)
@@ -82,6 +82,10 @@ def run_random_kill(engine: Engine, universe: Any) -> Outcome:
         if example.failed:
             outcome.failures = [example]
             outcome.failure = example
+            outcome.counterexamples = {
+                r.name: example for r in example.results if r.verdict is Verdict.FAIL
+            }
+            outcome.stopped_on_first = True
             break
         engine.keep_last(example)
     outcome.seconds = time.monotonic() - started

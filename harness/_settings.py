@@ -52,6 +52,9 @@ class Settings:
     mode: str = "search"
     #: run the targeted schedules (``scenarios.targeted``) before sampling
     targeted: bool = True
+    #: stop the search at the first failing scenario (else it goes on judging
+    #: every property until each has failed, or the plan or budget ends)
+    stop_on_first: bool = False
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)

@@ -3,14 +3,18 @@
     harness run --adapter NAME|module:attr [--adapter-opt KEY=VALUE ...]
                 [--profile dev|ci|thorough] [--seed N] [--budget SECONDS]
                 [--report-dir DIR] [--exhaustive WORKFLOW]
-                [--mode search|random-kill]
+                [--mode search|random-kill] [--stop-on-first]
     harness replay DIR
     harness report DIR
     harness list adapters|faults|properties|bugs
 
-Exit codes: 0 every property held; 1 a property failed (or replay reproduced
-the failure); 2 usage or configuration error (the message says what was wrong
-and how to fix it).
+Exit codes: 0 every property the adapter's capabilities allow was exercised
+and held; 1 a property failed (or replay reproduced the failure); 2 usage,
+configuration or adapter error (the message says what was wrong and how to
+fix it); 3 inconclusive: a property that should have been judged could not
+be, a fault the run armed never fired, or the budget ended the search before
+its plan (the output says which; properties the adapter's capabilities leave
+``not_tested`` are listed and do not make a run inconclusive).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import TextIO
 
 from ._errors import HarnessError, UsageError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,6 +61,16 @@ def _parser() -> argparse.ArgumentParser:
         const=False,
         default=None,
         help="skip the targeted schedules that a search runs before sampling",
+    )
+    r.add_argument(
+        "--stop-on-first",
+        dest="stop_on_first",
+        action="store_const",
+        const=True,
+        default=None,
+        help="stop the search at the first failing scenario (by default it goes on until "
+        "every property has failed once or the plan or budget ends, and shrinks one "
+        "counterexample per failing property)",
     )
     r.add_argument(
         "--exhaustive",

@@ -101,11 +101,15 @@ class RunState(StrEnum):
 class Verdict(StrEnum):
     PASS = "pass"
     FAIL = "fail"
-    UNKNOWN = "unknown"  # could not be judged (missing capability, no data)
+    UNKNOWN = "unknown"  # should have been judged, could not be (no data, a crash)
+    #: nothing in the run could exercise it (over a whole search only: a
+    #: capability not declared, a family switched off, or armed but never fired)
+    NOT_TESTED = "not_tested"
 
     def merge(self, other: Verdict) -> Verdict:
-        """Jepsen's priority: pass < unknown < fail."""
-        order = [Verdict.PASS, Verdict.UNKNOWN, Verdict.FAIL]
+        """Jepsen's priority, with not_tested lowest: not_tested < pass <
+        unknown < fail."""
+        order = [Verdict.NOT_TESTED, Verdict.PASS, Verdict.UNKNOWN, Verdict.FAIL]
         return max(self, other, key=order.index)
 
 
@@ -119,6 +123,10 @@ class PropertyResult(_Frozen):
     witness: tuple[int, ...] = ()
     #: counts worth reporting even on a pass (e.g. duplicates absorbed)
     counts: dict[str, int] = Field(default_factory=dict)
+    #: how many things this history gave the property to judge (effects,
+    #: runs, transitions, planted records read...): a ``pass`` with 0 held
+    #: vacuously, and says why in its message
+    evidence: int = 0
 
 
 # -- scenario steps ------------------------------------------------------------

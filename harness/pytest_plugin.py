@@ -38,6 +38,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--harness-seed", dest="harness_seed", type=int, default=None)
     group.addoption(
+        "--harness-allow-inconclusive",
+        dest="harness_allow_inconclusive",
+        action="store_true",
+        default=False,
+        help="accept an inconclusive run (a property that could not be judged, a fault "
+        "armed and never fired, a budget that cut the search): skip instead of failing",
+    )
+    group.addoption(
         "--harness-report-dir",
         dest="harness_report_dir",
         default=None,
@@ -52,7 +60,7 @@ class _SuiteItem(pytest.Item):
 
     def runtest(self) -> None:
         from .adapters._loading import parse_opts
-        from .testing import failure_text, run_suite
+        from .testing import failure_text, judge_property, run_suite
 
         cfg = self.config
         opts = parse_opts(cfg.getoption("harness_adapter_opt"))
@@ -62,8 +70,10 @@ class _SuiteItem(pytest.Item):
             raise _PropertyFailed(f"{self.prop} was not checked; log:\n{report['_log']}")
         if prop["verdict"] == "fail":
             raise _PropertyFailed(failure_text(report, prop))
-        if prop["verdict"] == "unknown":
-            pytest.skip(f"{self.prop} could not be judged: {prop['message']}")
+        try:
+            judge_property(report, self.prop, cfg)
+        except pytest.fail.Exception as exc:
+            raise _PropertyFailed(str(exc.msg)) from None
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, _PropertyFailed):

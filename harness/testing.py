@@ -92,10 +92,41 @@ def failure_text(report: dict[str, Any], prop: dict[str, Any]) -> str:
     stored = load_report(folder)
     found = next(p for p in stored.properties if p.name == prop["name"])
     history = None
-    if stored.counterexample is not None:
+    if found.counterexample not in (None, "."):
+        history = load_history(folder / str(found.counterexample) / "history.jsonl")
+    elif stored.counterexample is not None:
         history = load_history(folder / stored.counterexample.history)
     first, _, rest = failure_body(stored, found, history).partition("\n")
     return "\n".join(x for x in (first, f"report: {folder / 'report.html'}", rest) if x)
+
+
+def judge_property(report: dict[str, Any], name: str, config: pytest.Config | None) -> None:
+    """Turn one property's verdict in ``report`` into a pytest outcome: a
+    failure fails with the counterexample; ``not_tested`` is skipped with the
+    reason; ``unknown``, and a pass in an inconclusive run, fail with the
+    reason unless ``--harness-allow-inconclusive`` (then they are skipped /
+    pass)."""
+    allow = bool(config.getoption("harness_allow_inconclusive", False)) if config else False
+    prop = next((p for p in report["properties"] if p["name"] == name), None)
+    if prop is None:
+        pytest.fail(f"the harness did not check {name}; log:\n{report['_log']}")
+    verdict = prop["verdict"]
+    if verdict == Verdict.FAIL.value:
+        pytest.fail(failure_text(report, prop), pytrace=False)
+    if verdict == Verdict.NOT_TESTED.value:
+        pytest.skip(f"{name} not tested: {prop.get('reason') or prop['message']}")
+    hint = " (pass --harness-allow-inconclusive to accept this)"
+    if verdict == Verdict.UNKNOWN.value:
+        text = f"{name} could not be judged: {prop.get('reason') or prop['message']}"
+        if allow:
+            pytest.skip(text)
+        pytest.fail(text + hint, pytrace=False)
+    reasons = report.get("inconclusive") or []
+    if reasons and not allow:
+        pytest.fail(
+            f"{name} held, but the run was inconclusive: " + "; ".join(reasons) + hint,
+            pytrace=False,
+        )
 
 
 def resilience_suite(adapter: str, **opts: str) -> type:
@@ -104,17 +135,7 @@ def resilience_suite(adapter: str, **opts: str) -> type:
     def make(prop_name: str) -> Any:
         def test(self: Any, request: pytest.FixtureRequest) -> None:
             report = run_suite(adapter, {k: str(v) for k, v in opts.items()}, request.config)
-            prop = next((p for p in report["properties"] if p["name"] == prop_name), None)
-            if prop is None:
-                pytest.fail(f"the harness did not check {prop_name}; log:\n{report['_log']}")
-            if prop["verdict"] == Verdict.FAIL.value:
-                pytest.fail(failure_text(report, prop), pytrace=False)
-            if prop["verdict"] == Verdict.UNKNOWN.value:
-                gaps = ", ".join(g["capability"] for g in report.get("not_tested", []))
-                pytest.skip(
-                    f"{prop_name} could not be judged: {prop['message']} "
-                    f"(adapter lacks: {gaps or 'nothing'})"
-                )
+            judge_property(report, prop_name, request.config)
 
         test.__name__ = f"test_{prop_name}"
         test.__doc__ = f"The runtime keeps {prop_name} under every generated fault."

@@ -90,7 +90,8 @@ def check_approval_integrity(history: History, oracle: History | None) -> Proper
     return f.result(
         f"All {plural(f.counts['gated_effects'], 'applied effect')} of kinds needing approval "
         f"({kinds}) matched an approved, unexpired approval for their exact parameters, "
-        "and each executed once"
+        "and each executed once",
+        evidence=f.counts["gated_effects"] + f.counts.get("decisions", 0),
     )
 
 
@@ -101,6 +102,7 @@ def _check_redeliveries(f: Findings, history: History) -> None:
         message_id = e.value.get("message_id")
         if e.type != "ok" or e.value.get("accepted") is not True or not isinstance(message_id, str):
             continue
+        f.count("decisions")
         if message_id not in first:
             first[message_id] = e.index
             continue

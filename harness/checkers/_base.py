@@ -4,7 +4,10 @@ A checker is a pure function ``(history, oracle) -> PropertyResult``. It
 collects *findings* -- failures (with the events that prove them), unknowns
 (with the reason and the events that explain it), counts and notes -- and
 turns them into one verdict: any failure makes it ``fail``, else any unknown
-makes it ``unknown``, else ``pass``. The witness of a failure is the
+makes it ``unknown``, else ``pass``. Each checker also says how much it had
+to judge (``evidence``: effects, runs, transitions...); a ``pass`` with no
+evidence held vacuously, and the search reports such a property as not
+exercised rather than passed. The witness of a failure is the
 evidence of the earliest one (the smallest proof); the message names every
 violation (the first few in full).
 
@@ -57,7 +60,10 @@ class Findings:
         for key in keys:
             self.counts.setdefault(key, 0)
 
-    def result(self, pass_message: str) -> PropertyResult:
+    def result(self, pass_message: str, *, evidence: int = 0) -> PropertyResult:
+        """The verdict; ``evidence`` is how many things were judged (0: the
+        history gave this property nothing to judge, and ``pass_message``
+        says why)."""
         notes = "".join(f" {_sentence(n)}" for n in self.notes)
         if self.failures:
             ordered = sorted(self.failures, key=lambda f: f[1] or (1 << 62,))
@@ -69,6 +75,7 @@ class Findings:
                 message=message + notes,
                 witness=ordered[0][1],
                 counts=dict(sorted(self.counts.items())),
+                evidence=max(evidence, 1),
             )
         if self.unknowns:
             head = plural(len(self.unknowns), "reason") + " it cannot be judged"
@@ -80,12 +87,14 @@ class Findings:
                 message=message + notes,
                 witness=tuple(witness),
                 counts=dict(sorted(self.counts.items())),
+                evidence=evidence,
             )
         return PropertyResult(
             name=self.name,
             verdict=Verdict.PASS,
             message=_sentence(pass_message) + notes,
             counts=dict(sorted(self.counts.items())),
+            evidence=evidence,
         )
 
 

@@ -104,7 +104,8 @@ def check_exactly_once_effects(history: History, oracle: History | None) -> Prop
         f"Every one of {plural(len(groups), 'logical effect')} "
         f"({', '.join(kinds) or 'none'}) was applied as often as declared; "
         f"{f.counts['absorbed_duplicates']} repeats were absorbed by idempotency and "
-        f"{f.counts['at_least_once_duplicates']} at-least-once duplicates were allowed"
+        f"{f.counts['at_least_once_duplicates']} at-least-once duplicates were allowed",
+        evidence=len(groups),
     )
 
 

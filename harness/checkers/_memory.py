@@ -75,7 +75,8 @@ def check_memory_safety(history: History, oracle: History | None) -> PropertyRes
     return f.result(
         f"None of {plural(len(planted), 'planted record')} leaked: "
         f"{f.counts['contexts_checked']} contexts read no expired, stale or foreign record, "
-        "and no poisoned record authorized an action"
+        "and no poisoned record authorized an action",
+        evidence=f.counts["contexts_checked"] + f.counts.get("gated_after_poison", 0),
     )
 
 
@@ -122,6 +123,7 @@ def _check_authority(f: Findings, history: History, poisoned: list[Event]) -> No
         before = [m for m in poisoned if m.index < eff.index and vstr(m, "tenant") == tenant]
         if not before:
             continue
+        f.count("gated_after_poison")
         _, why = match_approval(
             eff, approvals.get(eff.run_id or "", []), approval_actions(decl, eff.kind)
         )

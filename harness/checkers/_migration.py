@@ -94,5 +94,8 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
     return f.result(
         f"All {plural(f.counts['touched'], 'run')} touched by "
         f"{plural(len(faults), 'migration fault')} ended safely: {f.counts['equivalent']} as "
-        f"in the oracle, {f.counts['parked']} parked with a schema/version error"
+        f"in the oracle, {f.counts['parked']} parked with a schema/version error",
+        evidence=sum(
+            f.counts.get(k, 0) for k in ("parked", "equivalent", "needs_operator", "diverged")
+        ),
     )

@@ -70,5 +70,6 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
             f.count("stuck")
     return f.result(
         f"All {plural(f.counts['runs'], 'run')} ended: {f.counts['terminal']} terminal, "
-        f"{f.counts['waiting']} in a legitimate wait; none lost, none stuck"
+        f"{f.counts['waiting']} in a legitimate wait; none lost, none stuck",
+        evidence=f.counts["runs"] + f.counts["lost"],
     )

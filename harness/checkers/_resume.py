@@ -98,5 +98,6 @@ def check_resume_equivalence(history: History, oracle: History | None) -> Proper
         f"{f.counts['equivalent']} of {plural(f.counts['runs'], 'run')} ended exactly as in the "
         f"oracle; {f.counts['needs_operator']} stopped at needs_operator on an at-most-once "
         f"effect and {f.counts['excluded_by_fault']} were excluded because a fault may change "
-        "their outcome"
+        "their outcome",
+        evidence=f.counts["runs"],
     )

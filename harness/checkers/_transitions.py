@@ -75,7 +75,8 @@ def check_legal_transitions(history: History, oracle: History | None) -> Propert
     return f.result(
         f"{plural(f.counts['transitions'], 'transition')} of {plural(f.counts['runs'], 'run')} "
         + ("were legal, " if table is not None else "")
-        + "strictly versioned, chained and unforked"
+        + "strictly versioned, chained and unforked",
+        evidence=f.counts["transitions"],
     )
 
 

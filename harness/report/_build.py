@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .._engine import Example, Outcome
 from ..adapters._contract import Adapter, Capability
-from ..model import PropertyResult, Verdict
+from ..model import Verdict
 from ._schema import (
     AdapterInfo,
     Counterexample,
@@ -70,20 +70,40 @@ def build_report(
         )
         for site in sites
     }
+    judgement = outcome.judgement()
+    others = other_failures(outcome)
+    folder_of = {id(ex): f"failures/{n}" for n, (_, ex) in enumerate(others, 1)}
+    if failure is not None:
+        folder_of[id(failure)] = "."
     properties = []
-    for name, verdict in sorted(outcome.verdicts.items()):
-        r = _result(outcome, name)
+    for name, pv in judgement.properties.items():
+        ce = outcome.counterexamples.get(name)
+        witness: list[int] = []
+        if ce is not None:
+            witness = next(
+                (
+                    list(r.witness)
+                    for r in ce.results
+                    if r.name == name and r.verdict is Verdict.FAIL
+                ),
+                [],
+            )
         properties.append(
             PropertyReport(
                 name=name,
-                verdict=verdict.value,
-                message=r.message,
-                witness=list(r.witness),
-                counts=dict(r.counts),
+                verdict=pv.verdict.value,
+                message=pv.message,
+                witness=witness,
+                counts=dict(pv.counts),
+                reason=pv.reason,
+                exercised=pv.exercised,
+                scenarios=pv.scenarios,
+                counterexample=None if ce is None else folder_of.get(id(ce)),
             )
         )
     return Report(
-        verdict=outcome.verdict.value,
+        verdict=judgement.verdict.value,
+        inconclusive=list(judgement.inconclusive),
         seed=outcome.seed,
         profile=outcome.settings.profile,
         adapter=AdapterInfo(
@@ -96,12 +116,18 @@ def build_report(
         duration_seconds=round(outcome.seconds, 3),
         slowest_seconds=round(outcome.slowest, 3),
         scenarios=outcome.examples,
+        planned_scenarios=outcome.planned,
+        searched_scenarios=outcome.searched if outcome.planned is not None else None,
         properties=properties,
         other_failures=[
             OtherFailure(
-                failed_properties=props, steps=ex.scenario.describe(), folder=f"failures/{n}"
+                failed_properties=_failed(ex),
+                counterexample_for=props,
+                steps=ex.scenario.describe(),
+                folder=f"failures/{n}",
+                replay=replay_command(report_dir / "failures" / str(n)),
             )
-            for n, (props, ex) in enumerate(other_failures(outcome), 1)
+            for n, (props, ex) in enumerate(others, 1)
         ],
         faults=faults,
         crash_points=crash_points,
@@ -111,7 +137,8 @@ def build_report(
         if failure is None
         else Counterexample(
             steps=failure.scenario.describe(),
-            failed_properties=[r.name for r in failure.results if r.verdict is Verdict.FAIL],
+            failed_properties=_failed(failure),
+            counterexample_for=_serves(outcome, failure),
             replay=replay_command(report_dir),
         ),
     )
@@ -129,30 +156,22 @@ def _coverage(outcome: Outcome, key: str, armed: int, fired: int) -> FaultCovera
     )
 
 
-def _result(outcome: Outcome, name: str) -> PropertyResult:
-    """The result to show for a property: the counterexample's when it failed
-    there (its witness indexes that history), else the last informative one."""
-    if outcome.failure is not None:
-        for r in outcome.failure.results:
-            if r.name == name and r.verdict is Verdict.FAIL:
-                return r
-    return outcome.last_results[name]
+def _serves(outcome: Outcome, example: Example) -> list[str]:
+    """The properties whose counterexample ``example`` is."""
+    return [name for name, ex in outcome.counterexamples.items() if ex is example]
 
 
 def other_failures(outcome: Outcome) -> list[tuple[list[str], Example]]:
-    """The smallest failing example for each other set of failed properties
-    (the counterexample shows one bug; there may be more)."""
-    if outcome.failure is None:
-        return []
-    shown = set(_failed(outcome.failure))
-    best: dict[tuple[str, ...], Example] = {}
-    for ex in outcome.failures:
-        props = tuple(_failed(ex))
-        if set(props) <= shown:
+    """The counterexamples besides the main one, each with the properties it
+    is the (minimal) counterexample of, in the order they were found."""
+    out: list[tuple[list[str], Example]] = []
+    seen = {id(outcome.failure)}
+    for ex in outcome.counterexamples.values():
+        if id(ex) in seen:
             continue
-        if props not in best or ex.size < best[props].size:
-            best[props] = ex
-    return [(list(p), ex) for p, ex in sorted(best.items())]
+        seen.add(id(ex))
+        out.append((_serves(outcome, ex), ex))
+    return out
 
 
 def _failed(example: Example) -> list[str]:

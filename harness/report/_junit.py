@@ -32,11 +32,19 @@ def _text(value: object) -> str:
 
 def render_junit(report: Report, folder: Path) -> str:
     """The JUnit XML text of ``report`` (run kept in ``folder``)."""
-    history = None
-    if report.counterexample is not None:
-        history = load_history(folder / report.counterexample.history)
+    histories: dict[str, History | None] = {}
+
+    def history_of(p: PropertyReport) -> History | None:
+        where = p.counterexample or "."
+        if where not in histories:
+            name = "history.jsonl"
+            if where == "." and report.counterexample is not None:
+                name = report.counterexample.history
+            histories[where] = load_history(folder / where / name)
+        return histories[where]
+
     failures = len(report.failed)
-    skipped = sum(1 for p in report.properties if p.verdict == "unknown")
+    skipped = sum(1 for p in report.properties if p.verdict in ("unknown", "not_tested"))
     per_case = report.duration_seconds / max(len(report.properties), 1)
     cls = classname(report)
     counts = {
@@ -65,14 +73,20 @@ def render_junit(report: Report, folder: Path) -> str:
             failure = ET.SubElement(
                 case, "failure", {"message": p.message, "type": "PropertyFailed"}
             )
-            failure.text = failure_body(report, p, history)
+            failure.text = failure_body(report, p, history_of(p))
         elif p.verdict == "unknown":
-            ET.SubElement(case, "skipped", {"message": f"could not be judged: {p.message}"})
+            reason = p.reason or p.message
+            ET.SubElement(case, "skipped", {"message": f"could not be judged: {reason}"})
+        elif p.verdict == "not_tested":
+            ET.SubElement(case, "skipped", {"message": f"not tested: {p.reason or p.message}"})
+    lines = []
+    if report.inconclusive:
+        lines += ["inconclusive:", *(f"  {r}" for r in report.inconclusive)]
     if report.not_tested:
+        lines += ["not tested:", *(f"  {g.capability}: {g.what}" for g in report.not_tested)]
+    if lines:
         out = ET.SubElement(suite, "system-out")
-        out.text = "not tested:\n" + "\n".join(
-            f"  {g.capability}: {g.what}" for g in report.not_tested
-        )
+        out.text = "\n".join(lines)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 

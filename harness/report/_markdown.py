@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._schema import Report
 
-_ICON = {"pass": "✅", "fail": "❌", "unknown": "❔"}
+_ICON = {"pass": "✅", "fail": "❌", "unknown": "❔", "not_tested": "⚪"}
 
 
 def render_markdown(report: Report) -> str:
@@ -12,14 +12,27 @@ def render_markdown(report: Report) -> str:
     command, the faults that fired, what was not tested."""
     a = report.adapter
     opts = ", ".join(f"{k}={v}" for k, v in sorted(a.description.items()))
+    title = "INCONCLUSIVE" if report.verdict == "unknown" else report.verdict.upper()
     lines = [
-        f"### {_ICON[report.verdict]} harness: {report.verdict.upper()} "
-        f"-- {a.name}{f' ({opts})' if opts else ''}",
+        f"### {_ICON[report.verdict]} harness: {title} -- {a.name}{f' ({opts})' if opts else ''}",
         "",
         f"{report.scenarios} scenarios in {report.duration_seconds:.1f} s, profile "
         f"`{report.profile}`, seed `{report.seed}`; {report.absorbed_duplicates} attempted "
         "duplicate effects absorbed by idempotency.",
         "",
+        *(
+            [
+                f"Ran {report.searched_scenarios} of {report.planned_scenarios} planned scenarios.",
+                "",
+            ]
+            if report.planned_scenarios is not None
+            else []
+        ),
+        *(
+            ["**Inconclusive:**", *(f"- {r}" for r in report.inconclusive), ""]
+            if report.inconclusive
+            else []
+        ),
         "| property | verdict | |",
         "|---|---|---|",
     ]
@@ -30,11 +43,16 @@ def render_markdown(report: Report) -> str:
         lines.append(f"| `{p.name}` | {_ICON[p.verdict]} {p.verdict} | {message} |")
     ce = report.counterexample
     if ce is not None:
-        lines += ["", f"**Minimal counterexample** ({', '.join(ce.failed_properties)}):", ""]
+        serves = ", ".join(ce.counterexample_for or ce.failed_properties)
+        lines += ["", f"**Minimal counterexample** ({serves}):", ""]
         lines += [f"{i}. {s}" for i, s in enumerate(ce.steps, 1)]
         lines += ["", "```sh", ce.replay, "```"]
-    if report.other_failures:
-        lines += ["", f"{len(report.other_failures)} other failure(s), kept in `failures/`."]
+    for other in report.other_failures:
+        serves = ", ".join(other.counterexample_for or other.failed_properties)
+        lines += ["", f"**Minimal counterexample** ({serves}), kept in `{other.folder}`:", ""]
+        lines += [f"{i}. {s}" for i, s in enumerate(other.steps, 1)]
+        if other.replay:
+            lines += ["", "```sh", other.replay, "```"]
     fired = [f"{k} {c.fired}" for k, c in sorted(report.faults.items()) if c.fired]
     lines += ["", "Faults fired: " + (", ".join(fired) or "none") + "."]
     unfired = [k for k, c in sorted(report.faults.items()) if c.armed and not c.fired]

@@ -14,7 +14,13 @@ Version history: 1 -- verdict, seed, adapter, profile, properties, faults,
 counterexample, other failures, not tested; 2 -- adds per crash point
 coverage (``crash_points``), runs survived per fault (``scenarios``,
 ``survived``, ``failed_after``), the counterexample's history file, the
-folder of each other failure and the slowest example.
+folder of each other failure and the slowest example; 3 -- verdicts over
+the whole search: ``not_tested`` beside ``pass``/``fail``/``unknown`` per
+property (with ``reason``, ``exercised``, ``scenarios``, the property's own
+``counterexample`` folder), the run's ``unknown`` verdict means
+inconclusive (``inconclusive`` says why), the plan (``planned_scenarios``,
+``searched_scenarios``), and which properties each counterexample serves
+(``counterexample_for``). Older reports still load (the new fields default).
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 #: Version of the report format this code writes (and the newest it reads).
-REPORT_SCHEMA_VERSION = 2
+REPORT_SCHEMA_VERSION = 3
 
-VerdictName = Literal["pass", "fail", "unknown"]
+VerdictName = Literal["pass", "fail", "unknown", "not_tested"]
+RunVerdictName = Literal["pass", "fail", "unknown"]
 
 
 class _Frozen(BaseModel):
@@ -50,16 +57,30 @@ class AdapterInfo(_Frozen):
 
 
 class PropertyReport(_Frozen):
-    """One property's verdict over the whole run, with its evidence."""
+    """One property's verdict over the whole run, with its evidence.
+
+    ``pass``: at least one scenario exercised it and none failed;
+    ``fail``: a scenario failed it (``counterexample`` names its folder);
+    ``not_tested``: nothing in this run could exercise it (``reason``);
+    ``unknown``: it should have been judged and could not be (``reason``).
+    """
 
     name: str
     verdict: VerdictName
-    message: str = Field(description="the checker's explanation")
+    message: str = Field(description="the checker's explanation, over the whole search")
     witness: list[int] = Field(
         description="indexes of the history events that prove the verdict; for a failed "
-        "property they index the counterexample's history.jsonl"
+        "property they index its counterexample's history.jsonl"
     )
-    counts: dict[str, int] = Field(description="what the checker counted (summed or last)")
+    counts: dict[str, int] = Field(description="what the checker counted, summed over scenarios")
+    reason: str | None = Field(None, description="why it is not_tested or unknown")
+    exercised: int = Field(0, description="scenarios that gave it something to judge")
+    scenarios: int = Field(0, description="scenarios in which it was checked")
+    counterexample: str | None = Field(
+        None,
+        description="for a failed property: the folder of its counterexample, relative to "
+        "the report ('.' for the main one, else 'failures/N')",
+    )
 
 
 class FaultCoverage(_Frozen):
@@ -84,6 +105,9 @@ class Counterexample(_Frozen):
 
     steps: list[str] = Field(description="the scenario's steps, as readable lines")
     failed_properties: list[str]
+    counterexample_for: list[str] = Field(
+        default_factory=list, description="the properties whose minimal counterexample this is"
+    )
     replay: str = Field(description="the shell command that replays it")
     history: str = Field("history.jsonl", description="its history, relative to the report")
 
@@ -92,7 +116,11 @@ class OtherFailure(_Frozen):
     """The smallest failing scenario for another set of failed properties."""
 
     failed_properties: list[str]
+    counterexample_for: list[str] = Field(
+        default_factory=list, description="the properties whose minimal counterexample this is"
+    )
     steps: list[str]
+    replay: str | None = Field(None, description="the shell command that replays it")
     folder: str | None = Field(None, description="where it is kept, relative to the report")
 
 
@@ -100,13 +128,25 @@ class Report(_Frozen):
     """Everything one ``harness run`` found, as written to ``report.json``."""
 
     schema_version: int = Field(REPORT_SCHEMA_VERSION, description="version of this format")
-    verdict: VerdictName = Field(description="merged: pass < unknown < fail")
+    verdict: RunVerdictName = Field(
+        description="fail: a property failed; unknown: inconclusive (see inconclusive); "
+        "pass: every property the adapter's capabilities allow was exercised and held"
+    )
+    inconclusive: list[str] = Field(
+        default_factory=list, description="why the run is inconclusive (empty: it is not)"
+    )
     seed: int | None = Field(description="repeat the search with --seed SEED")
     profile: str
     adapter: AdapterInfo
     duration_seconds: float
     slowest_seconds: float = Field(0.0, description="wall seconds of the slowest scenario")
     scenarios: int = Field(description="scenarios executed (including shrinking)")
+    planned_scenarios: int | None = Field(
+        None, description="scenarios the search planned (targeted and sampled)"
+    )
+    searched_scenarios: int | None = Field(
+        None, description="of those, how many ran before the search ended"
+    )
     properties: list[PropertyReport]
     other_failures: list[OtherFailure]
     faults: dict[str, FaultCoverage] = Field(description="by fault kind")

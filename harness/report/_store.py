@@ -92,8 +92,17 @@ def load_scenario(folder: Path) -> Scenario:
 
 
 def load_run_folder(folder: Path) -> tuple[Report, Scenario]:
-    """The report and the kept scenario of a run folder (what replay needs)."""
-    report = load_report(folder)
+    """The report and the kept scenario of a run folder (what replay needs).
+    ``folder`` may also be one of its other counterexamples, ``DIR/failures/N``:
+    the scenario is that one's, the report (the adapter to load) the run's."""
+    run = folder
+    if (
+        folder.parent.name == "failures"
+        and not (folder / "report.json").exists()
+        and (folder.parent.parent / "report.json").is_file()
+    ):
+        run = folder.parent.parent
+    report = load_report(run)
     return report, load_scenario(folder)
 
 

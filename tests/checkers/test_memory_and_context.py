@@ -50,6 +50,8 @@ def test_another_tenants_record_in_a_context_fails() -> None:
 
 
 def test_reads_are_unknown_without_the_context_capability() -> None:
+    # forbidden records were planted: they should have been judged, and
+    # without the capability what the model saw is invisible
     b = H().declaration(capabilities=()).memory("m1", "expired").submit("r1")
     r = check_memory_safety(b.build(), None)
     assert r.verdict is Verdict.UNKNOWN
@@ -112,13 +114,22 @@ def test_a_context_at_a_step_the_oracle_never_reached_fails() -> None:
     assert "never built" in r.message
 
 
-def test_context_rebuild_is_unknown_without_capability_events_or_oracle() -> None:
+def test_context_rebuild_has_nothing_to_judge_without_capability_or_events() -> None:
     with_ctx = _oracle().build()
     no_cap = H().declaration(capabilities=()).submit("r1").context("r1", "s", {}).build()
     no_events = H().declaration().run("r1").build()
-    assert check_context_rebuild(no_cap, with_ctx).verdict is Verdict.UNKNOWN
-    assert check_context_rebuild(no_events, with_ctx).verdict is Verdict.UNKNOWN
+    for history, why in ((no_cap, "'context' capability"), (no_events, "no context events")):
+        r = check_context_rebuild(history, with_ctx)
+        # a vacuous pass: nothing judged, and the search reports it as such
+        assert (r.verdict, r.evidence) == (Verdict.PASS, 0)
+        assert why in r.message
+    # contexts there but no oracle to compare with: should be judged, cannot be
     assert check_context_rebuild(with_ctx, None).verdict is Verdict.UNKNOWN
+
+
+def test_a_judged_context_is_evidence() -> None:
+    oracle = _oracle().build()
+    assert check_context_rebuild(oracle, oracle).evidence > 0
 
 
 def test_contexts_of_runs_named_by_a_fault_are_not_compared() -> None:

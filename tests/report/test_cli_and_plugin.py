@@ -13,7 +13,7 @@ from engine_support import BROKEN, harness_cli
 from harness._commands import _Progress
 from harness._engine import Outcome
 from harness._settings import load_settings
-from harness.model import Verdict
+from harness._verdicts import Tally
 from harness.report import REPORT_FILES
 
 
@@ -39,9 +39,9 @@ class _Terminal(io.StringIO):
 def _outcome(examples: int, failing: bool) -> Outcome:
     o = Outcome("x", {}, [], load_settings("dev"), 0, examples=examples)
     o.faults_fired["crash_point"] = 3 * examples
-    o.verdicts["progress"] = Verdict.PASS
+    o.tallies["progress"] = Tally(scenarios=examples, exercised=examples)
     if failing:
-        o.verdicts["exactly_once_effects"] = Verdict.FAIL
+        o.tallies["exactly_once_effects"] = Tally(scenarios=examples, exercised=1, failed=1)
     return o
 
 

@@ -1,0 +1,220 @@
+"""Verdicts over a whole search: what every scenario's checkers said, summed.
+
+One scenario's checker says ``pass``, ``fail`` or ``unknown`` about one
+history, and how much it had to judge (``evidence``). A search's verdict on
+a property is earned over every scenario:
+
+- ``fail``: it failed in at least one scenario;
+- ``pass``: at least one scenario *exercised* it (evidence > 0) and none
+  failed;
+- ``not_tested``: no scenario could exercise it: the adapter does not declare
+  the capability it needs, the profile switched its fault family off, or the
+  family was armed and never fired (that last one makes the run
+  inconclusive);
+- ``unknown``: it should have been judged and could not be.
+
+The run's verdict is ``fail`` if a property failed, else ``unknown``
+(inconclusive, exit code 3) if any reason in :attr:`Judgement.inconclusive`
+holds, else ``pass``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .adapters._contract import Capability
+from .model import PropertyResult, Verdict
+
+#: The capability without which a property has nothing to judge.
+NEEDS_CAPABILITY: dict[str, Capability] = {
+    "approval_integrity": Capability.APPROVALS,
+    "memory_safety": Capability.MEMORY_INJECTION,
+    "migration_safety": Capability.VERSION_SWITCH,
+    "context_rebuild": Capability.CONTEXT,
+}
+
+#: The fault family (and the fault kind it arms) a property is exercised by.
+NEEDS_FAMILY: dict[str, str] = {
+    "memory_safety": "memory",
+    "migration_safety": "migration",
+}
+
+
+@dataclass
+class Tally:
+    """One property's results over every scenario of a search."""
+
+    scenarios: int = 0
+    exercised: int = 0
+    failed: int = 0
+    unknown: int = 0
+    evidence: int = 0
+    counts: Counter[str] = field(default_factory=Counter)
+    #: why a scenario had nothing to judge / could not judge, most common first
+    idle: Counter[str] = field(default_factory=Counter)
+    unknowns: Counter[str] = field(default_factory=Counter)
+    #: the last result that judged something (shown on a pass)
+    last_judged: PropertyResult | None = None
+
+    def add(self, r: PropertyResult) -> None:
+        self.scenarios += 1
+        self.counts.update(r.counts)
+        self.evidence += r.evidence
+        if r.verdict is Verdict.FAIL:
+            self.failed += 1
+        elif r.verdict is Verdict.UNKNOWN:
+            self.unknown += 1
+            self.unknowns[r.message] += 1
+        elif r.evidence > 0:
+            self.exercised += 1
+            self.last_judged = r
+        else:
+            self.idle[r.message] += 1
+        if r.verdict is Verdict.FAIL:
+            self.exercised += 1
+
+
+@dataclass(frozen=True)
+class PropertyVerdict:
+    """A property's verdict over the search, with an aggregate message."""
+
+    name: str
+    verdict: Verdict
+    message: str
+    #: scenarios that judged it, and scenarios run
+    exercised: int
+    scenarios: int
+    counts: dict[str, int]
+    #: for ``not_tested`` and ``unknown``: why, in a few words
+    reason: str | None = None
+
+
+@dataclass
+class Judgement:
+    properties: dict[str, PropertyVerdict]
+    #: why the run is inconclusive (empty: it is not)
+    inconclusive: list[str]
+
+    @property
+    def verdict(self) -> Verdict:
+        if any(p.verdict is Verdict.FAIL for p in self.properties.values()):
+            return Verdict.FAIL
+        if self.inconclusive:
+            return Verdict.UNKNOWN
+        return Verdict.PASS
+
+
+def _top(c: Counter[str]) -> str:
+    return c.most_common(1)[0][0] if c else ""
+
+
+def _of(n: int, total: int, noun: str = "scenario") -> str:
+    return f"{n} of {total} {noun}{'' if total == 1 else 's'}"
+
+
+def judge(
+    tallies: Mapping[str, Tally],
+    *,
+    capabilities: Iterable[str],
+    families: Iterable[str],
+    faults_armed: Mapping[str, int],
+    faults_fired: Mapping[str, int],
+    fail_messages: Mapping[str, str] | None = None,
+    planned: int | None = None,
+    ran: int | None = None,
+    budget_cut: bool = False,
+    complete_search: bool = True,
+) -> Judgement:
+    """Every property's verdict over the search, and why the run is
+    inconclusive, if it is.
+
+    ``families``: the fault families the run had switched on (after the
+    profile and the adapter's capabilities). ``fail_messages``: per failed
+    property, the counterexample's message. ``planned``/``ran``/``budget_cut``:
+    the search's plan, how much of it ran, and whether the budget stopped it.
+    ``complete_search`` False (the search stopped at the first failure on
+    request) leaves the properties no scenario failed as they are, and says
+    they were judged only up to there.
+    """
+    caps = set(capabilities)
+    fams = set(families)
+    fail_messages = fail_messages or {}
+    out: dict[str, PropertyVerdict] = {}
+    inconclusive: list[str] = []
+    for name, t in tallies.items():
+
+        def verdict(
+            v: Verdict, message: str, reason: str | None = None, *, t: Tally = t, name: str = name
+        ) -> PropertyVerdict:
+            return PropertyVerdict(
+                name,
+                v,
+                message,
+                t.exercised,
+                t.scenarios,
+                dict(sorted(t.counts.items())),
+                reason=reason,
+            )
+
+        if t.failed:
+            msg = fail_messages.get(name, "")
+            out[name] = verdict(
+                Verdict.FAIL, f"{msg} (failed in {_of(t.failed, t.scenarios)} run)".strip()
+            )
+            continue
+        cap = NEEDS_CAPABILITY.get(name)
+        family = NEEDS_FAMILY.get(name)
+        if t.exercised == 0 and cap is not None and cap.value not in caps:
+            reason = f"the adapter does not declare the {cap.value} capability"
+            out[name] = verdict(Verdict.NOT_TESTED, f"Not tested: {reason}.", reason)
+            continue
+        if t.exercised == 0 and family is not None and family not in fams:
+            reason = f"the {family} fault family was switched off for this run"
+            out[name] = verdict(Verdict.NOT_TESTED, f"Not tested: {reason}.", reason)
+            continue
+        if t.exercised == 0 and family is not None and faults_fired.get(family, 0) == 0:
+            armed = faults_armed.get(family, 0)
+            reason = (
+                f"the {family} fault family was armed {armed} times and never fired"
+                if armed
+                else f"no scenario armed the {family} fault family"
+            )
+            out[name] = verdict(Verdict.NOT_TESTED, f"Not tested: {reason}.", reason)
+            inconclusive.append(f"{name} was not tested: {reason}")
+            continue
+        if t.exercised == 0:
+            why = _top(t.unknowns) or _top(t.idle) or "no scenario ran"
+            reason = f"no scenario gave it anything to judge ({why.rstrip('.')})"
+            if t.unknown:
+                reason = f"it could not be judged in {_of(t.unknown, t.scenarios)}: {why}"
+            out[name] = verdict(Verdict.UNKNOWN, f"Unknown: {reason}.", reason)
+            inconclusive.append(f"{name} could not be judged: {reason}")
+            continue
+        last = t.last_judged.message if t.last_judged is not None else ""
+        msg = (
+            f"Held in each of the {t.exercised} scenarios that exercised it "
+            f"({t.scenarios} run). {last}"
+        )
+        if t.unknown:
+            msg += (
+                f" It could not be judged in {_of(t.unknown, t.scenarios)} "
+                f"({_top(t.unknowns).rstrip('.')})."
+            )
+        if not complete_search:
+            msg += " The search stopped at the first failure (--stop-on-first)."
+        out[name] = verdict(Verdict.PASS, msg.strip())
+    for kind in sorted(faults_armed):
+        if faults_armed[kind] and not faults_fired.get(kind, 0):
+            inconclusive.append(
+                f"fault kind {kind} was armed {faults_armed[kind]} times and never fired: "
+                "the runtime never reached where it was aimed (check the workflows' "
+                "declared effect kinds and crash points)"
+            )
+    if budget_cut and planned is not None and ran is not None:
+        inconclusive.append(
+            f"the budget ended the search: ran {ran} of {planned} planned scenarios; "
+            "raise --budget or use --profile dev"
+        )
+    return Judgement(out, inconclusive)

@@ -1,0 +1,207 @@
+"""Honest verdicts: a pass is earned over the whole search, the search goes on
+after a failure, and every run that cannot earn a verdict says why (exit 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from engine_support import harness_cli
+
+from harness._verdicts import Tally, judge
+from harness.model import PropertyResult, Verdict
+
+
+def _result(name: str, verdict: Verdict, evidence: int, message: str = "m") -> PropertyResult:
+    return PropertyResult(name=name, verdict=verdict, message=message, evidence=evidence)
+
+
+def _tally(*results: PropertyResult) -> Tally:
+    t = Tally()
+    for r in results:
+        t.add(r)
+    return t
+
+
+def _judge(tallies: dict[str, Tally], **kw: object) -> tuple[dict[str, Verdict], list[str]]:
+    args: dict[str, object] = {
+        "capabilities": ["memory_injection", "version_switch"],
+        "families": ["crash", "memory", "migration"],
+        "faults_armed": {},
+        "faults_fired": {},
+    }
+    args.update(kw)
+    j = judge(tallies, **args)  # type: ignore[arg-type]
+    return {n: p.verdict for n, p in j.properties.items()}, j.inconclusive
+
+
+def test_a_pass_needs_one_scenario_that_exercised_the_property() -> None:
+    vacuous = _tally(*[_result("progress", Verdict.PASS, 0, "no runs")] * 5)
+    earned = _tally(_result("progress", Verdict.PASS, 0), _result("progress", Verdict.PASS, 3))
+    verdicts, why = _judge({"progress": vacuous})
+    assert verdicts == {"progress": Verdict.UNKNOWN}
+    assert why and "no runs" in why[0]
+    verdicts, why = _judge({"progress": earned})
+    assert verdicts == {"progress": Verdict.PASS} and why == []
+
+
+def test_any_failing_scenario_fails_the_property_whatever_passed_elsewhere() -> None:
+    t = _tally(_result("progress", Verdict.PASS, 2), _result("progress", Verdict.FAIL, 1))
+    verdicts, _ = _judge({"progress": t})
+    assert verdicts == {"progress": Verdict.FAIL}
+
+
+def test_a_missing_capability_is_not_tested_and_not_inconclusive() -> None:
+    t = _tally(_result("approval_integrity", Verdict.PASS, 0))
+    verdicts, why = _judge({"approval_integrity": t})
+    assert verdicts == {"approval_integrity": Verdict.NOT_TESTED}
+    assert why == []
+
+
+def test_a_family_switched_off_is_not_tested_and_not_inconclusive() -> None:
+    t = _tally(_result("memory_safety", Verdict.PASS, 0))
+    verdicts, why = _judge({"memory_safety": t}, families=["crash"])
+    assert verdicts == {"memory_safety": Verdict.NOT_TESTED} and why == []
+
+
+def test_a_family_armed_and_never_fired_leaves_its_property_untested_and_the_run_open() -> None:
+    t = _tally(_result("memory_safety", Verdict.PASS, 0))
+    verdicts, why = _judge({"memory_safety": t}, faults_armed={"memory": 4})
+    assert verdicts == {"memory_safety": Verdict.NOT_TESTED}
+    assert any("armed 4 times and never fired" in w for w in why)
+
+
+def test_any_fault_kind_armed_and_never_fired_makes_the_run_inconclusive() -> None:
+    t = _tally(_result("progress", Verdict.PASS, 1))
+    _, why = _judge({"progress": t}, faults_armed={"world_fault": 30}, faults_fired={})
+    assert len(why) == 1 and "world_fault was armed 30 times and never fired" in why[0]
+
+
+def test_a_budget_that_cut_the_plan_says_how_much_ran() -> None:
+    t = _tally(_result("progress", Verdict.PASS, 1))
+    _, why = _judge({"progress": t}, planned=150, ran=26, budget_cut=True)
+    assert why == [
+        "the budget ended the search: ran 26 of 150 planned scenarios; "
+        "raise --budget or use --profile dev"
+    ]
+
+
+def test_budget_cut_reference_run_exits_3_and_says_how_many_ran(tmp_path: Path) -> None:
+    proc = harness_cli(
+        "run",
+        "--adapter",
+        "reference",
+        "--profile",
+        "ci",
+        "--budget",
+        "3",
+        "--report-dir",
+        str(tmp_path / "r"),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert report["verdict"] == "unknown"
+    ran = report["searched_scenarios"]
+    assert 0 < ran < report["planned_scenarios"] == 150
+    assert f"ran {ran} of 150 planned scenarios; raise --budget" in proc.stdout
+    assert "INCONCLUSIVE" in (tmp_path / "r" / "summary.md").read_text()
+
+
+def test_the_search_goes_on_after_a_failure_and_shrinks_one_counterexample_per_property(
+    tmp_path: Path,
+) -> None:
+    """Two seeded bugs, found by sampling alone: each failing property gets a
+    minimal counterexample of its own, kept in its own folder, that replays."""
+    folder = tmp_path / "r"
+    proc = harness_cli(
+        "run",
+        "--adapter",
+        "reference",
+        "--adapter-opt",
+        "bug=no-migration,no-idempotency-key",
+        "--profile",
+        "dev",
+        "--seed",
+        "1",
+        "--no-targeted",
+        "--max-examples",
+        "40",
+        "--report-dir",
+        str(folder),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads((folder / "report.json").read_text())
+    props = {p["name"]: p for p in report["properties"]}
+    assert props["migration_safety"]["verdict"] == "fail"
+    assert props["exactly_once_effects"]["verdict"] == "fail"
+    assert report["searched_scenarios"] == report["planned_scenarios"] == 40
+    places = {props[n]["counterexample"] for n in ("migration_safety", "exactly_once_effects")}
+    assert len(places) == 2, "each property has its own counterexample"
+    for name in ("migration_safety", "exactly_once_effects"):
+        where = folder / props[name]["counterexample"]
+        replay = harness_cli("replay", str(where), cwd=tmp_path)
+        assert replay.returncode == 1, replay.stdout + replay.stderr
+        assert name in replay.stdout.split("reproduced: ")[1].splitlines()[0]
+    # every other property is judged over the whole search, not one scenario
+    assert props["progress"]["verdict"] == "pass"
+    assert props["progress"]["exercised"] == props["progress"]["scenarios"] > 40
+
+
+def test_stop_on_first_stops_at_the_first_failing_scenario(tmp_path: Path) -> None:
+    folder = tmp_path / "r"
+    proc = harness_cli(
+        "run",
+        "--adapter",
+        "reference",
+        "--adapter-opt",
+        "bug=no-migration,no-idempotency-key",
+        "--profile",
+        "dev",
+        "--seed",
+        "1",
+        "--no-targeted",
+        "--max-examples",
+        "40",
+        "--stop-on-first",
+        "--report-dir",
+        str(folder),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads((folder / "report.json").read_text())
+    assert report["searched_scenarios"] < 40
+    failed = [p["name"] for p in report["properties"] if p["verdict"] == "fail"]
+    assert len(failed) == 1
+    passed = [p for p in report["properties"] if p["verdict"] == "pass"]
+    assert passed and all("--stop-on-first" in p["message"] for p in passed)
+
+
+@pytest.mark.slow
+def test_the_toy_suite_skips_what_the_toy_cannot_exercise_with_reasons(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    pytester.makepyfile(
+        test_toy="""
+from harness.testing import resilience_suite
+
+TestToy = resilience_suite("examples.minimal_adapter.adapter:ToyAdapter", keyed="true")
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-rs", "--harness-profile", "dev", "--harness-seed", "3"
+    )
+    result.assert_outcomes(passed=4, skipped=4)
+    for name, capability in [
+        ("approval_integrity", "approvals"),
+        ("memory_safety", "memory_injection"),
+        ("migration_safety", "version_switch"),
+        ("context_rebuild", "context"),
+    ]:
+        result.stdout.fnmatch_lines(
+            [f"SKIPPED*{name} not tested: the adapter does not declare the {capability}*"]
+        )
