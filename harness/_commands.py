@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from ._engine import Engine, Example, Outcome
 from ._errors import UsageError
+from ._probe import check_declarations
 from ._profile import profile_workflow
 from ._settings import load_settings
 from .adapters._contract import Adapter, offered_storage_kinds
@@ -109,6 +110,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
     engine = Engine(adapter, settings, progress=progress.update)
     _line(out, f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})")
     try:
+        check_declarations(adapter, engine.oracle)
         with progress:
             if ns.exhaustive:
                 outcome = _exhaustive(engine, adapter, universe, ns.exhaustive, settings)

@@ -59,7 +59,7 @@ WORKFLOWS = (
         name="onboarding",
         inputs=({"customer_id": "k-1", "plan": "gold"}, {"customer_id": "k-2"}),
         needs_approval=True,
-        effects=("provisioning.create_account", "email.notify"),
+        effects=("identity.verify", "provisioning.create_account", "email.notify"),
     ),
     WorkflowSpec(
         name="research",
