@@ -81,7 +81,9 @@ def fault_steps(scenario: dict[str, Any]) -> int:
 
 
 def _detects(bug: str, tmp_path: Path, *opts: str, budget: int = 60) -> None:
+    # Detection only: stop at the first failure (the full search is tested elsewhere).
     args = ["run", "--adapter", "reference", "--profile", "ci", "--budget", str(budget)]
+    args.append("--stop-on-first")
     for o in (f"bug={bug}", *opts):
         args += ["--adapter-opt", o]
     proc = _harness(tmp_path, *args)
