@@ -33,6 +33,7 @@ NEEDS_CAPABILITY: dict[str, Capability] = {
     "memory_safety": Capability.MEMORY_INJECTION,
     "migration_safety": Capability.VERSION_SWITCH,
     "context_rebuild": Capability.CONTEXT,
+    "state_equivalence": Capability.DURABLE_STATE,
 }
 
 #: The fault family (and the fault kind it arms) a property is exercised by.

@@ -48,6 +48,7 @@ class EventF(StrEnum):
     APPROVAL = "approval"  # info: an approval record as the runtime holds it
     MEMORY = "memory"  # info: a memory record the harness planted (with its kind)
     FINAL = "final"  # info: a run's state when the scenario ended
+    STATE = "state"  # info: a run's durable state when the scenario ended
     DECLARATION = "declaration"  # info: what the runtime promises per effect kind
     NOTE = "note"  # info: anything else worth keeping (adapter limits, ...)
 

@@ -36,6 +36,7 @@ PROPERTIES = (
     "memory_safety",
     "migration_safety",
     "context_rebuild",
+    "state_equivalence",
 )
 
 

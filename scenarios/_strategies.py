@@ -270,7 +270,7 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
             RunWorker(worker_id=f"w{n}"),
         ]
     if family == "storage":
-        return _storage_episode(draw, u, n)
+        return _storage_episode(draw, u, runs, n)
     # migration: crash under old code, resume under the current one
     if not u.crash_points:
         # No crash points: old code runs until its runs wait or end, or until
@@ -313,7 +313,9 @@ def _race_episode(draw: st.DrawFn, effects: list[str], run_ids: list[str], n: in
     ]
 
 
-def _storage_episode(draw: st.DrawFn, u: Universe, n: int) -> list[Step]:
+def _storage_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int
+) -> list[Step]:
     """Hold a worker, cut its storage connections, let it go on.
 
     Held *inside* a transaction (a crash point that is not a pause point), the
@@ -322,11 +324,18 @@ def _storage_episode(draw: st.DrawFn, u: Universe, n: int) -> list[Step]:
     must notice and carry on with fresh ones. Either way the run must end as
     if nothing happened.
     """
-    inside = u.in_transaction_points()
-    variants = [v for v, ok in (("in_transaction", inside), ("idle", u.pause_points)) if ok]
+    # Held where the workload's runs actually pass (the site profile): a
+    # pause that never fires leaves no worker holding a connection, and the
+    # cut then finds nothing to cut (armed, never fired).
+    reached = u.reached(runs, (*u.in_transaction_points(), *u.pause_points))
+    inside = tuple(s for s in u.in_transaction_points() if s in reached) or (
+        u.in_transaction_points()
+    )
+    idle = tuple(s for s in u.pause_points if s in reached) or u.pause_points
+    variants = [v for v, ok in (("in_transaction", inside), ("idle", idle)) if ok]
     variant = draw(st.sampled_from(variants))
-    site = draw(st.sampled_from(inside if variant == "in_transaction" else u.pause_points))
-    nth = draw(st.integers(min_value=1, max_value=3))
+    site = draw(st.sampled_from(inside if variant == "in_transaction" else idle))
+    nth = draw(st.integers(min_value=1, max_value=min(3, reached.get(site, 3))))
     kinds = draw(
         st.lists(st.sampled_from(u.offered_storage_kinds()), min_size=1, max_size=2, unique=True)
     )

@@ -45,6 +45,7 @@ from harness.model import (
     RunWorker,
     Scenario,
     Step,
+    StorageFault,
     Submit,
 )
 
@@ -128,6 +129,7 @@ def targeted(u: Universe) -> list[Scenario]:
         _kills_before(aim),
         _zombies(aim),
         middles,
+        _storage_cuts(aim),
     ]
     out: list[Scenario] = []
     seen: set[str] = set()
@@ -318,6 +320,48 @@ def _outages(a: _Aim) -> list[Scenario]:
         for es in a.profile(wf).effect_sites
         if es.round >= a.profile(wf).resume_round
     ]
+
+
+def _storage_cuts(a: _Aim) -> list[Scenario]:
+    """The store's connections cut under a worker held inside the first commit
+    after the decision (that transaction must die whole), then under one
+    held between steps on the way to the first effect (its pooled
+    connections die idle; the next use must recover). Every kind the
+    deployment offers, at once."""
+    kinds = a.u.offered_storage_kinds()
+    if "storage" not in a.families or not kinds:
+        return []
+    cuts = [StorageFault(kind=k) for k in kinds]
+    inside: list[Scenario] = []
+    idle: list[Scenario] = []
+    for wf in a.workflows:
+        p = a.profile(wf)
+        site_in = next(((s, n) for s, n in p.resume_sites() if s in a.in_txn), None)
+        if site_in is not None:
+            inside.append(
+                _scenario(
+                    f"{wf.name}/storage_cut_in_commit/{site_in[0]}@{site_in[1]}",
+                    _run(wf),
+                    *_rounds(p.resume_round, a.approvals),
+                    _paused("s1", *site_in),
+                    *cuts,
+                    ContinueWorker(worker_id="s1"),
+                )
+            )
+        for es in p.effect_sites[:1]:
+            near = next(((s, n) for s, n in reversed(es.approach) if s in a.pausable), None)
+            if near is not None:
+                idle.append(
+                    a.before(
+                        wf,
+                        es,
+                        _paused("s1", *near),
+                        *cuts,
+                        ContinueWorker(worker_id="s1"),
+                        name=f"storage_cut_idle/{es.effect}/{near[0]}@{near[1]}",
+                    )
+                )
+    return _interleave([inside, idle])
 
 
 def _upgrades(a: _Aim) -> list[Scenario]:

@@ -60,6 +60,7 @@ class Capability(StrEnum):
     STORAGE_FAULTS = "storage_faults"
     CONCURRENT_WORKERS = "concurrent_workers"
     CANCEL = "cancel"
+    DURABLE_STATE = "durable_state"
 
 
 #: Every storage fault kind a scenario may ask for (``StorageFault.kind``).
@@ -146,6 +147,17 @@ class WorkerHandle(Protocol):
         ...
 
 
+class DurableState(_Frozen):
+    """What the runtime keeps durably, per run, after the scenario (the
+    ``durable_state`` capability): conversation items, checkpoint channel
+    values, ledger entries, memory written -- JSON-able, normalized so that a
+    correct runtime's faulted run equals its fault-free run. Keys named in
+    ``volatile`` (ids, timestamps, attempt counters) are ignored at any depth."""
+
+    runs: dict[str, Any] = Field(default_factory=dict)
+    volatile: tuple[str, ...] = ()
+
+
 class Declarations(_Frozen):
     """What a runtime promises, so checkers judge it by its own word."""
 
@@ -217,6 +229,11 @@ class Environment(Protocol):
         hold it (``cancel`` capability); False if the run had already ended."""
         ...
 
+    def durable_state(self) -> DurableState:
+        """Every run's durable state, normalized (``durable_state`` capability);
+        read once, after the scenario ended and workers stopped."""
+        ...
+
     def close(self) -> None:
         """Stop every worker and remove every resource the environment created."""
         ...
@@ -266,6 +283,9 @@ class BaseEnvironment:
 
     def cancel(self, run_id: str) -> bool:
         raise self._lacks("cannot cancel runs", "cancel")
+
+    def durable_state(self) -> DurableState:
+        raise self._lacks("cannot show its durable state", "durable_state")
 
 
 @runtime_checkable

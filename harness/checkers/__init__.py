@@ -29,6 +29,7 @@ from ._migration import check_migration_safety
 from ._progress import check_progress
 from ._registry import CHECKERS, check_all, merge_verdicts
 from ._resume import check_resume_equivalence
+from ._state import check_state_equivalence
 from ._transitions import check_legal_transitions
 
 __all__ = [
@@ -43,5 +44,6 @@ __all__ = [
     "check_migration_safety",
     "check_progress",
     "check_resume_equivalence",
+    "check_state_equivalence",
     "merge_verdicts",
 ]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..history import History
 from ..model import Event, EventF, PropertyResult
-from ._base import Findings, guarded, plural, short, vstr
+from ._base import Findings, guarded, plural, vstr
 from ._runs import fault_runs
+from ._state import _ABSENT, first_difference
 
 NAME = "context_rebuild"
 
@@ -87,9 +89,9 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
             continue
         closest = _closest(obj, candidates)
         diff = _diff_keys(obj, closest)
-        shown = ", ".join(
-            f"{k}: {_show(obj, k)} here vs {_show(closest, k)} in the oracle" for k in diff[:4]
-        ) + (f", and {len(diff) - 4} more" if len(diff) > 4 else "")
+        shown = ", ".join(_show(obj, closest, k) for k in diff[:4]) + (
+            f", and {len(diff) - 4} more" if len(diff) > 4 else ""
+        )
         f.fail(
             f"run {run_id}'s context at step {step!r} (#{e.index}) differs from the oracle's "
             f"in {plural(len(diff), 'key')}: {shown}",
@@ -142,8 +144,20 @@ def _closest(obj: dict[str, Any], candidates: list[dict[str, Any]]) -> dict[str,
     return min(candidates, key=lambda c: len(_diff_keys(obj, c)))
 
 
-def _show(obj: dict[str, Any], key: str) -> str:
-    return short(obj[key], 40) if key in obj else "(missing)"
+def _show(obj: dict[str, Any], oracle: dict[str, Any], key: str) -> str:
+    """Where two contexts first differ under ``key``, with both values in full
+    (a cut value hides a difference at its end)."""
+    found = first_difference(obj.get(key, _MISSING), oracle.get(key, _MISSING), key)
+    if found is None:  # pragma: no cover - only called for differing keys
+        return key
+    path, mine, theirs = found
+    return f"{path}: {_full(mine)} here vs {_full(theirs)} in the oracle"
+
+
+def _full(value: Any) -> str:
+    if value is _MISSING or value is _ABSENT:
+        return "(missing)"
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 _MISSING = object()

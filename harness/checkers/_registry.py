@@ -14,6 +14,7 @@ from ._memory import check_memory_safety
 from ._migration import check_migration_safety
 from ._progress import check_progress
 from ._resume import check_resume_equivalence
+from ._state import check_state_equivalence
 from ._transitions import check_legal_transitions
 
 #: Every property, by name, in report order.
@@ -26,6 +27,7 @@ CHECKERS: dict[str, Checker] = {
     "memory_safety": check_memory_safety,
     "migration_safety": check_migration_safety,
     "context_rebuild": check_context_rebuild,
+    "state_equivalence": check_state_equivalence,
 }
 
 

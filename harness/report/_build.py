@@ -28,6 +28,7 @@ CAPABILITY_GAPS = {
     Capability.CONTEXT: "context rebuild after resume",
     Capability.STORAGE_FAULTS: "storage connection faults",
     Capability.CONCURRENT_WORKERS: "racing and zombie workers",
+    Capability.DURABLE_STATE: "durable state (conversation, checkpoints, ledger) vs the oracle",
 }
 
 

@@ -243,6 +243,16 @@ class Interpreter:
                     "waiting_on": r.waiting_on,
                 },
             )
+        if Capability.DURABLE_STATE in self._caps:
+            assert self.env is not None
+            durable = self.env.durable_state()
+            for run_id, snapshot in sorted(durable.runs.items()):
+                self._rec(
+                    "info",
+                    EventF.STATE,
+                    "runner",
+                    {"run_id": run_id, "state": snapshot, "volatile": list(durable.volatile)},
+                )
 
     # -- steps -------------------------------------------------------------------
 

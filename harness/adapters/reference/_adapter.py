@@ -24,6 +24,7 @@ from ...runner import ForkServer
 from .._contract import (
     Capability,
     Declarations,
+    DurableState,
     Observation,
     RunView,
     WorkflowSpec,
@@ -44,6 +45,23 @@ NEEDS_APPROVAL = {
     "payments.refund": "payments.refund",
     "provisioning.create_account": "provisioning.create_account",
 }
+
+#: Fields of the reference runtime's durable state that differ between two
+#: correct runs of one workload (ids, times, attempt counters).
+VOLATILE = (
+    "at",
+    "attempt",
+    "attempts",
+    "created_at",
+    "updated_at",
+    "decided_at",
+    "expires_at",
+    "op_id",
+    "worker_id",
+    "lease_owner",
+    "fencing_token",
+    "deadline",
+)
 
 WORKFLOWS = (
     WorkflowSpec(
@@ -331,6 +349,46 @@ class ReferenceEnvironment:
             approvals=tuple(approvals),
         )
 
+    def durable_state(self) -> DurableState:
+        """Per run: its row's status and step, its working state, its ledger
+        (an operation confirmed or reconciled both count as done), its
+        approvals' decisions and its unprocessed inbox. Ids, times and
+        attempt counters are volatile."""
+        store = self.d.runtime.store
+        done = {"confirmed": "done", "reconciled": "done"}
+        runs: dict[str, Any] = {}
+        for run in store.list_runs():
+            snap = store.load(run.run_id)
+            operations = sorted(
+                (
+                    {
+                        "step": op.step,
+                        "kind": op.kind,
+                        "request_hash": op.request_hash,
+                        "status": done.get(op.status.value, op.status.value),
+                        # a resend of an at-least-once call is allowed, and
+                        # gets a new reference: only the others must match
+                        "external_ref": None
+                        if op.delivery.value == "at_least_once"
+                        else op.external_ref,
+                    }
+                    for op in snap.operations
+                ),
+                key=lambda o: (o["step"], o["kind"], o["request_hash"]),
+            )
+            runs[run.run_id] = {
+                "status": run.status.value,
+                "current_step": run.current_step,
+                "error": run.error,
+                "payload": snap.state.payload,
+                "operations": operations,
+                "approvals": sorted(
+                    [a.action, a.params_hash, a.decision.value] for a in snap.approvals
+                ),
+                "pending_inbox": len(snap.pending_inbox),
+            }
+        return DurableState(runs=runs, volatile=VOLATILE)
+
     def _new_contexts(self) -> tuple[dict[str, Any], ...]:
         if not self._context_log.exists():
             return ()
@@ -421,6 +479,7 @@ class ReferenceAdapter:
             Capability.CONTEXT,
             Capability.CONCURRENT_WORKERS,
             Capability.CANCEL,
+            Capability.DURABLE_STATE,
         }
     )
 
