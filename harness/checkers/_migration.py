@@ -30,7 +30,10 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
     request hash) as multisets for exactly-once and at-most-once kinds, as
     sets for at-least-once kinds, so a field silently lost shows as another
     request hash or output. A run parked without naming the schema/version
-    fails. No migration fault: ``pass``.
+    fails, and so does one *stranded*: parked for its schema although only an
+    older release touched it (it submitted the run; no worker of other code
+    ran it) and the oracle does not park it -- the new release must resume
+    what the old one started. No migration fault: nothing to judge.
 
     Cannot see: without an oracle, any run that did not park (``unknown``);
     a lost field that changes neither output nor any request; runs with no
@@ -60,7 +63,28 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
             f.unknown(f"run {run_id}, touched by migration fault #{by[0]}, has no final event", by)
             continue
         if parked_for_schema(final):
-            f.count("parked")
+            # Parking is the right answer for code that meets a payload newer
+            # than itself (an older worker in a rolling deploy). A run only an
+            # older *release* started, that today's code then parks, is
+            # stranded: the new release never resumes it.
+            older_worker = any(
+                (ev := history.event(i)) is not None and ev.value.get("at") != "submit"
+                for i in by
+            )
+            ofinal = ofinals.get(run_id)
+            oracle_parks = ofinal is not None and final_state(ofinal) is RunState.PARKED
+            if older_worker or oracle_parks:
+                f.count("parked")
+                continue
+            f.fail(
+                f"run {run_id}, started by an older release (migration fault #{by[0]}), is "
+                f"stranded: today's code parked it instead of resuming it (final #{final.index}: "
+                f"raw status {short(final.value.get('raw_status'))}, error "
+                f"{short(final.value.get('error'), 200)}), while the oracle ends it "
+                f"{ofinal.value.get('state') if ofinal is not None else 'unknown'}",
+                [by[0], final.index],
+            )
+            f.count("stranded")
             continue
         if final_state(final) is RunState.PARKED:
             f.fail(
@@ -87,7 +111,8 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
             continue
         f.fail(
             f"run {run_id}, touched by migration fault #{by[0]}, ended unlike the oracle "
-            f"without parking (final #{final.index}): {'; '.join(diffs)}",
+            f"without parking (final #{final.index}, raw status "
+            f"{short(final.value.get('raw_status'))}): {'; '.join(diffs)}",
             [by[0], final.index, *surplus_effects(effects, run_id, mine, theirs, decl)],
         )
         f.count("diverged")

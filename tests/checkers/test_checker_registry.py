@@ -24,6 +24,7 @@ NAMES = [
     "memory_safety",
     "migration_safety",
     "context_rebuild",
+    "state_equivalence",
 ]
 
 
@@ -33,7 +34,7 @@ def test_the_public_names_are_sorted_and_all_exist() -> None:
         assert hasattr(checkers, name)
 
 
-def test_the_registry_holds_the_eight_properties_in_report_order() -> None:
+def test_the_registry_holds_the_nine_properties_in_report_order() -> None:
     assert list(CHECKERS) == NAMES
     for name, fn in CHECKERS.items():
         assert fn.__name__ == f"check_{name}"
@@ -145,6 +146,7 @@ _vocab: dict[str, st.SearchStrategy[Any]] = {
     "memory_id": st.sampled_from(["m1", "m2"]),
     "memory_ids": st.lists(st.sampled_from(["m1", "m2"]), max_size=2),
     "fired": st.booleans(),
+    "volatile": st.lists(st.sampled_from(["at", "x"]), max_size=2),
     "delivery": st.dictionaries(
         st.sampled_from(["payments.charge", "email.send"]),
         st.sampled_from(["exactly_once", "at_most_once", "at_least_once", "nope"]),
@@ -173,6 +175,7 @@ _FIELDS: dict[EventF, tuple[str, ...]] = {
     EventF.CONTEXT: ("run_id", "step", "context", "memory_ids"),
     EventF.FAULT: ("kind", "runs", "fired"),
     EventF.FINAL: ("run_id", "tenant", "state", "output", "error"),
+    EventF.STATE: ("run_id", "state", "volatile"),
 }
 
 

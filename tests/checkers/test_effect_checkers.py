@@ -10,7 +10,7 @@ from harness.checkers import (
     check_migration_safety,
     check_resume_equivalence,
 )
-from harness.model import Verdict
+from harness.model import EventF, Verdict
 
 DECL = {CHARGE: "exactly_once", NOTIFY: "at_least_once", SEND: "at_most_once"}
 
@@ -295,6 +295,33 @@ def test_a_migrated_run_parked_with_a_schema_error_passes_even_without_an_oracle
     r = check_migration_safety(h.build(), None)
     assert r.verdict is Verdict.PASS
     assert r.counts["parked"] == 1
+
+
+def test_a_run_an_older_release_started_and_today_parks_is_stranded() -> None:
+    """Only an older release touched it (at submit): parking it is not the
+    answer; the new release must resume it."""
+    h = H().declaration(DECL).submit("r1")
+    h.add(
+        "info",
+        EventF.FAULT,
+        {"kind": "migration", "fired": True, "runs": ["r1"], "at": "submit", "code_version": 1},
+        process="nemesis",
+    )
+    h.final("r1", "parked", error="payload schema v1 cannot be read by this code").mark("f")
+    r = check_migration_safety(h.build(), _oracle().build())
+    assert r.verdict is Verdict.FAIL
+    assert "stranded" in r.message and "raw status" in r.message
+    assert h.marks["f"] in r.witness  # the final event, with the adapter's raw status
+    # the same park after an older *worker* read newer data is the right answer
+    g = H().declaration(DECL).submit("r1")
+    g.add(
+        "info",
+        EventF.FAULT,
+        {"kind": "migration", "fired": True, "runs": ["r1"], "code_version": 1},
+        process="nemesis",
+    )
+    g.final("r1", "parked", error="payload schema v3 is newer than this code (v2)")
+    assert check_migration_safety(g.build(), _oracle().build()).verdict is Verdict.PASS
 
 
 def test_a_migrated_run_parked_without_a_reason_fails() -> None:
