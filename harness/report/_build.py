@@ -131,6 +131,7 @@ def build_report(
             for n, (props, ex) in enumerate(others, 1)
         ],
         faults=faults,
+        families=list(outcome.families),
         crash_points=crash_points,
         absorbed_duplicates=outcome.counts.get("exactly_once_effects.absorbed_duplicates", 0),
         not_tested=[NotTested(**gap) for gap in not_tested(adapter)],

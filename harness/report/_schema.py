@@ -150,6 +150,10 @@ class Report(_Frozen):
     properties: list[PropertyReport]
     other_failures: list[OtherFailure]
     faults: dict[str, FaultCoverage] = Field(description="by fault kind")
+    families: list[str] = Field(
+        default_factory=list,
+        description="the fault families this run had switched on (profile and capabilities)",
+    )
     crash_points: dict[str, FaultCoverage] = Field(
         default_factory=dict,
         description="by crash point site; every site the adapter declares, armed or not",
