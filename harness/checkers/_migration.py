@@ -68,8 +68,7 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
             # older *release* started, that today's code then parks, is
             # stranded: the new release never resumes it.
             older_worker = any(
-                (ev := history.event(i)) is not None and ev.value.get("at") != "submit"
-                for i in by
+                (ev := history.event(i)) is not None and ev.value.get("at") != "submit" for i in by
             )
             ofinal = ofinals.get(run_id)
             oracle_parks = ofinal is not None and final_state(ofinal) is RunState.PARKED
