@@ -7,6 +7,8 @@ from pathlib import Path
 from harness._engine import Engine, Example
 from harness._settings import load_settings
 from harness.adapters.langgraph import LangGraphAdapter
+from harness.checkers import check_all
+from harness.history import History
 from harness.model import (
     Approve,
     ArmWorldFault,
@@ -19,6 +21,7 @@ from harness.model import (
     Submit,
     Verdict,
 )
+from harness.runner._interpreter import run_scenario
 
 NAIVE = "examples.langgraph_refund.naive:APP"
 CORRECT = "examples.langgraph_refund.correct:APP"
@@ -40,6 +43,19 @@ KILL_AFTER_REFUND = Scenario(
         RunWorker(worker_id="w0"),
         Approve(run_id="r1"),
         ArmWorldFault(service="payments", action="refund", mode="kill_after_apply"),
+        RunWorker(worker_id="w1"),
+        Quiesce(),
+    ),
+)
+
+#: The worker ``w1`` resumes the approved run, with no fault armed: an
+#: application of ``lg_kill_mid_write`` makes it kill itself; recovery follows.
+RESUME_AFTER_APPROVAL = Scenario(
+    name="resume-after-approval",
+    steps=(
+        Submit(run=R1),
+        RunWorker(worker_id="w0"),
+        Approve(run_id="r1"),
         RunWorker(worker_id="w1"),
         Quiesce(),
     ),
@@ -78,10 +94,23 @@ def adapter(
     )
 
 
+def engine(adapter: LangGraphAdapter, workdir: Path) -> Engine:
+    """An engine whose ``execute`` runs a scenario and checks every property
+    (against its fault-free oracle, run once per workload and engine)."""
+    return Engine(adapter, load_settings("dev", start=workdir), workdir=workdir)
+
+
 def execute(adapter: LangGraphAdapter, scenario: Scenario, workdir: Path) -> Example:
     """Run ``scenario`` and its fault-free oracle, and check every property."""
-    engine = Engine(adapter, load_settings("dev", start=workdir), workdir=workdir)
-    return engine.execute(scenario)
+    return engine(adapter, workdir).execute(scenario)
+
+
+def run_and_check(
+    adapter: LangGraphAdapter, scenario: Scenario, workdir: Path, *properties: str
+) -> tuple[History, dict[str, PropertyResult]]:
+    """Run ``scenario`` alone (no oracle) and check ``properties`` that need none."""
+    history = History.load(run_scenario(adapter, scenario, workdir).history_path)
+    return history, {r.name: r for r in check_all(history, None, only=properties)}
 
 
 def verdicts(example: Example) -> dict[str, Verdict]:

@@ -44,16 +44,16 @@ def test_a_kill_after_the_refund_makes_the_naive_app_refund_twice(
     assert {e.value["idempotency_key"] for e in refunds} == {None}
 
 
-def test_with_async_durability_the_kill_duplicates_the_refund_or_loses_the_run(
+def test_with_async_durability_the_kill_duplicates_the_refund_too(
     checkpointer: tuple[str, str | None], tmp_path: Path
 ) -> None:
-    # Which one depends on whether LangGraph's background checkpoint write
-    # finished before the SIGKILL: either way the harness reports it.
+    # Whether or not LangGraph's background checkpoint write finished before
+    # the SIGKILL, the resume runs the refund again, and the run completes.
+    # (A stuck run here was the adapter's doing: issue 17, repeated in
+    # test_kill_during_checkpoint_writes.)
     ex = execute(adapter(NAIVE, *checkpointer), KILL_AFTER_REFUND, tmp_path)
-    assert {"exactly_once_effects", "progress"} & set(failed(ex))
-    if "progress" in failed(ex):
-        final = History.load(ex.folder / "history.jsonl").finals()["r1"]
-        assert final.value["raw_status"] == "next=() without completion marker"
+    assert "exactly_once_effects" in failed(ex)
+    assert "progress" not in failed(ex)
 
 
 def test_two_workers_resuming_one_thread_fork_its_checkpoints(

@@ -230,8 +230,16 @@ class LangGraphEnvironment(BaseEnvironment):
             )
         if snap.next:
             return RunView(**base, state=RunState.RUNNING, raw_status=f"next {list(snap.next)}")
+        if snap.tasks:
+            # Their writes are saved, the checkpoint that applies them is not
+            # (a worker died in between): invoke(None) goes on from them.
+            names = [t.name for t in snap.tasks]
+            return RunView(
+                **base, state=RunState.RUNNING, raw_status=f"next=() after {names} saved writes"
+            )
         # LangGraph says "nothing next", but the app never marked the run
-        # finished: the work was lost (e.g. an async checkpoint never written).
+        # finished: the work was lost (e.g. a task's writes saved in part,
+        # as in autocommit, so that the graph routed nowhere).
         return RunView(
             **base, state=RunState.RUNNING, raw_status="next=() without completion marker"
         )

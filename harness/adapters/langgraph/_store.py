@@ -5,6 +5,16 @@ environment, or a ``PostgresSaver`` on a schema of its own on the running
 Postgres (dropped at close). Both are opened *in the process that uses them*
 (a worker, or the harness when it observes): never inherited across a fork.
 
+The SQLite connection keeps Python's default isolation level, as LangGraph's
+own ``SqliteSaver.from_conn_string`` opens it: the saver writes a task's
+outputs as one ``executemany`` and commits once, so the batch is all or
+nothing only inside the transaction the connection opens. In autocommit
+(``isolation_level=None``) every row committed alone, and a SIGKILL between
+two rows left a task with part of its writes -- ``decision`` without
+``branch:to:refund`` -- which ``invoke(None)`` ends with no next node and no
+outcome (issue 17). ``PostgresSaver`` runs in autocommit as LangGraph opens it
+too: its ``executemany`` goes in one pipeline, one implicit transaction.
+
 The registry is the adapter's, not LangGraph's: which runs were submitted
 (LangGraph has no notion of a run besides a thread id) and which approval
 decisions were delivered, in one small SQLite file. It plays the part of
@@ -17,13 +27,24 @@ import contextlib
 import json
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 Backend = Literal["sqlite", "postgres"]
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+#: Open SQLite checkpointer connections in autocommit, as this adapter did
+#: before issue 17. Never for real use: only the test that shows what it
+#: breaks sets it (read when a :class:`SaverSpec` is made, so it travels to
+#: the workers with the spec).
+SQLITE_AUTOCOMMIT = False
+
+
+def _sqlite_autocommit() -> bool:
+    return SQLITE_AUTOCOMMIT
 
 
 @dataclass(frozen=True)
@@ -34,6 +55,7 @@ class SaverSpec:
     sqlite_path: str | None = None
     postgres_url: str | None = None
     schema: str | None = None
+    sqlite_autocommit: bool = field(default_factory=_sqlite_autocommit)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -41,6 +63,7 @@ class SaverSpec:
             "sqlite_path": self.sqlite_path,
             "postgres_url": self.postgres_url,
             "schema": self.schema,
+            "sqlite_autocommit": self.sqlite_autocommit,
         }
 
     @classmethod
@@ -55,6 +78,29 @@ def _pg_connect(url: str, schema: str | None, **kwargs: Any) -> Any:
     return psycopg.connect(url, options=options, **kwargs)
 
 
+def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch the file to WAL, waiting for other processes as for any lock.
+
+    ``SqliteSaver.setup()`` switches too, but once: where waiting could
+    deadlock (processes opening a fresh file together), SQLite answers
+    "database is locked" at once instead of calling its busy handler (as the
+    reference store found, commit 7741a8c). The pragma cannot run inside a
+    transaction; on a fresh connection there is none, at either isolation
+    level (Python opens one only before an INSERT, UPDATE, DELETE or
+    REPLACE). On a file already in WAL it changes nothing.
+    """
+    assert not conn.in_transaction
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
 @contextlib.contextmanager
 def open_saver(spec: SaverSpec) -> Iterator[Any]:
     """LangGraph's checkpointer for ``spec``, with its own connection."""
@@ -62,9 +108,17 @@ def open_saver(spec: SaverSpec) -> Iterator[Any]:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
         assert spec.sqlite_path is not None
-        conn = sqlite3.connect(
-            spec.sqlite_path, check_same_thread=False, isolation_level=None, timeout=60.0
-        )
+        # Python's default isolation level, as from_conn_string (a transaction
+        # from the first write to the saver's commit), not autocommit: see the
+        # module's docstring. SELECTs open no transaction at this level, so a
+        # reader never keeps an old snapshot.
+        if spec.sqlite_autocommit:
+            conn = sqlite3.connect(
+                spec.sqlite_path, check_same_thread=False, isolation_level=None, timeout=60.0
+            )
+        else:
+            conn = sqlite3.connect(spec.sqlite_path, check_same_thread=False, timeout=60.0)
+        _enter_wal(conn, timeout=60.0)
         try:
             yield SqliteSaver(conn)
         finally:

@@ -8,9 +8,17 @@ guard, does what a supervisor of a LangGraph service does:
 * no checkpoint yet: ``graph.invoke(input, config)``;
 * waiting at an ``interrupt()`` with a decision delivered:
   ``graph.invoke(Command(resume=decision), config)``;
-* a next node to run: ``graph.invoke(None, config)``;
+* a next node to run, or a task of the last checkpoint with writes whose
+  next checkpoint was never written: ``graph.invoke(None, config)``;
 * finished (the application's completion marker), failed (a task error),
-  waiting without a decision, or ``next=()`` without a marker: nothing.
+  waiting without a decision, or no task at all without a marker: nothing.
+
+``get_state().next`` lists only the tasks *without* writes: when a worker
+died after a task's writes were saved but before the checkpoint that applies
+them (``async`` durability writes it in the background), ``next`` is empty
+while ``tasks`` is not, and ``invoke(None)`` applies the writes and goes on.
+On a finished thread ``tasks`` is empty (and ``invoke(None)`` would do
+nothing anyway).
 
 An exception from ``invoke`` is the run's failure (LangGraph keeps the task
 error in the checkpoint), logged, and the worker goes on to the next run.
@@ -119,5 +127,5 @@ def _resume(
         if decision is not None:
             graph.invoke(Command(resume=decision), config, durability=durability)
         return
-    if snap.next:
+    if snap.next or snap.tasks:
         graph.invoke(None, config, durability=durability)
