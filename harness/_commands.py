@@ -235,6 +235,9 @@ def _exhaustive(
         )
     run_spec = RunSpec(run_id="r1", tenant="acme", workflow=workflow, input=dict(spec.inputs[0]))
     outcome = engine.new_outcome(universe)
+    # Only kills at crash points: the other families are off for this run
+    # (their properties read not_tested, which is not inconclusive).
+    outcome.families = ["crash"]
     started = time.monotonic()
     sites = list(universe.crash_points)
     nth = 1
@@ -247,13 +250,16 @@ def _exhaustive(
             if example.coverage.fired.get("crash_point") and site is not None:
                 still_firing.add(site.site)
             if example.failed:
-                outcome.failures.append(example)
-                if outcome.failure is None or example.size < outcome.failure.size:
-                    outcome.failure = example
+                for r in example.results:
+                    best = outcome.counterexamples.get(r.name)
+                    if r.verdict is Verdict.FAIL and (best is None or example.size < best.size):
+                        outcome.counterexamples[r.name] = example
             else:
                 engine.keep_last(example)
         sites = sorted(still_firing)
         nth += 1
+    outcome.failures = list({id(e): e for e in outcome.counterexamples.values()}.values())
+    outcome.failure = outcome.failures[0] if outcome.failures else None
     outcome.seconds = time.monotonic() - started
     return outcome
 

@@ -43,6 +43,30 @@ NEEDS_FAMILY: dict[str, str] = {
 }
 
 
+#: The family each fault kind (report.json's ``faults``) belongs to. A family
+#: armed in a run and never fired makes the run inconclusive; one of its
+#: kinds never firing (a world rule aimed past the last call) does not.
+KIND_FAMILY: dict[str, str] = {
+    "crash_point": "crash",
+    "kill": "crash",
+    "continue": "zombie",
+    "lease_wait": "zombie",
+    "duplicate_message": "message",
+    "forged_message": "message",
+    "wrong_role_message": "message",
+    "wrong_params_message": "message",
+    "valid_message": "message",
+    "clock": "late_approval",
+    "world_fault": "world",
+    "effect_boundary": "world",
+    "memory": "memory",
+    "migration": "migration",
+    "storage": "storage",
+    "race": "race",
+    "operator_cancel": "operator",
+}
+
+
 @dataclass
 class Tally:
     """One property's results over every scenario of a search."""
@@ -206,12 +230,16 @@ def judge(
         if not complete_search:
             msg += " The search stopped at the first failure (--stop-on-first)."
         out[name] = verdict(Verdict.PASS, msg.strip())
-    for kind in sorted(faults_armed):
-        if faults_armed[kind] and not faults_fired.get(kind, 0):
+    by_family: dict[str, list[str]] = {}
+    for kind in faults_armed:
+        by_family.setdefault(KIND_FAMILY.get(kind, kind), []).append(kind)
+    for family, kinds in sorted(by_family.items()):
+        armed = sum(faults_armed[k] for k in kinds)
+        if armed and not any(faults_fired.get(k, 0) for k in kinds):
             inconclusive.append(
-                f"fault kind {kind} was armed {faults_armed[kind]} times and never fired: "
-                "the runtime never reached where it was aimed (check the workflows' "
-                "declared effect kinds and crash points)"
+                f"the {family} fault family ({', '.join(sorted(kinds))}) was armed {armed} "
+                "times and never fired: the runtime never reached where it was aimed "
+                "(check the workflows' declared effect kinds and crash points)"
             )
     if budget_cut and planned is not None and ran is not None:
         inconclusive.append(

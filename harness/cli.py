@@ -12,7 +12,7 @@ Exit codes: 0 every property the adapter's capabilities allow was exercised
 and held; 1 a property failed (or replay reproduced the failure); 2 usage,
 configuration or adapter error (the message says what was wrong and how to
 fix it); 3 inconclusive: a property that should have been judged could not
-be, a fault the run armed never fired, or the budget ended the search before
+be, a fault family the run armed never fired, or the budget ended the search before
 its plan (the output says which; properties the adapter's capabilities leave
 ``not_tested`` are listed and do not make a run inconclusive).
 """

@@ -18,7 +18,15 @@ def test_exhaustive_mode_kills_at_every_boundary_of_the_refund_and_every_propert
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["verdict"] == "pass"
-    assert {p["verdict"] for p in report["properties"]} == {"pass"}
+    # kills only: the properties of the other families read not_tested, with
+    # the reason, and do not make the run inconclusive
+    verdicts = {p["name"]: p["verdict"] for p in report["properties"]}
+    assert {n for n, v in verdicts.items() if v != "pass"} == {"memory_safety", "migration_safety"}
+    assert all(
+        "switched off" in (p["reason"] or "")
+        for p in report["properties"]
+        if p["verdict"] == "not_tested"
+    )
     fired = report["faults"]["crash_point"]["fired"]
     # Every site the refund passes fires at least at its first hit, in the
     # round before the approval or after it: well over a hundred kills.

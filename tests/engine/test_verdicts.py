@@ -72,10 +72,19 @@ def test_a_family_armed_and_never_fired_leaves_its_property_untested_and_the_run
     assert any("armed 4 times and never fired" in w for w in why)
 
 
-def test_any_fault_kind_armed_and_never_fired_makes_the_run_inconclusive() -> None:
+def test_a_fault_family_armed_and_never_fired_makes_the_run_inconclusive() -> None:
     t = _tally(_result("progress", Verdict.PASS, 1))
-    _, why = _judge({"progress": t}, faults_armed={"world_fault": 30}, faults_fired={})
-    assert len(why) == 1 and "world_fault was armed 30 times and never fired" in why[0]
+    armed = {"world_fault": 30, "effect_boundary": 4}
+    _, why = _judge({"progress": t}, faults_armed=armed, faults_fired={})
+    assert why == [
+        "the world fault family (effect_boundary, world_fault) was armed 34 times and never "
+        "fired: the runtime never reached where it was aimed (check the workflows' declared "
+        "effect kinds and crash points)"
+    ]
+    # one kind of the family firing is enough: a rule aimed past the last call
+    # of a run is the sampler's miss, visible in the coverage, not the run's
+    _, why = _judge({"progress": t}, faults_armed=armed, faults_fired={"effect_boundary": 1})
+    assert why == []
 
 
 def test_a_budget_that_cut_the_plan_says_how_much_ran() -> None:
@@ -195,12 +204,13 @@ TestToy = resilience_suite("examples.minimal_adapter.adapter:ToyAdapter", keyed=
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-rs", "--harness-profile", "dev", "--harness-seed", "3"
     )
-    result.assert_outcomes(passed=4, skipped=4)
+    result.assert_outcomes(passed=4, skipped=5)
     for name, capability in [
         ("approval_integrity", "approvals"),
         ("memory_safety", "memory_injection"),
         ("migration_safety", "version_switch"),
         ("context_rebuild", "context"),
+        ("state_equivalence", "durable_state"),
     ]:
         result.stdout.fnmatch_lines(
             [f"SKIPPED*{name} not tested: the adapter does not declare the {capability}*"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,14 +38,26 @@ def test_a_short_search_finds_no_failure_in_the_correct_app(
 
 
 @pytest.mark.slow
-def test_a_search_of_the_naive_app_shrinks_to_a_short_counterexample(
+def test_one_search_of_the_naive_app_fails_its_three_bugs_each_with_its_own_counterexample(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    """The search goes on after the first failure: the double refund
+    (exactly_once_effects), the fork of two resumers (legal_transitions) and
+    the renamed field (migration_safety) all fail in one run, each with a
+    short counterexample of its own that replays."""
     monkeypatch.setenv("HARNESS_MAX_EXAMPLES", "30")
     monkeypatch.setenv("HARNESS_SEED", "1")
     monkeypatch.chdir(tmp_path)
     report = run_suite(ADAPTER, {"app": "examples.langgraph_refund.naive:APP"}, None)
     assert report["verdict"] == "fail", report["_log"]
-    ce = report["counterexample"]
-    assert ce is not None and len(ce["steps"]) <= 5, report["_log"]
-    assert ce["steps"][-1] == "stop faults and run workers until nothing moves"
+    props = {p["name"]: p for p in report["properties"]}
+    folder = Path(report["_folder"])
+    for name in ("exactly_once_effects", "legal_transitions", "migration_safety"):
+        assert props[name]["verdict"] == "fail", (name, report["_log"])
+        where = props[name]["counterexample"]
+        steps = json.loads((folder / where / "scenario.json").read_text())["steps"]
+        assert len(steps) <= 5, (name, steps)
+        assert steps[-1]["op"] == "quiesce"
+    assert (
+        report["counterexample"]["steps"][-1] == "stop faults and run workers until nothing moves"
+    )

@@ -44,17 +44,18 @@ def test_junit_has_one_case_per_property_named_by_adapter_variant(
 ) -> None:
     root = ET.parse(failing_run[0] / "junit.xml").getroot()
     cases = root.findall("./testsuite/testcase")
-    assert len(cases) == 8
+    assert len(cases) == 9
     assert {c.get("classname") for c in cases} == {"harness.broken[fixed=false]"}
-    # skipped: the four properties whose capabilities the broken runtime
-    # lacks (approvals, memory, migration, context) are not_tested
-    assert root.get("failures") == "2" and root.get("skipped") == "4"
+    # skipped: the five properties whose capabilities the broken runtime
+    # lacks (approvals, memory, migration, context, durable state) are not_tested
+    assert root.get("failures") == "2" and root.get("skipped") == "5"
     skipped = {c.get("name"): c.find("skipped") for c in cases if c.find("skipped") is not None}
     assert set(skipped) == {
         "approval_integrity",
         "memory_safety",
         "migration_safety",
         "context_rebuild",
+        "state_equivalence",
     }
     assert all((s.get("message") or "").startswith("not tested: ") for s in skipped.values())
 

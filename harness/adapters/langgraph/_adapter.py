@@ -23,6 +23,7 @@ parent checkpoint -- two writers on one thread -- show as a fork.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from importlib import metadata
 from pathlib import Path
@@ -35,6 +36,7 @@ from .._contract import (
     BaseEnvironment,
     Capability,
     Declarations,
+    DurableState,
     Observation,
     RunView,
     WorkflowSpec,
@@ -187,6 +189,18 @@ class LangGraphEnvironment(BaseEnvironment):
         return Observation(
             runs=tuple(runs), transitions=tuple(transitions), approvals=tuple(approvals)
         )
+
+    def durable_state(self) -> DurableState:
+        """Each thread's channel values at its last checkpoint (JSON-able; what
+        is not JSON shows as its ``str``); volatile: approval ids (interrupt
+        ids) and the app's ``volatile`` keys."""
+        runs: dict[str, Any] = {}
+        for row in self.registry.runs():
+            snap = self._graph.get_state(thread_config(self._thread(row.run_id)))
+            runs[row.run_id] = json.loads(json.dumps(snap.values, sort_keys=True, default=str))
+        # An interrupt's id names the task that raised it, and a task's id
+        # the checkpoint it ran from: another run, another id.
+        return DurableState(runs=runs, volatile=("approval_id", *self.app.volatile))
 
     def _view(self, row: RunRow, snap: Any) -> RunView:
         base = {"run_id": row.run_id, "tenant": row.tenant}
@@ -347,7 +361,7 @@ class LangGraphAdapter:
                 "HARNESS_POSTGRES_URL (e.g. postgresql://postgres@127.0.0.1:5432/test)"
             )
         self.thread_prefix = thread_prefix
-        caps = {Capability.CONCURRENT_WORKERS}
+        caps = {Capability.CONCURRENT_WORKERS, Capability.DURABLE_STATE}
         if len(self.app.versions) > 1:
             caps.add(Capability.VERSION_SWITCH)
         self.capabilities: frozenset[Capability] = frozenset(caps)

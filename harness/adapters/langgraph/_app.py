@@ -101,6 +101,9 @@ class LangGraphApp:
     guard: Guard = no_guard
     outcome_key: str = "outcome"
     approvals_key: str = "approvals"
+    #: state keys (at any depth) that differ between two correct runs of one
+    #: input: ids, times; ignored by ``state_equivalence``
+    volatile: tuple[str, ...] = ()
 
     @property
     def current_version(self) -> int:
