@@ -56,7 +56,9 @@ def test_one_search_of_the_naive_app_fails_its_three_bugs_each_with_its_own_coun
         assert props[name]["verdict"] == "fail", (name, report["_log"])
         where = props[name]["counterexample"]
         steps = json.loads((folder / where / "scenario.json").read_text())["steps"]
-        assert len(steps) <= 5, (name, steps)
+        # at most: submit, a worker and the decision (to race on the resume
+        # after the approval), the slowed effect, the race, quiesce
+        assert len(steps) <= 6, (name, steps)
         assert steps[-1]["op"] == "quiesce"
     assert (
         report["counterexample"]["steps"][-1] == "stop faults and run workers until nothing moves"

@@ -109,3 +109,26 @@ def test_harness_report_reproduces_byte_identical_json_and_every_format(run_copy
 def test_the_report_json_text_round_trips_through_the_model(failing_run: tuple[Path, str]) -> None:
     text = (failing_run[0] / "report.json").read_text()
     assert Report.model_validate_json(text).to_json() == text
+
+
+def test_a_schema_2_report_still_loads_and_renders(run_copy: Path) -> None:
+    """Reports written before verdicts were earned over the search (schema 2:
+    no not_tested, no inconclusive, no plan) still load and re-render."""
+    raw = json.loads((run_copy / "report.json").read_text())
+    raw["schema_version"] = 2
+    for key in ("inconclusive", "planned_scenarios", "searched_scenarios", "families"):
+        raw.pop(key)
+    for p in raw["properties"]:
+        for key in ("reason", "exercised", "scenarios", "counterexample"):
+            p.pop(key)
+        if p["verdict"] == "not_tested":
+            p["verdict"] = "unknown"  # what schema 2 said for a missing capability
+    for other in raw["other_failures"]:
+        other.pop("counterexample_for")
+        other.pop("replay")
+    raw["counterexample"].pop("counterexample_for")
+    (run_copy / "report.json").write_text(json.dumps(raw))
+    proc = harness_cli("report", str(run_copy), cwd=run_copy)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "verdict: FAIL" in proc.stdout
+    assert "not_tested" not in (run_copy / "junit.xml").read_text()

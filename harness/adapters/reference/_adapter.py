@@ -351,9 +351,11 @@ class ReferenceEnvironment:
 
     def durable_state(self) -> DurableState:
         """Per run: its row's status and step, its working state, its ledger
-        (an operation confirmed or reconciled both count as done), its
-        approvals' decisions and its unprocessed inbox. Ids, times and
-        attempt counters are volatile."""
+        (an operation confirmed or reconciled both count as done) and its
+        approvals' decisions. Ids, times and attempt counters are volatile.
+        Not its unprocessed inbox: a faulted scenario may deliver more
+        messages than the fault-free one (a decision again after a kill),
+        and what is left unread there is the workload's, not the run's."""
         store = self.d.runtime.store
         done = {"confirmed": "done", "reconciled": "done"}
         runs: dict[str, Any] = {}
@@ -385,7 +387,6 @@ class ReferenceEnvironment:
                 "approvals": sorted(
                     [a.action, a.params_hash, a.decision.value] for a in snap.approvals
                 ),
-                "pending_inbox": len(snap.pending_inbox),
             }
         return DurableState(runs=runs, volatile=VOLATILE)
 
