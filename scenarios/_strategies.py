@@ -313,9 +313,7 @@ def _race_episode(draw: st.DrawFn, effects: list[str], run_ids: list[str], n: in
     ]
 
 
-def _storage_episode(
-    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int
-) -> list[Step]:
+def _storage_episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> list[Step]:
     """Hold a worker, cut its storage connections, let it go on.
 
     Held *inside* a transaction (a crash point that is not a pause point), the
