@@ -1,8 +1,9 @@
 """A LangGraph application behind the adapter contract.
 
 Each environment has its own checkpointer storage (a ``SqliteSaver`` file,
-or a ``PostgresSaver`` schema on a running Postgres), its own run registry
-and its own world. Workers are real processes forked from a fork server
+or a ``PostgresSaver`` schema on a running Postgres) -- and, for an app that
+asks for one, a long-term store beside it -- its own run registry and its own
+world. Workers are real processes forked from a fork server
 preloaded with LangGraph and the application (see ``_worker``).
 
 What LangGraph cannot offer is declared, not faked: no crash points (the
@@ -44,7 +45,13 @@ from .._contract import (
 from .._workers import ForkServerWorker, shared_fork_server
 from ._app import DURABILITIES
 from ._store import Backend, Registry, RunRow, SaverSpec, create_storage, drop_storage, open_saver
-from ._worker import EPOCH, TARGET, load_app, thread_config
+from ._worker import EPOCH, TARGET, load_app, maybe_store, thread_config
+
+#: Key of the long-term store's items in a run's durable state (LangGraph
+#: reserves channel names that start with ``__``, so no channel has it).
+STORE_KEY = "__store__"
+#: Items read per page of ``store.search`` (its default is 10).
+_PAGE = 100
 
 _STATES = {
     "completed": RunState.COMPLETED,
@@ -69,12 +76,13 @@ class LangGraphEnvironment(BaseEnvironment):
             # pid-tagged, so a later run sweeps it if this process is killed
             schema = f"lg_{tag()}"
             self.saver = SaverSpec("postgres", postgres_url=adapter.postgres_url, schema=schema)
-        create_storage(self.saver)
+        create_storage(self.saver, store=self.app.store)
         self.registry = Registry(workdir / "runs.db").create()
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
         self._stack = contextlib.ExitStack()
-        self._graph = self.app.build(
-            self._stack.enter_context(open_saver(self.saver)), self.app.current_version
+        self.store = self._stack.enter_context(maybe_store(self.app, self.saver))
+        self._graph = self.app.make_graph(
+            self._stack.enter_context(open_saver(self.saver)), self.app.current_version, self.store
         )
         self._workers: list[ForkServerWorker] = []
         self._seen: set[str] = set()
@@ -137,7 +145,7 @@ class LangGraphEnvironment(BaseEnvironment):
             from langgraph.graph import START
 
             with open_saver(self.saver) as saver:
-                old = self.app.build(saver, version)
+                old = self.app.make_graph(saver, version, self.store)
                 old.update_state(
                     thread_config(self._thread(run.run_id)),
                     self.app.start_input(run.input, version),
@@ -192,15 +200,35 @@ class LangGraphEnvironment(BaseEnvironment):
 
     def durable_state(self) -> DurableState:
         """Each thread's channel values at its last checkpoint (JSON-able; what
-        is not JSON shows as its ``str``); volatile: approval ids (interrupt
-        ids) and the app's ``volatile`` keys."""
+        is not JSON shows as its ``str``), and with a long-term store, under
+        ``__store__``, the items of the run's namespace; volatile: approval ids
+        (interrupt ids) and the app's ``volatile`` keys."""
         runs: dict[str, Any] = {}
         for row in self.registry.runs():
             snap = self._graph.get_state(thread_config(self._thread(row.run_id)))
-            runs[row.run_id] = json.loads(json.dumps(snap.values, sort_keys=True, default=str))
+            values = dict(snap.values)
+            if self.store is not None:
+                values[STORE_KEY] = self._memories(row)
+            runs[row.run_id] = json.loads(json.dumps(values, sort_keys=True, default=str))
         # An interrupt's id names the task that raised it, and a task's id
         # the checkpoint it ran from: another run, another id.
         return DurableState(runs=runs, volatile=("approval_id", *self.app.volatile))
+
+    def _memories(self, row: RunRow) -> list[dict[str, Any]]:
+        """The store's items under the run's namespace, as ``{namespace,
+        value}`` in a fixed order. Keys and times are left out: an app may
+        key an item by a fresh uuid, which differs from the oracle's even
+        when nothing went wrong; an item written twice shows as two."""
+        prefix: tuple[str, ...] = ()
+        if self.app.store_namespace is not None:
+            prefix = tuple(self.app.store_namespace(row.tenant, row.input))
+        items: list[dict[str, Any]] = []
+        while True:
+            page = self.store.search(prefix, limit=_PAGE, offset=len(items))
+            items += [{"namespace": list(i.namespace), "value": i.value} for i in page]
+            if len(page) < _PAGE:
+                break
+        return sorted(items, key=lambda i: json.dumps(i, sort_keys=True, default=str))
 
     def _view(self, row: RunRow, snap: Any) -> RunView:
         base = {"run_id": row.run_id, "tenant": row.tenant}
@@ -368,10 +396,16 @@ class LangGraphAdapter:
 
     def preload(self) -> tuple[str, ...]:
         """Modules the fork server imports once, so a worker costs a fork."""
-        extra = (
+        extra: tuple[str, ...] = (
             ("psycopg", "langgraph.checkpoint.postgres") if self.checkpointer == "postgres" else ()
         )
+        first: tuple[str, ...] = ()
+        if self.app.store:
+            # before anything imports numpy (see _blas)
+            first = ("harness.adapters.langgraph._blas",)
+            extra += (f"langgraph.store.{self.checkpointer}",)
         return (
+            *first,
             "pydantic",
             "sqlite3",
             "langgraph.graph",
@@ -394,5 +428,6 @@ class LangGraphAdapter:
             "checkpointer": self.checkpointer,
             "durability": self.durability or f"{self.app.durability} (app default)",
             "thread_prefix": self.thread_prefix,
+            **({"store": self.checkpointer} if self.app.store else {}),
             "langgraph": metadata.version("langgraph"),
         }

@@ -16,6 +16,14 @@ adapter reads from the graph's state:
   and the node records what it decided in ``state[approvals_key]`` (a list of
   ``{"approval_id", "action", "params", "decision", "approver", "role"}``).
 
+An application may also use LangGraph's long-term ``Store`` (``store=True``):
+the adapter then opens one beside the checkpointer -- a ``SqliteStore`` file
+of the environment, or a ``PostgresStore`` in the checkpointer's schema --
+and passes it as ``build(checkpointer, code_version, store=store)`` (apps
+without a store keep the two-argument ``build``). What the store holds under
+``store_namespace(tenant, input)`` (every item, without it) is part of each
+run's durable state, so a memory written twice by a repeated node shows.
+
 Nodes reach the outside world only through the harness's world, with the
 :class:`WorkerContext` the adapter puts into the run's config::
 
@@ -88,10 +96,14 @@ class LangGraphApp:
     the current schema) into the graph's input for that version.
     ``durability`` is the default of ``invoke(durability=...)``; ``guard`` is
     held around every resume of a thread (default: none, as in LangGraph).
+    ``store``: the graph uses a long-term ``Store``, which the adapter opens
+    and passes as ``build(checkpointer, code_version, store=store)``;
+    ``store_namespace(tenant, run_input)`` names the namespace prefix of the
+    items a run writes, for its durable state (default: the whole store).
     """
 
     name: str
-    build: Callable[[Any, int], Any]
+    build: Callable[..., Any]
     workflows: tuple[WorkflowSpec, ...]
     delivery: Mapping[str, str]
     needs_approval: Mapping[str, str] = field(default_factory=dict)
@@ -104,10 +116,20 @@ class LangGraphApp:
     #: state keys (at any depth) that differ between two correct runs of one
     #: input: ids, times; ignored by ``state_equivalence``
     volatile: tuple[str, ...] = ()
+    store: bool = False
+    store_namespace: Callable[[str, Mapping[str, Any]], tuple[str, ...]] | None = None
 
     @property
     def current_version(self) -> int:
         return max(self.versions)
+
+    def make_graph(self, checkpointer: Any, code_version: int, store: Any = None) -> Any:
+        """``build`` of ``code_version``, with the store when the app uses one."""
+        if self.store:
+            if store is None:
+                raise ValueError(f"app {self.name!r} uses a store (store=True); none was opened")
+            return self.build(checkpointer, code_version, store=store)
+        return self.build(checkpointer, code_version)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,14 @@ two rows left a task with part of its writes -- ``decision`` without
 outcome (issue 17). ``PostgresSaver`` runs in autocommit as LangGraph opens it
 too: its ``executemany`` goes in one pipeline, one implicit transaction.
 
+An application that asks for LangGraph's long-term ``Store`` gets one beside
+the checkpointer, opened the same way (in the process that uses it): a
+``SqliteStore`` on a file of its own next to the checkpoint file, in
+autocommit as ``SqliteStore.from_conn_string`` opens it (the store issues its
+own ``BEGIN``/``COMMIT`` around each batch), or a ``PostgresStore`` in the
+checkpointer's schema (its tables -- ``store``, ``store_migrations`` -- do not
+clash with the saver's, and go with the schema at close).
+
 The registry is the adapter's, not LangGraph's: which runs were submitted
 (LangGraph has no notion of a run besides a thread id) and which approval
 decisions were delivered, in one small SQLite file. It plays the part of
@@ -69,6 +77,12 @@ class SaverSpec:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SaverSpec:
         return cls(**data)
+
+    @property
+    def store_path(self) -> str:
+        """The SQLite file of the long-term store, beside the checkpoints."""
+        assert self.sqlite_path is not None
+        return str(Path(self.sqlite_path).with_name("store.db"))
 
 
 def _pg_connect(url: str, schema: str | None, **kwargs: Any) -> Any:
@@ -137,8 +151,37 @@ def open_saver(spec: SaverSpec) -> Iterator[Any]:
         pg.close()
 
 
-def create_storage(spec: SaverSpec) -> None:
-    """Create the checkpointer's tables (and, for Postgres, its schema)."""
+@contextlib.contextmanager
+def open_store(spec: SaverSpec) -> Iterator[Any]:
+    """LangGraph's long-term store beside ``spec``'s checkpoints, with its own connection."""
+    if spec.backend == "sqlite":
+        from langgraph.store.sqlite import SqliteStore
+
+        conn = sqlite3.connect(
+            spec.store_path, check_same_thread=False, isolation_level=None, timeout=60.0
+        )
+        _enter_wal(conn, timeout=60.0)
+        try:
+            yield SqliteStore(conn)
+        finally:
+            conn.close()
+        return
+    from langgraph.store.postgres import PostgresStore
+    from psycopg.rows import dict_row
+
+    assert spec.postgres_url is not None
+    pg = _pg_connect(
+        spec.postgres_url, spec.schema, autocommit=True, prepare_threshold=0, row_factory=dict_row
+    )
+    try:
+        yield PostgresStore(pg)
+    finally:
+        pg.close()
+
+
+def create_storage(spec: SaverSpec, *, store: bool = False) -> None:
+    """Create the checkpointer's tables (and, for Postgres, its schema), and
+    the long-term store's when ``store``."""
     if spec.backend == "postgres":
         assert spec.postgres_url is not None and spec.schema is not None
         if not _SCHEMA_NAME.match(spec.schema):
@@ -147,6 +190,9 @@ def create_storage(spec: SaverSpec) -> None:
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {spec.schema}")
     with open_saver(spec) as saver:
         saver.setup()
+    if store:
+        with open_store(spec) as long_term:
+            long_term.setup()
 
 
 def drop_storage(spec: SaverSpec) -> None:

@@ -1,7 +1,8 @@
 """A LangGraph worker process: resume every unfinished thread once, then exit 0.
 
 Forked from the adapter's fork server. It opens its own checkpointer
-connection and world client (never inherited), builds the graph of its code
+connection (and long-term store, if the app uses one) and world client
+(never inherited), builds the graph of its code
 version, and for each submitted run, inside the application's single-writer
 guard, does what a supervisor of a LangGraph service does:
 
@@ -26,6 +27,7 @@ error in the checkpoint), logged, and the worker goes on to the next run.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 import traceback
@@ -34,7 +36,7 @@ from typing import Any
 
 from ...world import WorldClient
 from ._app import CONTEXT_KEY, GuardSite, LangGraphApp, WorkerContext
-from ._store import Registry, RunRow, SaverSpec, open_saver
+from ._store import Registry, RunRow, SaverSpec, open_saver, open_store
 
 #: The (constant) time of a runtime without a clock: keeps histories reproducible.
 EPOCH = 1_700_000_000.0
@@ -61,6 +63,11 @@ def load_app(spec: str) -> LangGraphApp:
     return app
 
 
+def maybe_store(app: LangGraphApp, spec: SaverSpec) -> contextlib.AbstractContextManager[Any]:
+    """The long-term store beside ``spec``'s checkpoints if ``app`` uses one, else None."""
+    return open_store(spec) if app.store else contextlib.nullcontext(None)
+
+
 def thread_config(thread_id: str, **extra: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id, **extra}}
 
@@ -73,8 +80,8 @@ def worker_main(args: dict[str, Any]) -> int:
     registry = Registry(args["registry"])
     spec = SaverSpec.from_dict(args["saver"])
     world = WorldClient(args["world"], clock=lambda: EPOCH)
-    with open_saver(spec) as saver:
-        graph = app.build(saver, version)
+    with open_saver(spec) as saver, maybe_store(app, spec) as store:
+        graph = app.make_graph(saver, version, store)
         for run in registry.runs():
             thread_id = f"{args['thread_prefix']}{run.run_id}"
             site = GuardSite(
