@@ -217,7 +217,7 @@ def test_two_workers_starting_a_run_at_once_fork_the_naive_apps_only(
 ) -> None:
     """On SQLite (Postgres forks the same way: test_findings). Both naive
     workers write the thread's first checkpoint: two roots. A race is a
-    matter of timing, so a naive app gets up to three tries (see
+    matter of timing, so a naive app gets up to six tries (see
     test_findings); the single-writer guard must never fork.
 
     Raced later, between two rounds of the loop, the naive workers both bill
@@ -226,7 +226,7 @@ def test_two_workers_starting_a_run_at_once_fork_the_naive_apps_only(
     does, in ``exactly_once_effects``)."""
     naive = app.endswith(".naive:APP")
     attempts = []
-    for attempt in range(3 if naive else 1):
+    for attempt in range(6 if naive else 1):
         ex = execute(
             adapter(app, "sqlite", None), race_from_the_start(run), tmp_path / str(attempt)
         )
