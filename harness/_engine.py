@@ -126,14 +126,6 @@ class Outcome:
             complete_search=not self.stopped_on_first,
         )
 
-    @property
-    def verdict(self) -> Verdict:
-        return self.judgement().verdict
-
-    @property
-    def verdicts(self) -> dict[str, Verdict]:
-        return {name: p.verdict for name, p in self.judgement().properties.items()}
-
 
 class Engine:
     def __init__(

@@ -17,42 +17,21 @@ branch LangGraph ran again: its writes were not saved, or not used.
 
 from __future__ import annotations
 
-import argparse
-import tempfile
-import time
 from collections import Counter
-from importlib import metadata
-from pathlib import Path
 
-from harness._engine import Engine
-from harness._settings import load_settings
-from harness.adapters.langgraph import LangGraphAdapter
+from examples._measure import kill_after, main
 from harness.history import History
-from harness.model import ArmWorldFault, EventF, Quiesce, RunSpec, RunWorker, Scenario, Submit
+from harness.model import EventF, RunSpec
 
 from ._fanout import REFUND_ORDER
 
 APP = "examples.langgraph_fanout.naive:APP"
 R1 = RunSpec(run_id="r1", tenant="acme", workflow="refund_order", input=REFUND_ORDER.inputs[0])
 
-
-def kill_after(service: str, action: str, nth: int) -> Scenario:
-    """Kill the worker right after the ``nth`` call of ``service.action`` applied."""
-    return Scenario(
-        name=f"kill-after-{action}-{nth}",
-        steps=(
-            Submit(run=R1),
-            ArmWorldFault(service=service, action=action, nth=nth, mode="kill_after_apply"),
-            RunWorker(worker_id="w1"),
-            Quiesce(),
-        ),
-    )
-
-
 KILLS = {
-    "first refund": kill_after("payments", "refund", 1),
-    "last refund": kill_after("payments", "refund", 3),
-    "notify in total": kill_after("email", "notify", 1),
+    "first refund": kill_after(R1, "payments", "refund", 1),
+    "last refund": kill_after(R1, "payments", "refund", 3),
+    "notify in total": kill_after(R1, "email", "notify", 1),
 }
 
 
@@ -66,41 +45,5 @@ def refunds_per_line(history: History) -> str:
     return " ".join(f"{sku}={n[sku]}" for sku in sorted(n))
 
 
-def measure(
-    app: str, checkpointer: str, durability: str, scenario: Scenario, runs: int, workdir: Path
-) -> Counter[str]:
-    adapter = LangGraphAdapter(app=app, checkpointer=checkpointer, durability=durability)
-    engine = Engine(adapter, load_settings("dev", start=workdir), workdir=workdir)
-    counts: Counter[str] = Counter()
-    for _ in range(runs):
-        example = engine.execute(scenario)
-        counts[refunds_per_line(History.load(example.folder / "history.jsonl"))] += 1
-    return counts
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--app", default=APP)
-    parser.add_argument("--checkpointer", action="append", choices=("sqlite", "postgres"))
-    parser.add_argument("--durability", action="append", choices=("async", "sync"))
-    args = parser.parse_args()
-    print(f"{args.app}: langgraph {metadata.version('langgraph')}")
-    for checkpointer in args.checkpointer or ["sqlite"]:
-        for durability in args.durability or ["async", "sync"]:
-            for name, scenario in KILLS.items():
-                with tempfile.TemporaryDirectory() as tmp:
-                    start = time.monotonic()
-                    counts = measure(
-                        args.app, checkpointer, durability, scenario, args.runs, Path(tmp)
-                    )
-                    seconds = time.monotonic() - start
-                shown = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
-                print(
-                    f"{checkpointer:8} {durability:5} after {name:15} {shown} ({seconds:.0f} s)",
-                    flush=True,
-                )
-
-
 if __name__ == "__main__":
-    main()
+    main(__doc__ or "", APP, KILLS, refunds_per_line)

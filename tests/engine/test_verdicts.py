@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from engine_support import harness_cli
@@ -118,12 +119,9 @@ def test_budget_cut_reference_run_exits_3_and_says_how_many_ran(tmp_path: Path) 
     assert "INCONCLUSIVE" in (tmp_path / "r" / "summary.md").read_text()
 
 
-def test_the_search_goes_on_after_a_failure_and_shrinks_one_counterexample_per_property(
-    tmp_path: Path,
-) -> None:
-    """Two seeded bugs, found by sampling alone: each failing property gets a
-    minimal counterexample of its own, kept in its own folder, that replays."""
-    folder = tmp_path / "r"
+def _two_bugs_sampled(folder: Path, *extra: str) -> dict[str, Any]:
+    """``harness run`` on the reference with two seeded bugs, 40 sampled
+    scenarios (no targeted ones): exit 1; its report.json."""
     proc = harness_cli(
         "run",
         "--adapter",
@@ -137,12 +135,23 @@ def test_the_search_goes_on_after_a_failure_and_shrinks_one_counterexample_per_p
         "--no-targeted",
         "--max-examples",
         "40",
+        *extra,
         "--report-dir",
         str(folder),
-        cwd=tmp_path,
+        cwd=folder.parent,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    report = json.loads((folder / "report.json").read_text())
+    report: dict[str, Any] = json.loads((folder / "report.json").read_text())
+    return report
+
+
+def test_the_search_goes_on_after_a_failure_and_shrinks_one_counterexample_per_property(
+    tmp_path: Path,
+) -> None:
+    """Two seeded bugs, found by sampling alone: each failing property gets a
+    minimal counterexample of its own, kept in its own folder, that replays."""
+    folder = tmp_path / "r"
+    report = _two_bugs_sampled(folder)
     props = {p["name"]: p for p in report["properties"]}
     assert props["migration_safety"]["verdict"] == "fail"
     assert props["exactly_once_effects"]["verdict"] == "fail"
@@ -161,26 +170,7 @@ def test_the_search_goes_on_after_a_failure_and_shrinks_one_counterexample_per_p
 
 def test_stop_on_first_stops_at_the_first_failing_scenario(tmp_path: Path) -> None:
     folder = tmp_path / "r"
-    proc = harness_cli(
-        "run",
-        "--adapter",
-        "reference",
-        "--adapter-opt",
-        "bug=no-migration,no-idempotency-key",
-        "--profile",
-        "dev",
-        "--seed",
-        "1",
-        "--no-targeted",
-        "--max-examples",
-        "40",
-        "--stop-on-first",
-        "--report-dir",
-        str(folder),
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    report = json.loads((folder / "report.json").read_text())
+    report = _two_bugs_sampled(folder, "--stop-on-first")
     assert report["searched_scenarios"] < 40
     failed = [p["name"] for p in report["properties"] if p["verdict"] == "fail"]
     assert len(failed) == 1

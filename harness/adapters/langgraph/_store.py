@@ -139,6 +139,15 @@ def open_saver(spec: SaverSpec) -> Iterator[Any]:
             conn.close()
         return
     from langgraph.checkpoint.postgres import PostgresSaver
+
+    with _langgraph_pg(spec) as pg:
+        yield PostgresSaver(pg)
+
+
+@contextlib.contextmanager
+def _langgraph_pg(spec: SaverSpec) -> Iterator[Any]:
+    """A connection to ``spec``'s schema as LangGraph's Postgres classes want
+    it (autocommit, no prepared statements, rows as dicts)."""
     from psycopg.rows import dict_row
 
     assert spec.postgres_url is not None
@@ -146,7 +155,7 @@ def open_saver(spec: SaverSpec) -> Iterator[Any]:
         spec.postgres_url, spec.schema, autocommit=True, prepare_threshold=0, row_factory=dict_row
     )
     try:
-        yield PostgresSaver(pg)
+        yield pg
     finally:
         pg.close()
 
@@ -167,16 +176,9 @@ def open_store(spec: SaverSpec) -> Iterator[Any]:
             conn.close()
         return
     from langgraph.store.postgres import PostgresStore
-    from psycopg.rows import dict_row
 
-    assert spec.postgres_url is not None
-    pg = _pg_connect(
-        spec.postgres_url, spec.schema, autocommit=True, prepare_threshold=0, row_factory=dict_row
-    )
-    try:
+    with _langgraph_pg(spec) as pg:
         yield PostgresStore(pg)
-    finally:
-        pg.close()
 
 
 def create_storage(spec: SaverSpec, *, store: bool = False) -> None:
