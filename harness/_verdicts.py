@@ -89,6 +89,7 @@ class Tally:
         self.evidence += r.evidence
         if r.verdict is Verdict.FAIL:
             self.failed += 1
+            self.exercised += 1  # a failure is always judged on something
         elif r.verdict is Verdict.UNKNOWN:
             self.unknown += 1
             self.unknowns[r.message] += 1
@@ -97,8 +98,6 @@ class Tally:
             self.last_judged = r
         else:
             self.idle[r.message] += 1
-        if r.verdict is Verdict.FAIL:
-            self.exercised += 1
 
 
 @dataclass(frozen=True)
