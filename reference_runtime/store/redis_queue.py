@@ -26,13 +26,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from .._clock import Clock
 from .._errors import ConfigError, LeaseLostError, StorageUnavailable
-from ._base import Claim
-
-if TYPE_CHECKING:
-    from .._runtime import Runtime
+from ._base import Claim, Store
 
 T = TypeVar("T")
 
@@ -130,6 +128,42 @@ def prefix_for(store_url: str, schema: str | None) -> str:
     return f"rr:{tag}:"
 
 
+class CoordinatedConfig(Protocol):
+    """The part of a runtime's configuration a coordinator reads."""
+
+    @property
+    def store_url(self) -> str: ...
+
+    @property
+    def schema(self) -> str | None: ...
+
+    @property
+    def redis_url(self) -> str | None: ...
+
+    @property
+    def connection_name(self) -> str | None: ...
+
+    @property
+    def lease_seconds(self) -> float: ...
+
+
+class CoordinatedRuntime(Protocol):
+    """What a coordinator needs of the runtime it grants leases for.
+
+    Described here, structurally, so that the store package never imports the
+    runtime module built on top of it (``Runtime`` satisfies it).
+    """
+
+    @property
+    def config(self) -> CoordinatedConfig: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+
 class RedisCoordinator:
     """Claims runs with a Redis lease and records the lease in the store.
 
@@ -138,7 +172,7 @@ class RedisCoordinator:
     fencing token is not the newest it has recorded.
     """
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: CoordinatedRuntime) -> None:
         cfg = runtime.config
         assert cfg.redis_url is not None
         self.runtime = runtime
