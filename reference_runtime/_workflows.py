@@ -1,11 +1,11 @@
 """The workflow catalogue, its payload schemas and their migrations.
 
 A workflow *definition* is an ordered list of steps plus a scripted policy
-(the deterministic stand-in for an LLM) that maps a rebuilt context to the next
-action. Definitions are versioned: a run stays on the definition version it
-started on unless :func:`migrate_definition` moves it explicitly. Payloads are
-versioned separately and upgraded on read by the migration registry; a payload
-newer than the running code parks the run.
+(the deterministic stand-in for an LLM, in :mod:`._policies`) that maps a
+rebuilt context to the next action. Definitions are versioned: a run stays on
+the definition version it started on unless :func:`migrate_definition` moves
+it explicitly. Payloads are versioned separately and upgraded on read by the
+migration registry; a payload newer than the running code parks the run.
 
 Code versions: a worker runs *code version* 1 or 2. Version 2 added the
 refund ``fraud_check`` step (definition v2) and renamed the refund payload's
@@ -14,295 +14,26 @@ refund ``fraud_check`` step (definition v2) and renamed the refund payload's
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from ._errors import FutureSchemaError, MalformedEventError, UnknownWorkflowError
-from ._model import (
-    Action,
-    AwaitEvent,
-    CallTool,
-    Complete,
-    Fail,
-    ModelContext,
-    Proceed,
-    RequestApproval,
-    SpawnChild,
-    StoreArtifact,
-    WriteMemory,
+from ._policies import Definition as Definition  # re-exported: the executor reads it here
+from ._policies import (
+    any_fact,
+    onboarding_policy,
+    procurement_policy,
+    refund_policy,
+    research_policy,
+    vendor_quote_policy,
 )
-from ._records import DEFAULT_TRUST, Approval, Delivery, Provenance, stable_hash
+from ._records import Approval, stable_hash
 
 CURRENT_CODE_VERSION = 2
 
-Policy = Callable[[ModelContext, "Definition"], Action]
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class Definition:
-    name: str
-    version: int
-    steps: tuple[str, ...]
-    policy: Policy
-    #: (namespace template, min_trust): memory read into the context. The
-    #: template is formatted with the run's variables.
-    memory: tuple[tuple[str, float], ...] = ()
-
-    def after(self, step: str) -> str:
-        i = self.steps.index(step)
-        return self.steps[i + 1] if i + 1 < len(self.steps) else "done"
-
-
-def _digit(*parts: object) -> int:
-    return int(hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()[:8], 16)
-
-
-def _fact(ctx: ModelContext, namespace: str, key: str, min_trust: float) -> Any:
-    for f in ctx.memory:
-        if f.namespace == namespace and f.key == key and f.trust >= min_trust:
-            return f.value
-    return None
-
-
-def _verified_fact(ctx: ModelContext, namespace: str, key: str) -> Any:
-    """A fact that may carry authority: written by the system itself.
-
-    ``trust`` is a number the writer chose, so a user-supplied record can
-    claim 1.0; the provenance is what says who vouches for it. Both must hold.
-    """
-    for f in ctx.memory:
-        if (
-            f.namespace == namespace
-            and f.key == key
-            and f.provenance is Provenance.SYSTEM_VERIFIED
-            and f.trust >= DEFAULT_TRUST[Provenance.SYSTEM_VERIFIED]
-        ):
-            return f.value
-    return None
-
-
-# -- refund ----------------------------------------------------------------
-
-
-def _refund_amount(ctx: ModelContext) -> int:
-    v = ctx.variables
-    return int(v["amount_cents"]) if ctx.payload_version >= 2 else int(v["amount"])
-
-
-def refund_policy(
-    ctx: ModelContext, d: Definition, *, waiver: Callable[..., Any] = _verified_fact
-) -> Action:
-    v, step = ctx.variables, ctx.step
-    amount = _refund_amount(ctx)
-    params = {"customer_id": v["customer_id"], "amount_cents": amount}
-    if ctx.payload_version >= 2:
-        params["currency"] = v["currency"]
-    approval_id = f"{ctx.run_id}:refund"
-    if step == "validate":
-        if amount <= 0:
-            return Fail(reason=f"refund amount must be positive, got {amount}")
-        return Proceed(next_step=d.after(step), updates={"validated": True})
-    if step == "fraud_check":
-        return Proceed(next_step=d.after(step), updates={"fraud_score": _digit(ctx.run_id) % 100})
-    if step == "approval":
-        # Only system-verified memory may waive the approval; anything a user
-        # or a tool wrote is data and never authority.
-        limit = waiver(ctx, "policy", "auto_approve_below_cents")
-        if isinstance(limit, int) and amount < limit:
-            return Proceed(next_step=d.after(step), updates={"auto_approved": True})
-        return RequestApproval(
-            approval_id=approval_id,
-            action="payments.refund",
-            params=params,
-            resource=f"customer:{v['customer_id']}",
-            scope="refund",
-            approver_role="manager",
-            ttl_seconds=float(v.get("approval_ttl", 3600)),
-            next_step=d.after(step),
-        )
-    if step == "refund":
-        return CallTool(
-            service="payments",
-            action="refund",
-            request=params,
-            delivery=Delivery.EXACTLY_ONCE,
-            requires_approval=None if v.get("auto_approved") else approval_id,
-            next_step=d.after(step),
-        )
-    if step == "notify":
-        ref = ctx.tool_results.get("refund", {}).get("external_ref")
-        return CallTool(
-            service="email",
-            action="notify",
-            request={"to": v["customer_id"], "template": "refund_done", "refund": ref},
-            delivery=Delivery.AT_LEAST_ONCE,
-            next_step=d.after(step),
-        )
-    return Complete(output={"refund": ctx.tool_results.get("refund", {}).get("external_ref")})
-
-
-# -- onboarding --------------------------------------------------------------
-
-
-def onboarding_policy(ctx: ModelContext, d: Definition) -> Action:
-    v, step, cid = ctx.variables, ctx.step, ctx.variables["customer_id"]
-    approval_id = f"{ctx.run_id}:provision"
-    plan = {"customer_id": cid, "plan": v.get("plan", "standard")}
-    if step == "identity_check":
-        return CallTool(
-            service="identity",
-            action="verify",
-            request={"customer_id": cid, "name": v.get("name", cid)},
-            delivery=Delivery.AT_LEAST_ONCE,
-            next_step=d.after(step),
-        )
-    if step == "store_contract":
-        return StoreArtifact(
-            name="contract",
-            content=f"Contract for {cid} on plan {plan['plan']} (tenant {ctx.tenant})",
-            subject=cid,
-            variable="contract_uri",
-            next_step=d.after(step),
-        )
-    if step == "finance_approval":
-        return RequestApproval(
-            approval_id=approval_id,
-            action="provisioning.create_account",
-            params=plan,
-            resource=f"customer:{cid}",
-            scope="provision",
-            approver_role="finance",
-            ttl_seconds=float(v.get("approval_ttl", 3600)),
-            next_step=d.after(step),
-        )
-    if step == "provision":
-        return CallTool(
-            service="provisioning",
-            action="create_account",
-            request=plan,
-            business_key=f"{ctx.tenant}:{cid}",
-            delivery=Delivery.EXACTLY_ONCE,
-            requires_approval=approval_id,
-            next_step=d.after(step),
-        )
-    if step == "welcome":
-        return CallTool(
-            service="email",
-            action="notify",
-            request={"to": cid, "template": "welcome"},
-            delivery=Delivery.AT_LEAST_ONCE,
-            next_step=d.after(step),
-        )
-    account = ctx.tool_results.get("provision", {}).get("external_ref")
-    return Complete(output={"account": account, "contract": v.get("contract_uri")})
-
-
-# -- research ----------------------------------------------------------------
-
-
-def research_policy(ctx: ModelContext, d: Definition) -> Action:
-    v, step = ctx.variables, ctx.step
-    topic, n, ns = v["topic"], int(v.get("sources", 3)), f"research/{v['topic']}"
-    if step == "gather":
-        done = int(v.get("gathered", 0))
-        if done < n:
-            return WriteMemory(
-                namespace=ns,
-                key=f"evidence-{done}",
-                value={"source": f"src-{_digit(topic, done) % 1000}", "claim": f"{topic} #{done}"},
-                provenance=Provenance.TOOL_OUTPUT,
-                subject=v.get("requester"),
-                updates={"gathered": done + 1},
-                next_step="gather",
-            )
-        return Proceed(next_step=d.after(step))
-    evidence = sorted(
-        (f for f in ctx.memory if f.namespace == ns and f.key.startswith("evidence-")),
-        key=lambda f: f.key,
-    )
-    if step == "summarize":
-        # Memory is data of any shape (a user, a tool, an old version wrote
-        # it): read it defensively, never as a trusted schema.
-        text = "; ".join(
-            str(f.value.get("claim", f.value)) if isinstance(f.value, dict) else str(f.value)
-            for f in evidence
-        )
-        return WriteMemory(
-            namespace=ns,
-            key="summary",
-            value={"text": f"{len(evidence)} findings: {text}"},
-            provenance=Provenance.TOOL_OUTPUT,
-            subject=v.get("requester"),
-            derived_from=tuple(f.memory_id for f in evidence),
-            updates={"summarized": len(evidence)},
-            next_step=d.after(step),
-        )
-    if step == "report":
-        summary = _fact(ctx, ns, "summary", 0.0) or {"text": ""}
-        return StoreArtifact(
-            name="report",
-            content=f"Report on {topic}\n{summary['text']}\n",
-            subject=v.get("requester"),
-            variable="report_uri",
-            next_step=d.after(step),
-        )
-    if step == "send_report":
-        return CallTool(
-            service="email",
-            action="send",
-            request={"to": v.get("requester", "requester"), "report": v.get("report_uri")},
-            delivery=Delivery.AT_MOST_ONCE,
-            next_step=d.after(step),
-        )
-    return Complete(output={"report": v.get("report_uri"), "findings": len(evidence)})
-
-
-# -- procurement (parent) and vendor quote (child) ---------------------------
-
-
-def procurement_policy(ctx: ModelContext, d: Definition) -> Action:
-    v, step = ctx.variables, ctx.step
-    child_id = f"{ctx.run_id}.quote"
-    if step == "request_quote":
-        return SpawnChild(
-            child_run_id=child_id,
-            workflow="vendor_quote",
-            objective=f"quote {v['quantity']} x {v['item']}",
-            input={"item": v["item"], "quantity": v["quantity"]},
-            allowed_tools=(),
-            deadline_seconds=float(v.get("deadline", 3600)),
-            next_step=d.after(step),
-        )
-    if step == "await_quote":
-        return AwaitEvent(
-            event_key=f"child:{child_id}",
-            timeout_seconds=float(v.get("deadline", 3600)),
-            next_step=d.after(step),
-        )
-    if step == "purchase":
-        quote = ctx.events.get(f"child:{child_id}", {})
-        if quote.get("error"):
-            return Fail(reason=f"child run {child_id} failed: {quote['error']}")
-        return CallTool(
-            service="payments",
-            action="charge",
-            request={"vendor": v.get("vendor", "acme"), "amount_cents": quote["quote_cents"]},
-            delivery=Delivery.EXACTLY_ONCE,
-            next_step=d.after(step),
-        )
-    return Complete(output={"payment": ctx.tool_results.get("purchase", {}).get("external_ref")})
-
-
-def vendor_quote_policy(ctx: ModelContext, d: Definition) -> Action:
-    v = ctx.variables
-    if ctx.step == "quote":
-        unit = 100 + _digit(v["item"]) % 900
-        return Proceed(next_step=d.after("quote"), updates={"quote_cents": unit * v["quantity"]})
-    return Complete(output={"quote_cents": v["quote_cents"]})
 
 
 # -- registry -----------------------------------------------------------------
@@ -386,18 +117,12 @@ REQUIRED_INPUT: dict[tuple[str, int], tuple[str, ...]] = {
 }
 
 
-def _any_fact(ctx: ModelContext, namespace: str, key: str) -> Any:
-    return _fact(ctx, namespace, key, 0.0)
-
-
 def _with_bugs(d: Definition, bugs: frozenset[str]) -> Definition:
     if d.name == "refund" and "untrusted-memory-authorizes" in bugs:
         # SEEDED BUG untrusted-memory-authorizes: the waiver is read like any
         # other memory -- no trust floor, no provenance check -- so whoever
         # can write a memory record can waive the manager's approval.
-        return replace(
-            d, policy=partial(refund_policy, waiver=_any_fact), memory=(("policy", 0.0),)
-        )
+        return replace(d, policy=partial(refund_policy, waiver=any_fact), memory=(("policy", 0.0),))
     return d
 
 
