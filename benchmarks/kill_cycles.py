@@ -12,9 +12,9 @@ that it died. Measured in the same run, each ``--repeats`` times for
 (a2) the same from a process with pydantic and sqlite3 imported, where the
     child reaches Python code before the kill (as a worker must): the limit
     for a worker that actually starts;
-(b) :class:`harness.runner.ForkServer` with pydantic and sqlite3 preloaded:
+(b) :class:`harness.procs.ForkServer` with pydantic and sqlite3 preloaded:
     ``spawn`` + ``kill`` + ``wait``;
-(c) :class:`harness.runner.DirectSpawner`: a fresh interpreter per worker,
+(c) :class:`harness.procs.DirectSpawner`: a fresh interpreter per worker,
     which imports pydantic and sqlite3 itself;
 (d) the standard library's ``multiprocessing`` "forkserver" with the same
     preloads: ``start`` + ``kill`` + ``join``, for comparison.
@@ -43,7 +43,7 @@ import pydantic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.runner import DirectSpawner, Exit, ForkServer, Spawner
+from harness.procs import DirectSpawner, Exit, ForkServer, Spawner
 
 # The worker's target lives in this module, which imports what a real runtime
 # worker needs: DirectSpawner pays those imports per worker, the fork server once.

@@ -1,8 +1,8 @@
 """Workers from a fork server, as an adapter hands them to the harness.
 
-Most adapters start workers the same way: a :class:`~harness.runner.ForkServer`
+Most adapters start workers the same way: a :class:`~harness.procs.ForkServer`
 per preload set, kept for the whole harness process, and a handle that maps
-the runner's :class:`~harness.runner.Exit` / :class:`~harness.runner.Stopped`
+the process layer's :class:`~harness.procs.Exit` / :class:`~harness.procs.Stopped`
 onto the contract's :class:`WorkerExit`. These two pieces are that way.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from ..runner import ForkServer, Stopped, Worker
+from ..procs import ForkServer, Stopped, Worker
 from ._contract import WorkerExit
 
 _lock = threading.Lock()
@@ -31,7 +31,7 @@ def shared_fork_server(preload: Sequence[str], *, spares: int = 2) -> ForkServer
 
 
 class ForkServerWorker:
-    """A :class:`~harness.adapters.WorkerHandle` over a runner :class:`Worker`."""
+    """A :class:`~harness.adapters.WorkerHandle` over a :class:`~harness.procs.Worker`."""
 
     def __init__(self, worker_id: str, proc: Worker) -> None:
         self.worker_id = worker_id

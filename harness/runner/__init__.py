@@ -1,37 +1,26 @@
-"""The runner: the only part of the harness that owns processes, time and ordering.
+"""The runner: the only part of the harness that owns time and ordering.
 
-Worker processes come from a :class:`Spawner`: :class:`ForkServer` (fork per
-worker after preloading, the fast path) or :class:`DirectSpawner` (a fresh
-interpreter per worker). A :class:`Worker` handle kills, stops, continues and
-waits; how a worker ended is an :class:`Exit`, a stop is :class:`Stopped`.
-Errors derive from :class:`RunnerError` (tree in ``_errors``).
+:func:`run_scenario` executes one scenario, one step at a time, in a fresh
+environment an adapter opens, and records what happened as a history; the
+:class:`Coverage` it returns counts the faults armed and fired. A scenario
+that cannot run as written raises :class:`ScenarioError`. Worker processes
+themselves belong to :mod:`harness.procs`.
 """
 
 from __future__ import annotations
 
-from harness.runner._direct import DirectSpawner
-from harness.runner._errors import (
-    PreloadError,
-    RunnerError,
-    SpawnerClosed,
-    SpawnerLost,
-    TargetError,
-    WorkerTimeout,
+from harness.runner._interpreter import (
+    WORKER_TIMEOUT,
+    Coverage,
+    RunResult,
+    ScenarioError,
+    run_scenario,
 )
-from harness.runner._procs import ForkServer, Spawner
-from harness.runner._worker import Exit, Stopped, Worker
 
 __all__ = [
-    "DirectSpawner",
-    "Exit",
-    "ForkServer",
-    "PreloadError",
-    "RunnerError",
-    "Spawner",
-    "SpawnerClosed",
-    "SpawnerLost",
-    "Stopped",
-    "TargetError",
-    "Worker",
-    "WorkerTimeout",
+    "WORKER_TIMEOUT",
+    "Coverage",
+    "RunResult",
+    "ScenarioError",
+    "run_scenario",
 ]

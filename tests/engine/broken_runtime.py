@@ -2,7 +2,7 @@
 
 One workflow, ``pay``: charge the customer (``payments.charge``), then notify
 them (``email.notify``). Runs live in one SQLite file; workers are real OS
-processes forked from a :class:`harness.runner.ForkServer`, and every effect
+processes forked from a :class:`harness.procs.ForkServer`, and every effect
 goes through the world (:class:`harness.world.WorldClient`).
 
 The bug: the charge is recorded only *after* the call, and its idempotency key

@@ -19,7 +19,7 @@ from harness.model import (
     Scenario,
     Submit,
 )
-from harness.runner._interpreter import run_scenario
+from harness.runner import run_scenario
 
 REFUND = RunSpec(
     run_id="r1",
@@ -110,8 +110,8 @@ def test_the_broken_runtime_s_histories_are_reproducible_too(tmp_path: Path) -> 
 
 
 def test_scenarios_with_one_workload_share_one_fault_free_run(tmp_path: Path) -> None:
-    from harness._engine import Engine
-    from harness._settings import load_settings
+    from harness import Engine
+    from harness import load_settings
 
     engine = Engine(ReferenceAdapter(), load_settings("dev"), workdir=tmp_path)
     renamed = SCENARIO.model_copy(update={"name": "another name"})

@@ -9,7 +9,7 @@ from harness.adapters.reference import ReferenceAdapter
 from harness.checkers import check_all
 from harness.history import History
 from harness.model import ArmWorldFault, Quiesce, RunSpec, RunWorker, Scenario, Submit
-from harness.runner._interpreter import run_scenario
+from harness.runner import run_scenario
 
 TIDES = {"topic": "tides", "sources": 2, "requester": "u-1"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness._engine import Engine, Example
-from harness._settings import load_settings
+from harness import Engine, Example
+from harness import load_settings
 from harness.adapters.langgraph import LangGraphAdapter
 from harness.checkers import check_all
 from harness.history import History
@@ -21,7 +21,7 @@ from harness.model import (
     Submit,
     Verdict,
 )
-from harness.runner._interpreter import run_scenario
+from harness.runner import run_scenario
 
 NAIVE = "examples.langgraph_refund.naive:APP"
 CORRECT = "examples.langgraph_refund.correct:APP"

@@ -21,8 +21,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from harness._engine import Engine, Example
-from harness._settings import Settings
+from harness import Engine, Example
+from harness import Settings
 from harness.adapters.reference import ReferenceAdapter
 from harness.adapters.reference._deployment import Deployment
 from harness.history import History
@@ -37,7 +37,7 @@ from harness.model import (
     StorageFault,
     Submit,
 )
-from harness.runner._interpreter import run_scenario
+from harness.runner import run_scenario
 from reference_runtime import (
     ConfigError,
     Runtime,

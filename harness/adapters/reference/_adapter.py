@@ -1,6 +1,6 @@
 """The reference runtime behind the adapter contract.
 
-Workers are forked from a preloading :class:`~harness.runner.ForkServer`
+Workers are forked from a preloading :class:`~harness.procs.ForkServer`
 (shared by every environment of one adapter), so a kill-and-restart costs a
 fork. Each environment is a :class:`~._deployment.Deployment`: its own store
 (SQLite file or Postgres schema), Redis prefix, world, virtual clock and keys.
@@ -20,7 +20,7 @@ from reference_runtime._workflows import Registry, upgrade_approval
 
 from ..._janitor import sweep
 from ...model import CrashSpec, RunSpec, RunState
-from ...runner import ForkServer
+from ...procs import ForkServer
 from .._contract import (
     Capability,
     Declarations,

@@ -1,7 +1,7 @@
 """The fork server process: preload once, then fork workers on request.
 
-Run as ``python -m harness.runner._forkserver CONFIG_JSON`` by
-:class:`harness.runner.ForkServer`, never by hand. It is single-threaded on
+Run as ``python -m harness.procs._forkserver CONFIG_JSON`` by
+:class:`harness.procs.ForkServer`, never by hand. It is single-threaded on
 purpose: forking a process with threads can leave a lock held forever in the
 child. It is the parent of every worker, so it alone reaps them
 (``waitpid(-1, WUNTRACED | WCONTINUED | WNOHANG)`` on SIGCHLD) and reports each
@@ -41,8 +41,8 @@ import time
 import traceback
 from typing import Any, NoReturn
 
-from harness.runner import _child
-from harness.runner._wire import (
+from harness.procs import _child
+from harness.procs._wire import (
     PR_SET_CHILD_SUBREAPER,
     FrameReader,
     children_of,

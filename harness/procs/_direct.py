@@ -19,20 +19,20 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
-from harness.runner._child import SETUP_FAILED_EXIT
-from harness.runner._errors import SpawnerClosed, TargetError
-from harness.runner._procs import (
+from harness.procs._child import SETUP_FAILED_EXIT
+from harness.procs._errors import SpawnerClosed, TargetError
+from harness.procs._procs import (
     LogPath,
     _check_spawn_args,
     _child_environ,
     _open_spawners,
     _parent_for_death_signal,
 )
-from harness.runner._worker import Exit, Worker
+from harness.procs._worker import Exit, Worker
 
-# Not ``-m harness.runner._child``: this package already imports _child, and
+# Not ``-m harness.procs._child``: this package already imports _child, and
 # runpy warns when a module it is asked to run as __main__ is already loaded.
-_CHILD_MAIN = "import sys; from harness.runner._child import main; main(sys.argv)"
+_CHILD_MAIN = "import sys; from harness.procs._child import main; main(sys.argv)"
 
 
 class DirectSpawner:

@@ -1,4 +1,4 @@
-"""Behaviour of the spawners in harness.runner: real processes, real signals.
+"""Behaviour of the spawners in harness.procs: real processes, real signals.
 
 Every spawner runs the same conformance tests (the ``spawner`` fixture); the
 fork-server-only tests are about its cleanup paths. No test measures speed:
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-import harness.runner
-from harness.runner import (
+import harness.procs
+from harness.procs import (
     DirectSpawner,
     Exit,
     ForkServer,
@@ -31,7 +31,7 @@ from harness.runner import (
     WorkerTimeout,
 )
 
-T = "harness.runner._selftest:"
+T = "harness.procs._selftest:"
 WAIT = 20.0  # generous: CI machines stall; a healthy run never waits this long
 
 
@@ -225,15 +225,15 @@ def test_many_spawn_kill_cycles_leak_no_file_descriptors(spawner: Spawner) -> No
 HARNESS_SCRIPT = textwrap.dedent(
     """
     import json, sys, threading, time
-    from harness.runner import DirectSpawner, ForkServer
+    from harness.procs import DirectSpawner, ForkServer
 
     kind, where = sys.argv[1], sys.argv[2]
 
     def run():
         spawner = ForkServer(preload=["sqlite3"]) if kind == "fork" else DirectSpawner()
         spawner.start()
-        workers = [spawner.spawn("harness.runner._selftest:sleep_forever") for _ in range(3)]
-        stopped = spawner.spawn("harness.runner._selftest:stop_self_then_exit")
+        workers = [spawner.spawn("harness.procs._selftest:sleep_forever") for _ in range(3)]
+        stopped = spawner.spawn("harness.procs._selftest:stop_self_then_exit")
         stopped.wait_stopped_or_exit(20)
         pids = [w.pid for w in [*workers, stopped]]
         print(json.dumps({"server": getattr(spawner, "pid", None), "workers": pids}), flush=True)
@@ -254,27 +254,27 @@ HARNESS_SCRIPT = textwrap.dedent(
     ids=["fork-server-from-main-thread", "fork-server-from-other-thread", "direct"],
 )
 def test_killing_the_harness_with_sigkill_leaves_no_orphan_workers(kind: str, where: str) -> None:
-    harness_proc = subprocess.Popen(
+    # ``with`` closes the pipe and reaps the process (no ResourceWarning).
+    with subprocess.Popen(
         [sys.executable, "-c", HARNESS_SCRIPT, kind, where], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert harness_proc.stdout is not None
-        started = json.loads(harness_proc.stdout.readline())
-        pids = started["workers"]
-        assert [pid for pid in pids if is_dead(pid)] == []
-        if started["server"]:
-            # The server, its workers, and its spares (forked ahead, unassigned).
-            # The first spawn of a new target retires the spares forked before
-            # its import: they may still be zombies, not yet reaped, and are
-            # left out (they are dead already).
-            server = started["server"]
-            children = Path(f"/proc/{server}/task/{server}/children").read_text().split()
-            assert set(pids) <= {int(pid) for pid in children}
-            pids = [server, *(int(pid) for pid in children if not is_dead(int(pid)))]
-            assert not is_dead(server)
-    finally:
-        harness_proc.kill()
-        harness_proc.wait()
+    ) as harness_proc:
+        try:
+            assert harness_proc.stdout is not None
+            started = json.loads(harness_proc.stdout.readline())
+            pids = started["workers"]
+            assert [pid for pid in pids if is_dead(pid)] == []
+            if started["server"]:
+                # The server, its workers, and its spares (forked ahead, unassigned).
+                # The first spawn of a new target retires the spares forked before
+                # its import: they may still be zombies, not yet reaped, and are
+                # left out (they are dead already).
+                server = started["server"]
+                children = Path(f"/proc/{server}/task/{server}/children").read_text().split()
+                assert set(pids) <= {int(pid) for pid in children}
+                pids = [server, *(int(pid) for pid in children if not is_dead(int(pid)))]
+                assert not is_dead(server)
+        finally:
+            harness_proc.kill()
     assert wait_all_dead(pids) == []
 
 
@@ -304,6 +304,6 @@ def test_exit_and_stopped_round_trip_through_json() -> None:
 
 
 def test_the_public_names_are_sorted_and_all_exist() -> None:
-    assert harness.runner.__all__ == sorted(harness.runner.__all__)
-    for name in harness.runner.__all__:
-        assert hasattr(harness.runner, name)
+    assert harness.procs.__all__ == sorted(harness.procs.__all__)
+    for name in harness.procs.__all__:
+        assert hasattr(harness.procs, name)

@@ -2,7 +2,7 @@
 
 :class:`ForkServer` (here) imports the heavy modules once in a helper process
 and forks the workers from it, so a worker costs a fork, not an interpreter
-start. :class:`~harness.runner.DirectSpawner` (``_direct``) starts a fresh
+start. :class:`~harness.procs.DirectSpawner` (``_direct``) starts a fresh
 interpreter per worker. Both satisfy :class:`Spawner` and give a target the
 same life (see ``_child``).
 
@@ -30,15 +30,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
 
-from harness.runner._child import target_format_problem
-from harness.runner._errors import PreloadError, SpawnerClosed, SpawnerLost, TargetError
-from harness.runner._wire import FrameReader, encode
-from harness.runner._worker import Exit, Worker
+from harness.procs._child import target_format_problem
+from harness.procs._errors import PreloadError, SpawnerClosed, SpawnerLost, TargetError
+from harness.procs._wire import FrameReader, encode
+from harness.procs._worker import Exit, Worker
 
 LogPath = str | os.PathLike[str]
 
 # The directory that holds the ``harness`` package: child interpreters need it
-# on PYTHONPATH to find ``-m harness.runner...`` even when not installed.
+# on PYTHONPATH to find ``-m harness.procs...`` even when not installed.
 _ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -182,7 +182,7 @@ class ForkServer:
         }
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.runner._forkserver", json.dumps(config)],
+                [sys.executable, "-m", "harness.procs._forkserver", json.dumps(config)],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 env=env,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harness.runner._errors import SpawnerLost, WorkerTimeout
+from harness.procs._errors import SpawnerLost, WorkerTimeout
 
 _SCHEMA_VERSION = 1
 

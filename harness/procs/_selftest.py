@@ -1,4 +1,4 @@
-"""Tiny worker targets for the runner's tests and ``benchmarks/kill_cycles.py``.
+"""Tiny worker targets for the process layer's tests and ``benchmarks/kill_cycles.py``.
 
 Each takes the args dict that :meth:`Spawner.spawn` passes and behaves as its
 docstring says; none imports anything heavy.

@@ -1,4 +1,4 @@
-"""Errors raised by the process layer of the runner.
+"""Errors raised by the process layer (:mod:`harness.procs`).
 
 Every error raised here on purpose derives from :class:`RunnerError`. The tree
 keeps apart whose fault it was::
@@ -15,7 +15,7 @@ keeps apart whose fault it was::
                                           killed with it, their exit status is unknown
 
 A worker that exits non-zero or is killed is not an error: it is an
-:class:`~harness.runner.Exit` value. ``WorkerTimeout`` inherits
+:class:`~harness.procs.Exit` value. ``WorkerTimeout`` inherits
 :class:`TimeoutError` and ``SpawnerLost`` :class:`ConnectionError` so that
 callers that map exceptions to *unknown* outcomes recognise them by builtin.
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 
 class RunnerError(Exception):
-    """Root of every error the runner's process layer raises on purpose."""
+    """Root of every error the process layer raises on purpose."""
 
 
 class TargetError(RunnerError, ValueError):

@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from harness.runner._wire import die_with_parent
+from harness.procs._wire import die_with_parent
 
 Target = Callable[[dict[str, Any]], object]
 
