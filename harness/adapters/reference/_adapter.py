@@ -8,7 +8,6 @@ fork. Each environment is a :class:`~._deployment.Deployment`: its own store
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ from reference_runtime._workflows import Registry, upgrade_approval
 
 from ..._janitor import sweep
 from ...model import CrashSpec, RunSpec, RunState
-from ...procs import ForkServer
 from .._contract import (
     Capability,
     Declarations,
@@ -29,8 +27,8 @@ from .._contract import (
     RunView,
     WorkflowSpec,
 )
-from .._workers import ForkServerWorker, shared_fork_server
-from ._deployment import WORKER_TARGET, Deployment
+from .._workers import ForkServerWorker
+from ._deployment import WORKER_TARGET, Deployment, fork_server
 
 #: What the reference runtime declares for each effect kind.
 DELIVERY = {
@@ -90,39 +88,6 @@ WORKFLOWS = (
         effects=("payments.charge",),
     ),
 )
-
-#: Imported once in the fork server, so a worker pays a fork, not imports.
-#: Every backend's modules are here (importing opens no connection and starts
-#: no thread); a worker that needed one lazily would import it on every start.
-PRELOAD = (
-    "pydantic",
-    "sqlite3",
-    "reference_runtime",
-    "reference_runtime._worker",
-    "reference_runtime.store.sqlite",
-    "reference_runtime.store.redis_queue",
-    "harness.adapters.reference._services",
-)
-#: Optional extras: preloaded only when installed ([postgres], [redis]).
-OPTIONAL_PRELOAD = (
-    ("psycopg", ("psycopg", "psycopg_pool", "reference_runtime.store.postgres")),
-    ("redis", ("redis",)),
-)
-
-
-def _preload() -> tuple[str, ...]:
-    extra = tuple(
-        module
-        for probe, modules in OPTIONAL_PRELOAD
-        if importlib.util.find_spec(probe) is not None
-        for module in modules
-    )
-    return PRELOAD + extra
-
-
-def fork_server(extra: tuple[str, ...] = ()) -> ForkServer:
-    """The started fork server for this preload set (shared by the process)."""
-    return shared_fork_server(_preload() + extra)
 
 
 def downgrade(workflow: str, payload: dict[str, Any], code_version: int) -> dict[str, Any]:

@@ -10,6 +10,7 @@ harness's fork server, or fresh interpreters); they get the configuration as
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import subprocess
@@ -24,12 +25,47 @@ from reference_runtime import crashpoints as cp
 from reference_runtime.store import Snapshot
 
 from ..._janitor import SCHEMA_PREFIX, tag
+from ...procs import ForkServer
 from ...world import ApprovalAuthority, World
+from .._workers import shared_fork_server
 from ._services import SPEC, services_arg
 
 #: Where virtual time starts; any fixed value keeps histories reproducible.
 EPOCH = 1_700_000_000.0
 WORKER_TARGET = "reference_runtime._worker:main"
+
+#: Imported once in the fork server, so a worker pays a fork, not imports.
+#: Every backend's modules are here (importing opens no connection and starts
+#: no thread); a worker that needed one lazily would import it on every start.
+PRELOAD = (
+    "pydantic",
+    "sqlite3",
+    "reference_runtime",
+    "reference_runtime._worker",
+    "reference_runtime.store.sqlite",
+    "reference_runtime.store.redis_queue",
+    "harness.adapters.reference._services",
+)
+#: Optional extras: preloaded only when installed ([postgres], [redis]).
+OPTIONAL_PRELOAD = (
+    ("psycopg", ("psycopg", "psycopg_pool", "reference_runtime.store.postgres")),
+    ("redis", ("redis",)),
+)
+
+
+def _preload() -> tuple[str, ...]:
+    extra = tuple(
+        module
+        for probe, modules in OPTIONAL_PRELOAD
+        if importlib.util.find_spec(probe) is not None
+        for module in modules
+    )
+    return PRELOAD + extra
+
+
+def fork_server(extra: tuple[str, ...] = ()) -> ForkServer:
+    """The started fork server for this preload set (shared by the process)."""
+    return shared_fork_server(_preload() + extra)
 
 
 @dataclass(frozen=True)
@@ -50,34 +86,11 @@ class Spawner(Protocol):
         ...
 
 
-class SubprocessSpawner:
-    """A fresh interpreter per worker: slow, but needs nothing else."""
-
-    def run(self, args: dict[str, Any], env: dict[str, str], timeout: float) -> Exit:
-        import json
-
-        code = "import json, sys, reference_runtime._worker as w; w.main(json.loads(sys.argv[1]))"
-        proc = subprocess.run(
-            [sys.executable, "-c", code, json.dumps(args)],
-            env={**os.environ, **env},
-            timeout=timeout,
-            check=False,
-            stderr=subprocess.PIPE,
-        )
-        if proc.returncode < 0:
-            return Exit(None, -proc.returncode)
-        if proc.returncode != 0:
-            sys.stderr.write(proc.stderr.decode(errors="replace"))
-        return Exit(proc.returncode, None)
-
-
 class ForkServerSpawner:
     """Workers forked from the harness's preloading fork server (the default):
     a worker costs a fork, not an interpreter start."""
 
     def run(self, args: dict[str, Any], env: dict[str, str], timeout: float) -> Exit:
-        from ._adapter import fork_server
-
         # As with a fresh interpreter: the process environment first, then the
         # worker's own overrides from args["env"].
         merged = {**env, **(args.get("env") or {})}
