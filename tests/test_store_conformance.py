@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -432,8 +431,15 @@ import json, os, sys, time
 from reference_runtime.store import Claim, Commit, open_store
 spec = json.loads(sys.argv[1])
 store = open_store(spec["url"], schema=spec["schema"])
-def wait_for_go():
-    while not os.path.exists(spec["go"]):
+def barrier(name):
+    # A real barrier: every child leaves a file and waits for all of them, so
+    # none goes on before the last one (imports and connection done) arrives.
+    folder = spec["barrier"]
+    open(os.path.join(folder, f"{name}-{os.getpid()}"), "w").close()
+    deadline = time.monotonic() + 60
+    while sum(f.startswith(name + "-") for f in os.listdir(folder)) < spec["parties"]:
+        if time.monotonic() > deadline:
+            sys.exit(f"barrier {name!r}: {spec['parties']} children did not all arrive in 60 s")
         time.sleep(0.001)
 """
 
@@ -561,24 +567,25 @@ def test_racing_worker_processes_claim_each_run_exactly_once(store: Store, tmp_p
     ids = [f"r{n:03}" for n in range(60)]
     for n, run_id in enumerate(ids):
         create(store, make_run(run_id, at=T0 + n))
-    go = tmp_path / "go"
+    # Every child claims one run, then waits until all three hold one: the
+    # claims overlap for certain, however the machine schedules them.
     body = """
-    wait_for_go()
+    barrier("start")
     got = []
     while (c := store.claim(spec["worker"], spec["now"], 3600.0)) is not None:
         got.append([c.run.run_id, c.fencing_token])
+        if len(got) == 1:
+            barrier("holding")
     print(json.dumps(got))
     """
-    children = [
-        run_child(body, spec_of(store, go=str(go), worker=f"w{k}", now=T0)) for k in range(3)
-    ]
-    time.sleep(0.5)  # let them import and reach the barrier
-    go.touch()
+    spec = spec_of(store, barrier=str(tmp_path), parties=3, now=T0)
+    children = [run_child(body, {**spec, "worker": f"w{k}"}) for k in range(3)]
     results = []
     for child in children:
         out, err = child.communicate(timeout=60)
         assert child.returncode == 0, err
         results.append(json.loads(out))
+    assert all(got for got in results), f"a worker claimed nothing: {results}"
     claims = [run_id for got in results for run_id, _ in got]
     assert sorted(claims) == ids, "every run claimed exactly once"
     assert all(token == 1 for got in results for _, token in got)
@@ -872,19 +879,17 @@ def test_prune_compacts_only_finished_runs_older_than_the_policy(store: Store) -
 
 # -- processes -----------------------------------------------------------
 def test_setup_from_several_processes_at_once_succeeds(store: Store, tmp_path: Path) -> None:
-    fresh = spec_of(store, go=str(tmp_path / "go"))
+    fresh = spec_of(store, barrier=str(tmp_path), parties=3)
     if fresh["schema"] is None:
         fresh["url"] = f"sqlite://{tmp_path / 'fresh.db'}"
     else:
         fresh["schema"] = f"test_{uuid.uuid4().hex[:16]}"
     body = """
-    wait_for_go()
+    barrier("start")
     store.setup()
     print(json.dumps(store.applied_migrations()))
     """
     children = [run_child(body, fresh) for _ in range(3)]
-    time.sleep(0.5)
-    Path(fresh["go"]).touch()
     try:
         for child in children:
             out, err = child.communicate(timeout=60)
