@@ -7,7 +7,6 @@ continue a v1 run; a v1 worker must refuse -- park, untouched -- a v2 run.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import pytest
@@ -79,16 +78,18 @@ def test_a_v2_run_read_by_a_v1_worker_is_parked_untouched_until_unparked(
     parked = [e for e in d.runtime.store.audit("r2") if e.action == "parked"]
     assert len(parked) == 1
 
-    # Parked means off the queue: neither version claims it again.
+    # Parked means off the queue: neither version claims it again, and a
+    # worker finds nothing to do (it exits on its own, within run_worker's
+    # timeout). How long that takes is benchmarks/parked_runs.py's business.
     token = run.fencing_token
-    started = time.monotonic()
+    assert "r2" not in d.runtime.store.runnable(d.clock.now(), limit=100)
     assert d.run_worker("old2", code_version=1).code == 0
     assert d.run_worker("new-too-early", code_version=2).code == 0
-    assert time.monotonic() - started < 30
     again = d.snapshot("r2")
     assert again.run.fencing_token == token
     assert again.run.state_version == run.state_version
     assert raw_state(d, "r2") == before
+    assert [e.action for e in d.runtime.store.audit("r2")].count("parked") == 1
 
     assert d.runtime.unpark("r2") is True
     assert d.runtime.unpark("r2") is False
