@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 from engine_support import harness_cli
 
+# One ci run of 130 examples, shared by the module: minutes, not seconds.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def faults(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, int]]:
