@@ -166,7 +166,7 @@ def test_a_store_commit_under_a_lease_another_process_took_raises_lease_lost(
         worker_id="A",
         settings=ExecutorSettings(lease_seconds=d.config.lease_seconds),
     )
-    executor._claim = claim
+    executor.step_context.claim = claim
     d.clock.advance(d.config.lease_seconds + 1)
     # Worker B, a real process, takes the run over and advances it.
     assert d.run_worker("B").code == 0
@@ -174,7 +174,7 @@ def test_a_store_commit_under_a_lease_another_process_took_raises_lease_lost(
     assert after_b.run.status is RunStatus.WAITING_FOR_APPROVAL
     assert after_b.run.fencing_token > claim.fencing_token
     with pytest.raises(LeaseLostError) as info:
-        executor._commit(claim.run, status=RunStatus.RUNNING)
+        executor.step_context.commit(claim.run, status=RunStatus.RUNNING)
     assert info.value.run_id == "r1" and info.value.token == claim.fencing_token
     assert "another worker claimed it" in str(info.value)
     with pytest.raises(LeaseLostError):
@@ -201,11 +201,11 @@ def test_a_commit_after_the_lease_expired_is_fenced_even_if_nobody_took_the_run(
         clock=d.clock,
         worker_id="A",
     )
-    executor._claim = claim
+    executor.step_context.claim = claim
     d.clock.advance(d.config.lease_seconds + 1)
     before = d.snapshot("r1")
     with pytest.raises(LeaseLostError, match="expired"):
-        executor._commit(claim.run, status=RunStatus.RUNNING)
+        executor.step_context.commit(claim.run, status=RunStatus.RUNNING)
     assert d.snapshot("r1") == before
 
 
@@ -226,16 +226,17 @@ def test_two_executors_committing_from_the_same_state_version_the_second_is_stal
             clock=d.clock,
             worker_id="A",
         )
-        ex._claim = claim  # both hold the same lease: only the version can tell them apart
+        # Both hold the same lease: only the version can tell them apart.
+        ex.step_context.claim = claim
         return ex
 
     first, second = executor(), executor()
     read = store.load("r1").run
     assert read.state_version == 0
-    won = first._commit(read, status=RunStatus.RUNNING, action="first")
+    won = first.step_context.commit(read, status=RunStatus.RUNNING, action="first")
     assert won.state_version == 1
     with pytest.raises(StaleWriteError) as info:
-        second._commit(read, status=RunStatus.CANCELLED, action="second")
+        second.step_context.commit(read, status=RunStatus.CANCELLED, action="second")
     assert (info.value.expected, info.value.actual) == (0, 1)
     run = store.get_run("r1")
     assert run is not None

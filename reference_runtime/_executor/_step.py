@@ -1,0 +1,231 @@
+"""The step context: what every step of a leased run shares, and its checkpoint.
+
+One :class:`StepContext` per executor holds the worker's resources (store,
+leases, services, workflows, clock) and the claim it works under. Its
+:meth:`StepContext.commit` is the only way a step writes: the run row moves
+one ``state_version`` up, an audit event says who did what, and the whole
+checkpoint goes to :meth:`Store.commit` guarded by the version it read and the
+lease's fencing token. :meth:`StepContext.crossing` passes the crash points on
+either side of a commit (a :class:`~._sites.Boundary`). The step modules
+(local steps, effects, approvals, inbox) are functions of a step context and
+a snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, Protocol
+
+from .. import crashpoints as cp
+from .._artifacts import ArtifactStore
+from .._clock import Clock
+from .._records import (
+    Approval,
+    ArtifactRef,
+    AuditEvent,
+    InboxMessage,
+    MemoryRecord,
+    Operation,
+    Run,
+    WorkingState,
+)
+from .._services import ExternalServices
+from .._states import RunStatus, check_transition
+from .._workflows import Registry
+from ..store import Claim, Commit, Snapshot, Store
+from ._sites import Boundary
+
+S = RunStatus
+
+
+class Yield(Exception):
+    """Stop working on this run for now (it waits, finished, or was parked)."""
+
+
+@dataclass
+class ExecutorSettings:
+    lease_seconds: float = 30.0
+    #: an external call is made only if at least this much lease time remains
+    lease_margin: float = 1.0
+    max_attempts: int = 5
+    retry_backoff: float = 1.0
+    max_steps_per_claim: int = 64
+    tenant_keys: Mapping[str, bytes] = field(default_factory=dict)
+    #: seeded protocol bugs to switch on (see :mod:`reference_runtime._bugs`)
+    bugs: frozenset[str] = frozenset()
+
+
+class LeaseKeeper(Protocol):
+    """Who extends and gives up leases: the store itself, or Redis."""
+
+    def renew(self, claim: Claim, now: float, ttl: float) -> Claim: ...
+
+    def release(self, claim: Claim) -> None: ...
+
+
+class StoreLeases:
+    """Leases kept by the store itself (``queue=store``)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def renew(self, claim: Claim, now: float, ttl: float) -> Claim:
+        return self.store.renew_lease(claim, now, ttl)
+
+    def release(self, claim: Claim) -> None:
+        self.store.release(claim)
+
+
+@dataclass
+class StepContext:
+    """A worker's resources and the claim it currently works under."""
+
+    store: Store
+    leases: LeaseKeeper
+    services: ExternalServices | None
+    registry: Registry
+    clock: Clock
+    worker_id: str
+    artifacts: ArtifactStore | None
+    settings: ExecutorSettings
+    #: the lease held on the run being advanced (None between claims)
+    claim: Claim | None = None
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def commit(
+        self,
+        run: Run,
+        *,
+        status: RunStatus | None = None,
+        action: str = "transition",
+        detail: dict[str, Any] | None = None,
+        state: WorkingState | None = None,
+        operations: tuple[Operation, ...] = (),
+        approvals: tuple[Approval, ...] = (),
+        inbox_acked: tuple[str, ...] = (),
+        memory: tuple[MemoryRecord, ...] = (),
+        artifacts: tuple[ArtifactRef, ...] = (),
+        children: tuple[tuple[Run, WorkingState], ...] = (),
+        outbox: tuple[InboxMessage, ...] = (),
+        extra_audit: tuple[AuditEvent, ...] = (),
+        **fields: Any,
+    ) -> Run:
+        """Checkpoint ``run`` moved to ``status`` (default: unchanged), with
+        ``fields`` changed on its row, everything else given written with it,
+        and one audit event for ``action``. Returns the new row.
+        """
+        assert self.claim is not None
+        now = self.now()
+        dst = status or run.status
+        check_transition(run.run_id, run.status, dst)
+        new = run.model_copy(
+            update={
+                **fields,
+                "status": dst,
+                "state_version": run.state_version + 1,
+                "updated_at": now,
+            }
+        )
+        audit = AuditEvent(
+            tenant=run.tenant,
+            created_at=now,
+            updated_at=now,
+            run_id=run.run_id,
+            at=now,
+            actor=self.worker_id,
+            action=action,
+            from_status=run.status,
+            to_status=dst,
+            state_version=new.state_version,
+            detail={"step": run.current_step, "next_step": new.current_step, **(detail or {})},
+        )
+        self.store.commit(
+            Commit(
+                run=new,
+                expected_version=run.state_version,
+                worker_id=self.worker_id,
+                fencing_token=self.claim.fencing_token,
+                now=now,
+                state=state,
+                operations=operations,
+                approvals=approvals,
+                audit=(audit, *extra_audit),
+                inbox_acked=inbox_acked,
+                memory=memory,
+                artifacts=artifacts,
+                children=children,
+                outbox=outbox,
+            )
+        )
+        return new
+
+    @contextlib.contextmanager
+    def crossing(self, *boundaries: Boundary) -> Iterator[None]:
+        """Pass the ``before`` crash points of ``boundaries`` (outermost first),
+        run the block (the commit), then their ``after`` points innermost first;
+        none of the ``after`` points if the block raised."""
+        for b in boundaries:
+            cp.hit(b.before)
+        yield
+        for b in reversed(boundaries):
+            cp.hit(b.after)
+
+    def commit_and_yield(self, run: Run, **commit: Any) -> NoReturn:
+        """:meth:`commit`, then stop working on the run (it waits or ended)."""
+        self.commit(run, **commit)
+        raise Yield
+
+    def state(self, snap: Snapshot, payload: dict[str, Any]) -> WorkingState:
+        """The run's working state with ``payload``, in this code's payload version."""
+        return snap.state.model_copy(
+            update={
+                "payload": payload,
+                "payload_version": self.registry.payload_version(snap.run.workflow),
+                "updated_at": self.now(),
+            }
+        )
+
+    def renew_lease(self) -> Claim:
+        """Extend the lease held (before an external call) and keep the new claim."""
+        assert self.claim is not None
+        cp.hit("before_lease_renew")
+        self.claim = self.leases.renew(self.claim, self.now(), self.settings.lease_seconds)
+        cp.hit("after_lease_renew")
+        return self.claim
+
+    def retry_later(
+        self,
+        run: Run,
+        *,
+        what: str,
+        reason: str,
+        action: str,
+        operations: tuple[Operation, ...] = (),
+        detail: dict[str, Any] | None = None,
+    ) -> NoReturn:
+        """Back off exponentially; after ``max_attempts`` the run fails."""
+        attempt = run.attempt + 1
+        if attempt >= self.settings.max_attempts:
+            self.commit_and_yield(
+                run,
+                status=S.FAILED,
+                action=action.replace("rejected", "failed").replace("error", "failed"),
+                operations=operations,
+                attempt=attempt,
+                error=f"{what} {attempt} times; last: {reason}",
+                detail={**(detail or {}), "reason": reason},
+            )
+        delay = self.settings.retry_backoff * (2 ** (attempt - 1))
+        self.commit_and_yield(
+            run,
+            status=S.RETRY_SCHEDULED,
+            action=action,
+            operations=operations,
+            attempt=attempt,
+            wake_at=self.now() + delay,
+            detail={**(detail or {}), "reason": reason, "retry_in": delay},
+        )
