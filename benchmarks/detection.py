@@ -45,18 +45,20 @@ STOPS = ("crash_point", "effect_boundary", "random_kill", "kill")
 
 def cell(bug: str, mode: str, seed: int, budget: float) -> dict[str, Any]:
     """One (bug, mode, seed) measurement, in this process."""
-    from harness._commands import probe_universe
-    from harness._engine import Engine
-    from harness._random_kill import run_random_kill
-    from harness._settings import load_settings
-    from harness.adapters._loading import load_adapter
+    from harness import Engine, load_adapter, load_settings, probe_universe
+    from harness.session import run_random_kill
 
     adapter = load_adapter("reference", {"bug": bug})
     settings = load_settings(
         "ci", seed=seed, budget_seconds=budget, max_examples=1_000, mode=mode
     ).with_(derandomize=False, stop_on_first=True)
     t0 = time.monotonic()
-    universe = probe_universe(adapter, settings)
+    universe = probe_universe(
+        adapter,
+        max_runs=settings.max_runs,
+        max_episodes=settings.max_episodes,
+        aim_effects=settings.targeted and settings.mode == "search",
+    )
     probe = time.monotonic() - t0
     engine = Engine(adapter, settings, shrink=False)
     try:

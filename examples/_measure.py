@@ -12,8 +12,7 @@ from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
 
-from harness._engine import Engine
-from harness._settings import load_settings
+from harness import Engine, load_settings
 from harness.adapters.langgraph import LangGraphAdapter
 from harness.history import History
 from harness.model import ArmWorldFault, Quiesce, RunSpec, RunWorker, Scenario, Submit

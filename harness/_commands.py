@@ -3,76 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
+import shlex
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from ._engine import Engine, Example, Outcome
+from . import _api as api
 from ._errors import UsageError
-from ._probe import check_declarations
-from ._profile import profile_workflow
 from ._settings import load_settings
-from .adapters._contract import Adapter, offered_storage_kinds
 from .adapters._loading import load_adapter, parse_opts
 from .model import Verdict
-from .report import (
-    Report,
-    build_report,
-    load_report,
-    load_run_folder,
-    not_tested,
-    other_failures,
-    replay_command,
-    write_reports,
-)
-
-
-def probe_universe(adapter: Adapter, settings: Any) -> Any:
-    """What the adapter offers, read from one throwaway environment."""
-    from scenarios import FAMILIES, Universe
-
-    with tempfile.TemporaryDirectory(prefix="harness-probe-") as tmp:
-        env = adapter.open(Path(tmp), seed=0)
-        try:
-            crash_points = tuple(env.crash_points())
-            pause_points = tuple(env.pause_points())
-            storage_kinds = offered_storage_kinds(env, frozenset(adapter.capabilities))
-        finally:
-            env.close()
-    # The sites right before effects serve only the targeted schedules.
-    aim = settings.targeted and settings.mode == "search"
-    profiles = {wf.name: profile_workflow(adapter, wf, effects=aim) for wf in adapter.workflows()}
-    return Universe(
-        site_hits={k: p.hits for k, p in profiles.items() if p.hits},
-        profiles={k: p for k, p in profiles.items() if p.hits},
-        workflows=tuple(adapter.workflows()),
-        crash_points=crash_points,
-        pause_points=pause_points,
-        capabilities=frozenset(adapter.capabilities),
-        lease_seconds=float(getattr(adapter, "lease_seconds", 30.0)),
-        families=settings.families or FAMILIES,
-        max_runs=settings.max_runs,
-        max_episodes=settings.max_episodes,
-        storage_kinds=storage_kinds,
-    )
-
-
-def _keep_example(example: Example | None, report_dir: Path) -> None:
-    if example is None:
-        return
-    report_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("history.jsonl", "oracle.jsonl", "scenario.json"):
-        src = example.folder / name
-        if src.exists():
-            shutil.copyfile(src, report_dir / name)
-    (report_dir / "results.json").write_text(
-        json.dumps([r.model_dump(mode="json") for r in example.results], indent=2)
-    )
+from .outcome import Outcome
+from .report import Report, load_report, load_run_folder, replay_command, write_reports
+from .scenarios import load_scenario_file
+from .session import Engine
 
 
 def _line(out: TextIO, text: str) -> None:
@@ -80,55 +25,27 @@ def _line(out: TextIO, text: str) -> None:
 
 
 def run(ns: argparse.Namespace, out: TextIO) -> int:
-    opts = parse_opts(ns.adapter_opt)
-    settings = load_settings(
-        ns.profile,
-        seed=ns.seed,
-        budget_seconds=ns.budget,
-        max_examples=ns.max_examples,
-        report_dir=ns.report_dir,
-        mode=getattr(ns, "mode", None),
-        targeted=getattr(ns, "targeted", None),
-        stop_on_first=getattr(ns, "stop_on_first", None),
-    )
-    if settings.mode == "random-kill" and ns.exhaustive:
-        raise UsageError("--mode random-kill and --exhaustive exclude each other; pick one")
-    adapter = load_adapter(ns.adapter, opts)
-    report_dir = Path(settings.report_dir)
-    report_dir.mkdir(parents=True, exist_ok=True)
-    universe = probe_universe(adapter, settings)
-    gaps = not_tested(adapter)
-    _line(
-        out,
-        f"harness: adapter {adapter.name} {adapter.describe()}, profile {settings.profile}, "
-        f"{len(universe.crash_points)} crash points, families {', '.join(universe.enabled())}",
-    )
-    for gap in gaps:
-        _line(out, f"harness: not tested ({gap['capability']} missing): {gap['what']}")
-
-    progress = _Progress(out, settings.max_examples if not ns.exhaustive else None)
-    engine = Engine(adapter, settings, progress=progress.update)
-    _line(out, f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})")
-    try:
-        check_declarations(adapter, engine.oracle)
-        with progress:
-            if ns.exhaustive:
-                outcome = _exhaustive(engine, adapter, universe, ns.exhaustive, settings)
-            elif settings.mode == "random-kill":
-                from ._random_kill import run_random_kill
-
-                outcome = run_random_kill(engine, universe)
-            else:
-                outcome = engine.run(universe)
-        kept = outcome.failure or engine.last_example
-        _keep_example(kept, report_dir)
-        shutil.rmtree(report_dir / "failures", ignore_errors=True)
-        for n, (_, ex) in enumerate(other_failures(outcome), 1):
-            _keep_example(ex, report_dir / "failures" / str(n))
-        report = build_report(outcome, adapter, ns.adapter, opts, report_dir)
-        write_reports(report, report_dir)
-    finally:
-        engine.close()
+    """``harness run``: the front door (:func:`harness.run`) with progress on
+    ``out``, then the summary; the exit code of the verdict."""
+    progress = _Progress(out)
+    with progress:
+        report = api.run(
+            ns.adapter,
+            options=parse_opts(ns.adapter_opt),
+            profile=ns.profile,
+            seed=ns.seed,
+            budget=ns.budget,
+            max_examples=ns.max_examples,
+            report_dir=ns.report_dir,
+            mode=getattr(ns, "mode", None),
+            targeted=getattr(ns, "targeted", None),
+            stop_on_first=getattr(ns, "stop_on_first", None),
+            exhaustive=ns.exhaustive,
+            scenarios=ns.scenarios,
+            log=progress.log,
+            progress=progress.update,
+        )
+    report_dir = report.folder or Path(".")
     _summary(out, report, report_dir)
     _step_summary(report_dir)
     return exit_code(report.verdict)
@@ -146,9 +63,8 @@ class _Progress:
     output for CI logs: every 25 scenarios, and at once when a property starts
     failing."""
 
-    def __init__(self, out: TextIO, total: int | None) -> None:
+    def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.total = total
         self.failing: list[str] = []
         self.bar: Any = None
         self.task: Any = None
@@ -165,7 +81,7 @@ class _Progress:
                 console=Console(file=out),
                 transient=True,
             )
-            self.task = self.bar.add_task("run", total=total, faults=0, failing="")
+            self.task = self.bar.add_task("run", total=None, faults=0, failing="")
 
     def __enter__(self) -> _Progress:
         if self.bar is not None:
@@ -176,13 +92,20 @@ class _Progress:
         if self.bar is not None:
             self.bar.stop()
 
+    def log(self, text: str) -> None:
+        """One notice line of the run (above the bar, on a terminal)."""
+        if self.bar is not None:
+            self.bar.console.print(text, markup=False, highlight=False)
+        else:
+            _line(self.out, text)
+
     def update(self, o: Outcome) -> None:
         """Show ``o`` after one more scenario."""
         failing = sorted(n for n, t in o.tallies.items() if t.failed)
         fired = sum(o.faults_fired.values())
         if self.bar is not None:
-            # Shrinking runs past max_examples: let the bar grow rather than overflow.
-            total = None if self.total is None else max(self.total, o.examples)
+            # Shrinking runs past the plan: let the bar grow rather than overflow.
+            total = None if o.planned is None else max(o.planned, o.examples)
             self.bar.update(
                 self.task,
                 completed=o.examples,
@@ -215,53 +138,6 @@ def _step_summary(report_dir: Path) -> None:
         return
     with open(target, "a", encoding="utf-8") as f:
         f.write((report_dir / "summary.md").read_text(encoding="utf-8"))
-
-
-def _exhaustive(
-    engine: Engine, adapter: Adapter, universe: Any, workflow: str, settings: Any
-) -> Outcome:
-    from scenarios import exhaustive
-
-    from .model import RunSpec
-
-    spec = next((w for w in adapter.workflows() if w.name == workflow), None)
-    if spec is None:
-        names = ", ".join(w.name for w in adapter.workflows())
-        raise UsageError(f"--exhaustive {workflow!r}: the adapter has no such workflow ({names})")
-    if not universe.crash_points:
-        raise UsageError(
-            f"--exhaustive needs crash points, and adapter {adapter.name!r} declares none "
-            "(capability crash_points); run without --exhaustive to sample effect-boundary kills"
-        )
-    run_spec = RunSpec(run_id="r1", tenant="acme", workflow=workflow, input=dict(spec.inputs[0]))
-    outcome = engine.new_outcome(universe)
-    # Only kills at crash points: the other families are off for this run
-    # (their properties read not_tested, which is not inconclusive).
-    outcome.families = ["crash"]
-    started = time.monotonic()
-    sites = list(universe.crash_points)
-    nth = 1
-    while sites and nth <= 8:
-        still_firing = set()
-        for scenario in exhaustive(run_spec, sites, nth):
-            example = engine.execute(scenario)
-            engine.account(outcome, example)
-            site = scenario.steps[1].crash or scenario.steps[3].crash  # type: ignore[union-attr]
-            if example.coverage.fired.get("crash_point") and site is not None:
-                still_firing.add(site.site)
-            if example.failed:
-                for r in example.results:
-                    best = outcome.counterexamples.get(r.name)
-                    if r.verdict is Verdict.FAIL and (best is None or example.size < best.size):
-                        outcome.counterexamples[r.name] = example
-            else:
-                engine.keep_last(example)
-        sites = sorted(still_firing)
-        nth += 1
-    outcome.failures = list({id(e): e for e in outcome.counterexamples.values()}.values())
-    outcome.failure = outcome.failures[0] if outcome.failures else None
-    outcome.seconds = time.monotonic() - started
-    return outcome
 
 
 def _summary(out: TextIO, report: Report, report_dir: Path) -> None:
@@ -320,12 +196,30 @@ def report(folder: Path, out: TextIO) -> int:
     return exit_code(stored.verdict)
 
 
-def replay(folder: Path, out: TextIO) -> int:
-    """``harness replay DIR``: run the kept scenario again against the same
-    adapter variant; exit 1 if a property fails again."""
-    stored, scenario = load_run_folder(folder)
-    adapter = load_adapter(stored.adapter.spec, stored.adapter.options)
-    settings = load_settings(stored.profile)
+def replay(ns: argparse.Namespace, out: TextIO) -> int:
+    """``harness replay DIR|FILE``: run a kept scenario again, the one of a run
+    folder against the same adapter variant (or ``--adapter``), or a scenario
+    file against ``--adapter``; exit 1 if a property fails again."""
+    path: Path = ns.dir
+    opts = parse_opts(ns.adapter_opt)
+    as_file = path.is_file() or (path.suffix == ".json" and not path.is_dir())
+    if as_file:
+        if ns.adapter is None:
+            raise UsageError(
+                f"{path} is a scenario file: name the adapter to replay it against "
+                "(harness replay FILE --adapter NAME [--adapter-opt KEY=VALUE ...])"
+            )
+        scenario = load_scenario_file(path)
+        adapter = load_adapter(ns.adapter, opts)
+        settings = load_settings(ns.profile)
+    else:
+        stored, scenario = load_run_folder(path)
+        if ns.adapter is None:
+            spec, opts = stored.adapter.spec, stored.adapter.options
+        else:
+            spec = ns.adapter
+        adapter = load_adapter(spec, opts)
+        settings = load_settings(ns.profile or stored.profile)
     engine = Engine(adapter, settings)
     try:
         example = engine.execute(scenario)
@@ -342,7 +236,13 @@ def replay(folder: Path, out: TextIO) -> int:
         _line(out, "minimal counterexample:")
         for i, step in enumerate(scenario.describe(), 1):
             _line(out, f"  {i}. {step}")
-        _line(out, f"replay: {replay_command(folder)}")
+        if as_file:
+            words = ["harness", "replay", str(path), "--adapter", ns.adapter]
+            for opt in ns.adapter_opt:
+                words += ["--adapter-opt", opt]
+            _line(out, "replay: " + shlex.join(words))
+        else:
+            _line(out, f"replay: {replay_command(path)}")
         return 1
     _line(out, "not reproduced: every property held this time")
     sys.stdout.flush()

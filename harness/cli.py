@@ -3,8 +3,8 @@
     harness run --adapter NAME|module:attr [--adapter-opt KEY=VALUE ...]
                 [--profile dev|ci|thorough] [--seed N] [--budget SECONDS]
                 [--report-dir DIR] [--exhaustive WORKFLOW]
-                [--mode search|random-kill] [--stop-on-first]
-    harness replay DIR
+                [--mode search|random-kill] [--stop-on-first] [--scenario FILE ...]
+    harness replay DIR | FILE --adapter NAME [--adapter-opt KEY=VALUE ...]
     harness report DIR
     harness list adapters|faults|properties|bugs
 
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ._errors import HarnessError, UsageError
+from ._settings import PROFILES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
@@ -39,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="search for failing scenarios and write a report")
     r.add_argument("--adapter", required=True, help="'reference' or 'package.module:attr'")
     r.add_argument("--adapter-opt", action="append", default=[], metavar="KEY=VALUE")
-    r.add_argument("--profile", choices=["dev", "ci", "thorough"])
+    r.add_argument("--profile", choices=list(PROFILES))
     r.add_argument("--seed", type=int)
     r.add_argument("--budget", type=float, metavar="SECONDS")
     r.add_argument("--max-examples", type=int, dest="max_examples")
@@ -73,12 +74,33 @@ def _parser() -> argparse.ArgumentParser:
         "counterexample per failing property)",
     )
     r.add_argument(
+        "--scenario",
+        dest="scenarios",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="a scenario file (a run folder's scenario.json), or a folder of them, to run "
+        "first as a regression (repeatable)",
+    )
+    r.add_argument(
         "--exhaustive",
         metavar="WORKFLOW",
         help="instead of sampling, kill at every (crash point x hit) of one workflow",
     )
-    rp = sub.add_parser("replay", help="re-run the recorded failing scenario of a run folder")
-    rp.add_argument("dir", type=Path)
+    rp = sub.add_parser(
+        "replay",
+        help="re-run the kept scenario of a run folder, or a scenario file against --adapter",
+    )
+    rp.add_argument("dir", type=Path, metavar="DIR|FILE")
+    rp.add_argument(
+        "--adapter",
+        default=None,
+        help="the adapter to replay against (required for a scenario file; for a run folder "
+        "it replaces the one recorded)",
+    )
+    rp.add_argument("--adapter-opt", action="append", default=[], metavar="KEY=VALUE")
+    rp.add_argument("--profile", choices=list(PROFILES))
     rr = sub.add_parser(
         "report", help="re-render report.json/html, junit.xml and summary.md of a run folder"
     )
@@ -104,7 +126,7 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
             return run(ns, out)
         if ns.command == "report":
             return report(ns.dir, out)
-        return replay(ns.dir, out)
+        return replay(ns, out)
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -125,7 +147,7 @@ def _list(what: str, out: TextIO) -> int:
             )
         print("any        package.module:attr  (your own; see docs/adapters.md)", file=out)
     elif what == "faults":
-        from scenarios import FAMILIES
+        from .scenarios import FAMILIES
 
         docs = {
             "crash": "SIGKILL a worker at a named crash point (and again during recovery)",

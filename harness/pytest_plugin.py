@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from ._settings import PROFILES
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "stateful-agent-harness")
@@ -32,7 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--harness-profile",
         dest="harness_profile",
-        choices=["dev", "ci", "thorough"],
+        choices=list(PROFILES),
         default=None,
         help="search profile (default: ci when $CI is set, else dev)",
     )

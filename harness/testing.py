@@ -23,27 +23,20 @@ from typing import Any
 
 import pytest
 
+from .checkers import CHECKERS
 from .model import Verdict
 
 _CACHE: dict[str, dict[str, Any]] = {}
 
-PROPERTIES = (
-    "exactly_once_effects",
-    "resume_equivalence",
-    "progress",
-    "legal_transitions",
-    "approval_integrity",
-    "memory_safety",
-    "migration_safety",
-    "context_rebuild",
-    "state_equivalence",
-)
+#: One test per property, in the checkers' order.
+PROPERTIES = tuple(CHECKERS)
 
 
 def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) -> dict[str, Any]:
-    """Run the engine once for (adapter, options, settings); returns report.json's dict."""
-    from ._commands import run
-    from .cli import _parser
+    """Run the search once for (adapter, options, settings) through
+    :func:`harness.run`; returns report.json's dict, with the run's log
+    (``_log``) and folder (``_folder``)."""
+    from ._api import run
 
     get = (lambda name: config.getoption(name, None)) if config is not None else (lambda _: None)
     profile = get("harness_profile")
@@ -61,23 +54,15 @@ def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) 
         ]
     )
     folder = Path(report_root) / name if report_root else Path(tempfile.mkdtemp(prefix="harness-"))
-    argv = ["run", "--adapter", adapter, "--report-dir", str(folder)]
-    for k, v in sorted(opts.items()):
-        argv += ["--adapter-opt", f"{k}={v}"]
-    if profile:
-        argv += ["--profile", profile]
-    if seed is not None:
-        argv += ["--seed", str(seed)]
-    ns = _parser().parse_args(argv)
-    import io
-
-    buf = io.StringIO()
-    run(ns, buf)
-    report: dict[str, Any] = json.loads((folder / "report.json").read_text())
-    report["_log"] = buf.getvalue()
-    report["_folder"] = str(folder)
-    _CACHE[key] = report
-    return report
+    log: list[str] = []
+    report = run(
+        adapter, options=opts, profile=profile, seed=seed, report_dir=folder, log=log.append
+    )
+    out: dict[str, Any] = report.model_dump(mode="json")
+    out["_log"] = "\n".join(log)
+    out["_folder"] = str(folder)
+    _CACHE[key] = out
+    return out
 
 
 def failure_text(report: dict[str, Any], prop: dict[str, Any]) -> str:

@@ -21,8 +21,7 @@ from collections import Counter
 from importlib import metadata
 from pathlib import Path
 
-from harness._engine import Engine
-from harness._settings import load_settings
+from harness import Engine, load_settings
 from harness.adapters.langgraph import LangGraphAdapter
 from harness.model import (
     Approve,

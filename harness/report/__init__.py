@@ -16,7 +16,7 @@ from ._junit import render_junit
 from ._markdown import render_markdown
 from ._schema import REPORT_SCHEMA_VERSION, Report, report_schema, report_schema_text
 from ._store import REPORT_FILES, load_report, load_run_folder
-from ._write import write_reports
+from ._write import write_reports, write_run
 
 __all__ = [
     "CAPABILITY_GAPS",
@@ -35,4 +35,5 @@ __all__ = [
     "report_schema",
     "report_schema_text",
     "write_reports",
+    "write_run",
 ]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from .._engine import Example, Outcome
 from ..adapters._contract import Adapter, Capability
 from ..model import Verdict
+from ..outcome import Example, Outcome
 from ._schema import (
     AdapterInfo,
     Counterexample,

@@ -26,9 +26,10 @@ inconclusive (``inconclusive`` says why), the plan (``planned_scenarios``,
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 #: Version of the report format this code writes (and the newest it reads).
 REPORT_SCHEMA_VERSION = 3
@@ -127,6 +128,9 @@ class OtherFailure(_Frozen):
 class Report(_Frozen):
     """Everything one ``harness run`` found, as written to ``report.json``."""
 
+    #: the run folder this report was written to or loaded from (not serialized)
+    _folder: Path | None = PrivateAttr(default=None)
+
     schema_version: int = Field(REPORT_SCHEMA_VERSION, description="version of this format")
     verdict: RunVerdictName = Field(
         description="fail: a property failed; unknown: inconclusive (see inconclusive); "
@@ -170,6 +174,11 @@ class Report(_Frozen):
         return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True)
 
     @property
+    def folder(self) -> Path | None:
+        """The run folder this report was written to or loaded from."""
+        return self._folder
+
+    @property
     def failed(self) -> list[PropertyReport]:
         """The properties that failed."""
         return [p for p in self.properties if p.verdict == "fail"]
@@ -186,3 +195,4 @@ def report_schema() -> dict[str, Any]:
 def report_schema_text() -> str:
     """The shipped ``report.schema.json``'s exact text."""
     return json.dumps(report_schema(), indent=2, sort_keys=True) + "\n"
+

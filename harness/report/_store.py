@@ -57,7 +57,7 @@ def load_report(folder: Path) -> Report:
             f"reads up to {REPORT_SCHEMA_VERSION}); upgrade stateful-agent-harness to read it"
         )
     try:
-        return Report.model_validate(raw)
+        report = Report.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
@@ -65,6 +65,8 @@ def load_report(folder: Path) -> Report:
             f"{path} is not a valid report: {where}: {first['msg']} "
             f"({exc.error_count()} problem(s)); {_RERUN}"
         ) from exc
+    report._folder = folder
+    return report
 
 
 def load_scenario(folder: Path) -> Scenario:

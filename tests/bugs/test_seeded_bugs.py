@@ -217,8 +217,7 @@ ZOMBIE_ON_RESEARCH = {
 def test_the_version_check_and_fencing_each_stop_a_zombie_commit_alone(
     bugs: str, fails: bool, tmp_path: Path
 ) -> None:
-    from harness._engine import Engine
-    from harness._settings import load_settings
+    from harness import Engine, load_settings
     from harness.adapters._loading import load_adapter
     from harness.model import Scenario, Verdict
 

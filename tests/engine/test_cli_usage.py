@@ -13,7 +13,7 @@ import pytest
 from engine_support import BROKEN, harness_cli
 
 from harness.checkers import CHECKERS
-from scenarios import FAMILIES
+from harness.scenarios import FAMILIES
 
 RUN = ("run", "--profile", "dev", "--max-examples", "1")
 

@@ -110,8 +110,7 @@ def test_the_broken_runtime_s_histories_are_reproducible_too(tmp_path: Path) -> 
 
 
 def test_scenarios_with_one_workload_share_one_fault_free_run(tmp_path: Path) -> None:
-    from harness import Engine
-    from harness import load_settings
+    from harness import Engine, load_settings
 
     engine = Engine(ReferenceAdapter(), load_settings("dev"), workdir=tmp_path)
     renamed = SCENARIO.model_copy(update={"name": "another name"})

@@ -105,3 +105,25 @@ def test_without_the_harness_adapter_option_the_plugin_adds_nothing(
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_a_users_own_scenarios_module_does_not_shadow_the_harness(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The harness installs only ``harness`` and ``reference_runtime`` at the
+    top level: a project's ``tests/scenarios.py`` (first on ``sys.path`` for
+    its test files) must not be what the harness imports."""
+    monkeypatch.setenv("HARNESS_MAX_EXAMPLES", "12")
+    pytester.mkdir("tests")
+    pytester.path.joinpath("tests", "scenarios.py").write_text(
+        "raise ImportError('this is the project\\'s own tests/scenarios.py')\n"
+    )
+    pytester.path.joinpath("tests", "test_resilience.py").write_text(SUITE_FILE)
+    result = pytester.runpytest_subprocess(
+        "tests", "-v", "--harness-profile", "ci", "-p", "no:cacheprovider"
+    )
+    result.stdout.no_fnmatch_line("*tests/scenarios.py*")
+    result.stdout.fnmatch_lines(["*::TestBrokenRuntime::test_exactly_once_effects FAILED*"])
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 2, outcomes
+    assert "error" not in outcomes and "errors" not in outcomes, outcomes

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from engine_support import harness_cli
 
-from harness._verdicts import Tally, judge
+from harness.checkers import CHECKERS
 from harness.model import PropertyResult, Verdict
+from harness.outcome import NEEDS_CAPABILITY, NEEDS_FAMILY, Tally, judge
+from harness.testing import PROPERTIES
 
 
 def _result(name: str, verdict: Verdict, evidence: int, message: str = "m") -> PropertyResult:
@@ -205,3 +207,11 @@ TestToy = resilience_suite("examples.minimal_adapter.adapter:ToyAdapter", keyed=
         result.stdout.fnmatch_lines(
             [f"SKIPPED*{name} not tested: the adapter does not declare the {capability}*"]
         )
+
+
+def test_property_names_are_the_checkers_names_everywhere() -> None:
+    """One list of properties (the checker registry); every other place that
+    names a property is keyed by it."""
+    assert tuple(CHECKERS) == PROPERTIES
+    assert set(NEEDS_CAPABILITY) <= set(CHECKERS), set(NEEDS_CAPABILITY) - set(CHECKERS)
+    assert set(NEEDS_FAMILY) <= set(CHECKERS), set(NEEDS_FAMILY) - set(CHECKERS)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import Engine, Example
-from harness import load_settings
+from harness import Engine, Example, load_settings
 from harness.adapters.langgraph import LangGraphAdapter
 from harness.checkers import check_all
 from harness.history import History

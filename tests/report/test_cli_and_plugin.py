@@ -10,10 +10,9 @@ import pytest
 import xmlschema
 from engine_support import BROKEN, harness_cli
 
+from harness import Outcome, load_settings
 from harness._commands import _Progress
-from harness._engine import Outcome
-from harness._settings import load_settings
-from harness._verdicts import Tally
+from harness.outcome import Tally
 from harness.report import REPORT_FILES
 
 
@@ -36,8 +35,8 @@ class _Terminal(io.StringIO):
         return True
 
 
-def _outcome(examples: int, failing: bool) -> Outcome:
-    o = Outcome("x", {}, [], load_settings("dev"), 0, examples=examples)
+def _outcome(examples: int, failing: bool, planned: int = 20) -> Outcome:
+    o = Outcome("x", {}, [], load_settings("dev"), 0, examples=examples, planned=planned)
     o.faults_fired["crash_point"] = 3 * examples
     o.tallies["progress"] = Tally(scenarios=examples, exercised=examples)
     if failing:
@@ -47,7 +46,7 @@ def _outcome(examples: int, failing: bool) -> Outcome:
 
 def test_on_a_terminal_progress_is_a_bar_with_scenarios_faults_and_failing_properties() -> None:
     out = _Terminal()
-    with _Progress(out, total=20) as progress:
+    with _Progress(out) as progress:
         progress.update(_outcome(5, failing=False))
         progress.update(_outcome(6, failing=True))
         progress.bar.refresh()
@@ -60,7 +59,7 @@ def test_on_a_terminal_progress_is_a_bar_with_scenarios_faults_and_failing_prope
 
 def test_in_a_log_progress_is_a_line_every_25_scenarios_and_at_each_new_failure() -> None:
     out = io.StringIO()
-    with _Progress(out, total=100) as progress:
+    with _Progress(out) as progress:
         for n in range(1, 52):
             progress.update(_outcome(n, failing=n >= 30))
     lines = out.getvalue().splitlines()

@@ -21,8 +21,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from harness import Engine, Example
-from harness import Settings
+from harness import Engine, Example, Settings
 from harness.adapters.reference import ReferenceAdapter
 from harness.adapters.reference._deployment import Deployment
 from harness.history import History

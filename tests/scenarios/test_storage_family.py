@@ -15,7 +15,7 @@ from harness.adapters._contract import (
     offered_storage_kinds,
 )
 from harness.model import ContinueWorker, RunWorker, Scenario, StorageFault
-from scenarios import Universe, episode, scenarios
+from harness.scenarios import Universe, episode, scenarios
 
 WORKFLOWS = (WorkflowSpec(name="procurement", inputs=({"item": "bolts"},)),)
 INSIDE = ("checkpoint_stmt_1", "checkpoint_stmt_2")

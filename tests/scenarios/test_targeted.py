@@ -4,11 +4,10 @@ the capabilities offered."""
 
 from __future__ import annotations
 
-from harness._profile import EffectSite, WorkflowProfile, profile_workflow
 from harness.adapters._contract import Capability, WorkflowSpec
 from harness.adapters._loading import load_adapter
 from harness.model import Cancel, InjectMemory, RunWorker
-from scenarios import Universe, targeted
+from harness.scenarios import EffectSite, Universe, WorkflowProfile, profile_workflow, targeted
 
 CAPS = frozenset(Capability) - {Capability.STORAGE_FAULTS}
 

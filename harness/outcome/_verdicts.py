@@ -24,8 +24,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .adapters._contract import Capability
-from .model import PropertyResult, Verdict
+from ..adapters._contract import Capability
+from ..model import PropertyResult, Verdict
 
 #: The capability without which a property has nothing to judge.
 NEEDS_CAPABILITY: dict[str, Capability] = {

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .model import RunSpec, RunState
+from ..adapters import Adapter, WorkflowSpec
+from ..model import RunSpec, RunState
+from ..world import FaultRule
 
 #: worker rounds a profile runs at most (a workflow with one approval needs 2)
 ROUNDS = 6
@@ -68,7 +70,7 @@ def _traceable(env: Any) -> bool:
     return hasattr(env, "crash_point_trace") and bool(env.crash_points())
 
 
-def _drive(env: Any, workflow: Any) -> tuple[list[list[tuple[str, int]]], int | None]:
+def _drive(env: Any, workflow: WorkflowSpec) -> tuple[list[list[tuple[str, int]]], int | None]:
     """Submit one run, run worker rounds delivering its decision after each.
     Returns the trace per round and the round after the first decision."""
     env.trace_crash_points = True
@@ -95,9 +97,9 @@ def _drive(env: Any, workflow: Any) -> tuple[list[list[tuple[str, int]]], int | 
     return rounds, resume
 
 
-def _effect_site(adapter: Any, workflow: Any, effect: str, workdir: Path) -> EffectSite | None:
-    from .world import FaultRule
-
+def _effect_site(
+    adapter: Adapter, workflow: WorkflowSpec, effect: str, workdir: Path
+) -> EffectSite | None:
     service, _, action = effect.partition(".")
     env: Any = adapter.open(workdir, seed=0)
     try:
@@ -115,7 +117,9 @@ def _effect_site(adapter: Any, workflow: Any, effect: str, workdir: Path) -> Eff
         env.close()
 
 
-def profile_workflow(adapter: Any, workflow: Any, *, effects: bool = True) -> WorkflowProfile:
+def profile_workflow(
+    adapter: Adapter, workflow: WorkflowSpec, *, effects: bool = True
+) -> WorkflowProfile:
     """Profile one workflow (empty when the environment cannot trace). With
     ``effects`` false, the sites right before each effect are not looked for
     (one run fewer per effect; only the targeted schedules use them)."""

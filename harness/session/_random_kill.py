@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
 
-from ._engine import Engine, Outcome
-from .history import History
-from .model import Approve, EventF, KillAfter, Quiesce, RunSpec, Scenario, Step, Submit, Verdict
+from ..adapters import Capability
+from ..history import History
+from ..model import Approve, EventF, KillAfter, Quiesce, RunSpec, Scenario, Step, Submit, Verdict
+from ..outcome import Outcome
+from ..scenarios import TENANTS, Universe
+from ._engine import Engine
 
 #: kills per scenario, drawn uniformly from this range
 KILLS = (1, 4)
@@ -25,11 +27,8 @@ KILLS = (1, 4)
 SPREAD = 1.2
 
 
-def random_workload(rng: random.Random, universe: Any) -> tuple[RunSpec, ...]:
-    """A workload drawn like the search's (``scenarios.run_specs``), from ``rng``."""
-    from harness.adapters._contract import Capability
-    from scenarios import TENANTS
-
+def random_workload(rng: random.Random, universe: Universe) -> tuple[RunSpec, ...]:
+    """A workload drawn like the search's (``harness.scenarios.run_specs``), from ``rng``."""
     runs = []
     for i in range(rng.randint(1, universe.max_runs)):
         wf = rng.choice(universe.workflows)
@@ -54,7 +53,7 @@ def typical_worker_seconds(oracle: History, seconds: float) -> float:
     return max(0.002, seconds / max(1, workers))
 
 
-def run_random_kill(engine: Engine, universe: Any) -> Outcome:
+def run_random_kill(engine: Engine, universe: Universe) -> Outcome:
     """Run random-kill scenarios until one fails, ``max_examples`` ran, or the
     budget is spent; the first failure ends the run (no shrinking)."""
     s = engine.settings

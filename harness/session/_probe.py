@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ._errors import UsageError
-from .adapters._contract import Adapter, WorkflowSpec
-from .checkers._base import final_state
-from .history import History
-from .model import EventF, RunSpec, Scenario, Submit
+from .._errors import UsageError
+from ..adapters._contract import Adapter, WorkflowSpec
+from ..checkers._base import final_state
+from ..history import History
+from ..model import EventF, RunSpec, Scenario, Submit
 
 
 def probe_scenario(workflow: WorkflowSpec) -> Scenario:

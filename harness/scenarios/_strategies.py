@@ -11,14 +11,10 @@ fewer, simpler episodes, so a failure ends as a short readable counterexample.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-
 from hypothesis import strategies as st
 
-from harness._profile import WorkflowProfile
-from harness.adapters._contract import STORAGE_KINDS, Capability, WorkflowSpec
-from harness.model import (
+from ..adapters import Capability
+from ..model import (
     AdvanceClock,
     Approve,
     ArmWorldFault,
@@ -33,106 +29,13 @@ from harness.model import (
     Scenario,
     Step,
     StorageFault,
-    StorageKind,
     Submit,
 )
+from ._universe import TENANTS, Universe
 
-TENANTS = ("acme", "globex")
-#: Fault families, by name; a profile may switch some off.
-FAMILIES = (
-    "crash",
-    "zombie",
-    "message",
-    "late_approval",
-    "world",
-    "memory",
-    "migration",
-    "storage",
-    "race",
-    "operator",
-)
 #: How long the ``race`` family slows the first worker's effect: long enough
 #: for a second worker to start and read the same state meanwhile.
 RACE_DELAY = 1.0
-
-
-@dataclass(frozen=True)
-class Universe:
-    """What the adapter offers, as scenario generation needs it."""
-
-    workflows: tuple[WorkflowSpec, ...]
-    crash_points: tuple[str, ...]
-    capabilities: frozenset[Capability]
-    lease_seconds: float = 30.0
-    #: crash points where a worker may be held paused (see Environment.pause_points)
-    pause_points: tuple[str, ...] = ()
-    families: tuple[str, ...] = FAMILIES
-    max_runs: int = 3
-    max_episodes: int = 4
-    #: storage fault kinds the environment offers (see offered_storage_kinds);
-    #: None when not probed: every kind, if the capability is there
-    storage_kinds: tuple[StorageKind, ...] | None = None
-    #: per workflow: the crash points a fault-free run passes, with the highest
-    #: hit number one worker reaches (empty: not profiled, aim anywhere)
-    site_hits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    #: per workflow: its site profile (site order per worker round, the site
-    #: right before each effect), for the targeted schedules
-    profiles: Mapping[str, WorkflowProfile] = field(default_factory=dict)
-
-    def reached(self, runs: tuple[RunSpec, ...], sites: tuple[str, ...]) -> dict[str, int]:
-        """Of ``sites``, those the workload's runs pass, with their hit bound."""
-        out: dict[str, int] = {}
-        for r in runs:
-            for site, n in self.site_hits.get(r.workflow, {}).items():
-                if site in sites:
-                    out[site] = max(out.get(site, 0), n)
-        return out
-
-    def offered_storage_kinds(self) -> tuple[StorageKind, ...]:
-        if Capability.STORAGE_FAULTS not in self.capabilities:
-            return ()
-        return STORAGE_KINDS if self.storage_kinds is None else self.storage_kinds
-
-    def in_transaction_points(self) -> tuple[str, ...]:
-        """Crash points inside a storage transaction: declared, but not safe
-        to pause at between steps (``checkpoint_stmt_*`` for the reference)."""
-        pausable = set(self.pause_points)
-        return tuple(p for p in self.crash_points if p not in pausable)
-
-    def enabled(self) -> tuple[str, ...]:
-        caps = self.capabilities
-        need = {
-            "crash": Capability.CRASH_POINTS,
-            "zombie": Capability.CONCURRENT_WORKERS,
-            "late_approval": Capability.CLOCK,
-            "memory": Capability.MEMORY_INJECTION,
-            "migration": Capability.VERSION_SWITCH,
-            "message": Capability.APPROVALS,
-            "storage": Capability.STORAGE_FAULTS,
-            "operator": Capability.CANCEL,
-        }
-        out = []
-        for fam in self.families:
-            cap = need.get(fam)
-            if cap is None or cap in caps:
-                if fam == "crash" and not self.crash_points:
-                    continue
-                if fam in ("zombie", "operator") and not self.pause_points:
-                    continue
-                # With pause points, zombie barriers race workers by event;
-                # a slowed effect is the timing-based fallback without them.
-                if fam == "race" and (
-                    Capability.CONCURRENT_WORKERS not in caps or self.pause_points
-                ):
-                    continue
-                if fam == "storage" and not (
-                    self.offered_storage_kinds()
-                    and Capability.CRASH_POINTS in caps
-                    and (self.pause_points or self.in_transaction_points())
-                ):
-                    continue
-                out.append(fam)
-        return tuple(out)
 
 
 @st.composite

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from harness.model import Approve, CrashSpec, Quiesce, RunSpec, RunWorker, Scenario, Step, Submit
+from ..model import Approve, CrashSpec, Quiesce, RunSpec, RunWorker, Scenario, Step, Submit
 
 
 def exhaustive(run: RunSpec, sites: list[str], nth: int) -> Iterator[Scenario]:

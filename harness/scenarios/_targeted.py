@@ -1,7 +1,7 @@
 """Targeted schedules: the faults that break durable runtimes, aimed first.
 
 Before sampling, a search runs a short, fixed list of one-run scenarios, each
-one fault aimed where the workflow's site profile (:mod:`harness._profile`)
+one fault aimed where the workflow's site profile (:mod:`harness.scenarios._profile`)
 says it hurts most: the world killing a worker right after it applied an
 effect, a decision delivered twice, memory planted before the run reads it, a
 kill inside the first commit after a decision, a zombie paused right before an
@@ -30,9 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness._profile import EffectSite, WorkflowProfile
-from harness.adapters._contract import Capability, WorkflowSpec
-from harness.model import (
+from ..adapters import Capability, WorkflowSpec
+from ..model import (
     AdvanceClock,
     Approve,
     ArmWorldFault,
@@ -48,8 +47,9 @@ from harness.model import (
     StorageFault,
     Submit,
 )
-
-from ._strategies import Universe, _memory_target
+from ._profile import EffectSite, WorkflowProfile
+from ._strategies import _memory_target
+from ._universe import Universe
 
 #: a long outage: longer than any approval should live (a day and a bit)
 OUTAGE_SECONDS = 90_000.0

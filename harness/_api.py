@@ -1,0 +1,150 @@
+"""The front door: :func:`run` one search and get its :class:`Report`.
+
+The CLI (``harness run``), the pytest plugin (``resilience_suite``) and your
+own scripts all come through here::
+
+    import harness
+
+    report = harness.run("reference", profile="ci", seed=0, report_dir="reports/ci")
+    print(report.verdict)   # "pass", "fail" or "unknown" (inconclusive)
+
+A run probes what the adapter offers, checks its declarations against one
+fault-free run, searches (targeted schedules, then sampled scenarios), shrinks
+one counterexample per failing property, and writes every report format into
+``report_dir``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from ._errors import UsageError
+from ._settings import Settings, load_settings
+from .adapters import Adapter
+from .adapters._loading import load_adapter
+from .model import Scenario
+from .outcome import Outcome
+from .report import Report, build_report, write_run
+from .scenarios import probe_universe, scenario_files
+from .session import Engine, check_declarations, run_exhaustive, run_random_kill
+
+Log = Callable[[str], None]
+
+
+def run(
+    adapter: str | Adapter,
+    *,
+    options: Mapping[str, str] | None = None,
+    profile: str | None = None,
+    seed: int | None = None,
+    budget: float | None = None,
+    max_examples: int | None = None,
+    report_dir: str | Path | None = None,
+    mode: str | None = None,
+    targeted: bool | None = None,
+    stop_on_first: bool | None = None,
+    exhaustive: str | None = None,
+    scenarios: Sequence[str | Path] = (),
+    log: Log | None = None,
+    progress: Callable[[Outcome], None] | None = None,
+) -> Report:
+    """Search ``adapter`` for property violations and write its report.
+
+    ``adapter`` is ``"reference"``, a ``"package.module:attr"`` spec (loaded
+    with ``options``, as ``--adapter-opt`` would), or an adapter object
+    (replay then needs it importable by the spec in ``adapter_spec``, so
+    prefer a spec). The other arguments override the profile's settings, as
+    the CLI flags of the same names do; ``exhaustive`` names a workflow to
+    kill at every crash point instead of searching. ``scenarios`` are
+    scenario files (or folders of them: kept counterexamples) the search runs
+    first, as regressions. ``log`` receives the
+    run's one-line notices (adapter, seed, gaps), ``progress`` the outcome
+    after every scenario.
+
+    Raises :class:`harness.UsageError` for bad settings or declarations.
+    """
+    settings = load_settings(
+        profile,
+        seed=seed,
+        budget_seconds=budget,
+        max_examples=max_examples,
+        report_dir=None if report_dir is None else str(report_dir),
+        mode=mode,
+        targeted=targeted,
+        stop_on_first=stop_on_first,
+    )
+    if settings.mode == "random-kill" and exhaustive:
+        raise UsageError("--mode random-kill and --exhaustive exclude each other; pick one")
+    regressions = [sc for _, sc in scenario_files([Path(p) for p in scenarios])]
+    if regressions and (exhaustive or settings.mode != "search"):
+        raise UsageError("--scenario runs within a search; drop --exhaustive / --mode random-kill")
+    opts = dict(options or {})
+    if isinstance(adapter, str):
+        spec, loaded = adapter, load_adapter(adapter, opts)
+    else:
+        spec, loaded = f"{type(adapter).__module__}:{type(adapter).__qualname__}", adapter
+    session = Session(loaded, settings, spec=spec, options=opts, log=log, progress=progress)
+    return session.run(exhaustive=exhaustive, regressions=regressions)
+
+
+class Session:
+    """One run of one adapter under one :class:`~harness.Settings`: plan
+    (probe the universe), check declarations, execute (search, random-kill
+    or exhaustive), account, and write the report."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        settings: Settings,
+        *,
+        spec: str,
+        options: Mapping[str, str] | None = None,
+        log: Log | None = None,
+        progress: Callable[[Outcome], None] | None = None,
+    ) -> None:
+        self.adapter = adapter
+        self.settings = settings
+        self.spec = spec
+        self.options = dict(options or {})
+        self._log = log or (lambda _line: None)
+        self._progress = progress
+
+    def run(
+        self, *, exhaustive: str | None = None, regressions: Sequence[Scenario] = ()
+    ) -> Report:
+        from .report import not_tested
+
+        adapter, settings = self.adapter, self.settings
+        report_dir = Path(settings.report_dir)
+        report_dir.mkdir(parents=True, exist_ok=True)
+        universe = probe_universe(
+            adapter,
+            families=settings.families or None,
+            max_runs=settings.max_runs,
+            max_episodes=settings.max_episodes,
+            # The sites right before effects serve only the targeted schedules.
+            aim_effects=settings.targeted and settings.mode == "search",
+        )
+        self._log(
+            f"harness: adapter {adapter.name} {adapter.describe()}, profile {settings.profile}, "
+            f"{len(universe.crash_points)} crash points, "
+            f"families {', '.join(universe.enabled())}"
+        )
+        for gap in not_tested(adapter):
+            self._log(f"harness: not tested ({gap['capability']} missing): {gap['what']}")
+        engine = Engine(adapter, settings, progress=self._progress)
+        self._log(f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})")
+        try:
+            check_declarations(adapter, engine.oracle)
+            if exhaustive:
+                outcome = run_exhaustive(engine, universe, exhaustive)
+            elif settings.mode == "random-kill":
+                outcome = run_random_kill(engine, universe)
+            else:
+                outcome = engine.run(universe, regressions)
+            report = build_report(outcome, adapter, self.spec, self.options, report_dir)
+            write_run(report, outcome, engine.last_example, report_dir)
+        finally:
+            engine.close()
+        return report

@@ -1,0 +1,133 @@
+"""The frozen summary of one run: every executed example, summed.
+
+The session fills an :class:`Outcome` as it runs scenarios
+(:meth:`Outcome.account`); the report is built from it alone, never from the
+engine that produced it. :meth:`Outcome.judgement` turns the sums into each
+property's verdict over the whole search (see :mod:`harness.outcome._verdicts`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._settings import Settings
+from ..model import PropertyResult, Scenario, Verdict
+from ..runner import Coverage
+from ._verdicts import Judgement, Tally, judge
+
+
+@dataclass
+class Example:
+    """One executed scenario and what the checkers said."""
+
+    scenario: Scenario
+    results: list[PropertyResult]
+    folder: Path
+    coverage: Coverage
+    seconds: float
+
+    @property
+    def failed(self) -> bool:
+        return any(r.verdict is Verdict.FAIL for r in self.results)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return len(self.scenario.steps), len(self.scenario.model_dump_json())
+
+
+@dataclass
+class Outcome:
+    """Everything one ``harness run`` found."""
+
+    adapter: str
+    adapter_options: dict[str, Any]
+    capabilities: list[str]
+    settings: Settings
+    seed: int | None
+    examples: int = 0
+    seconds: float = 0.0
+    #: wall seconds of the slowest example, and how long examples take in all
+    slowest: float = 0.0
+    #: per property: every scenario's result, summed (see harness.outcome._verdicts)
+    tallies: dict[str, Tally] = field(default_factory=dict)
+    faults_armed: Counter[str] = field(default_factory=Counter)
+    faults_fired: Counter[str] = field(default_factory=Counter)
+    counts: Counter[str] = field(default_factory=Counter)
+    #: the main counterexample (that of the first property found failing)
+    failure: Example | None = None
+    #: every failing example kept: one counterexample per failing property
+    failures: list[Example] = field(default_factory=list)
+    #: per failing property, in the order found: its (minimal) counterexample;
+    #: one example may serve several properties
+    counterexamples: dict[str, Example] = field(default_factory=dict)
+    crash_points: list[str] = field(default_factory=list)
+    #: the fault families switched on for this run
+    families: list[str] = field(default_factory=list)
+    #: per crash point site: how often armed and fired (summed over examples)
+    sites_armed: Counter[str] = field(default_factory=Counter)
+    sites_fired: Counter[str] = field(default_factory=Counter)
+    #: per fault kind, and per crash point as ``crash_point:SITE``: in how
+    #: many examples it fired, and in how many of those a property failed
+    fired_in: Counter[str] = field(default_factory=Counter)
+    failed_after: Counter[str] = field(default_factory=Counter)
+    #: monotonic time the search started, and seconds from then until the
+    #: first failing example finished (None while nothing failed)
+    started: float = field(default_factory=time.monotonic)
+    first_failure_seconds: float | None = None
+    first_failure_examples: int | None = None
+    #: scenarios the search planned (targeted + sampled), and how many of
+    #: them ran (shrinking aside); None: not a planned search (exhaustive...)
+    planned: int | None = None
+    searched: int = 0
+    #: the budget stopped the search before its plan ended
+    budget_cut: bool = False
+    #: the search stopped at the first failure on request (--stop-on-first)
+    stopped_on_first: bool = False
+
+    def judgement(self) -> Judgement:
+        """Every property's verdict over the search (see :mod:`harness.outcome._verdicts`)."""
+        messages = {
+            name: next(
+                (r.message for r in ex.results if r.name == name and r.verdict is Verdict.FAIL),
+                "",
+            )
+            for name, ex in self.counterexamples.items()
+        }
+        return judge(
+            self.tallies,
+            capabilities=self.capabilities,
+            families=self.families,
+            faults_armed=self.faults_armed,
+            faults_fired=self.faults_fired,
+            fail_messages=messages,
+            planned=self.planned,
+            ran=self.searched,
+            budget_cut=self.budget_cut,
+            complete_search=not self.stopped_on_first,
+        )
+
+    def account(self, example: Example) -> None:
+        """Add one executed example to the sums."""
+        self.examples += 1
+        self.slowest = max(self.slowest, example.seconds)
+        for r in example.results:
+            self.tallies.setdefault(r.name, Tally()).add(r)
+            for k, v in r.counts.items():
+                self.counts[f"{r.name}.{k}"] += v
+        cov = example.coverage
+        self.faults_armed.update(cov.armed)
+        self.faults_fired.update(cov.fired)
+        self.sites_armed.update(cov.sites_armed)
+        self.sites_fired.update(cov.sites_fired)
+        fired = [k for k, n in cov.fired.items() if n]
+        fired += [f"crash_point:{site}" for site, n in cov.sites_fired.items() if n]
+        self.fired_in.update(fired)
+        if example.failed:
+            self.failed_after.update(fired)
+            if self.first_failure_seconds is None:
+                self.first_failure_seconds = time.monotonic() - self.started
+                self.first_failure_examples = self.examples

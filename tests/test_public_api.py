@@ -1,0 +1,321 @@
+"""The public names of each package, kept on purpose.
+
+Every package says what it offers in ``__all__``; this test holds each list
+to the one below, so adding or removing a public name is a visible change
+(edit the list here, and say so in CHANGELOG.md). Run
+``python tests/test_public_api.py`` to print the lists as they are now.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+EXPORTS: dict[str, list[str]] = {
+    "harness": [
+        "Adapter",
+        "BaseEnvironment",
+        "CHECKERS",
+        "Capability",
+        "Declarations",
+        "DurableState",
+        "Engine",
+        "Environment",
+        "Example",
+        "HarnessError",
+        "History",
+        "Observation",
+        "Outcome",
+        "PROFILES",
+        "Report",
+        "RunSpec",
+        "RunState",
+        "RunView",
+        "Scenario",
+        "Session",
+        "Settings",
+        "Universe",
+        "UsageError",
+        "Verdict",
+        "WorkerExit",
+        "WorkerHandle",
+        "WorkflowSpec",
+        "World",
+        "check_all",
+        "load_adapter",
+        "load_report",
+        "load_settings",
+        "probe_universe",
+        "resilience_suite",
+        "run",
+    ],
+    "harness.adapters": [
+        "Adapter",
+        "BaseEnvironment",
+        "Capability",
+        "Declarations",
+        "DurableState",
+        "Environment",
+        "ForkServerWorker",
+        "Observation",
+        "RunView",
+        "STORAGE_KINDS",
+        "WorkerExit",
+        "WorkerHandle",
+        "WorkflowSpec",
+        "shared_fork_server",
+    ],
+    "harness.checkers": [
+        "CHECKERS",
+        "Checker",
+        "check_all",
+        "check_approval_integrity",
+        "check_context_rebuild",
+        "check_exactly_once_effects",
+        "check_legal_transitions",
+        "check_memory_safety",
+        "check_migration_safety",
+        "check_progress",
+        "check_resume_equivalence",
+        "check_state_equivalence",
+        "merge_verdicts",
+    ],
+    "harness.nemesis": [
+        "Recorder",
+        "ScenarioError",
+        "StepContext",
+        "WORKER_TIMEOUT",
+        "advance",
+        "advance_clock",
+        "approve",
+        "arm_world_fault",
+        "cancel",
+        "continue_worker",
+        "inject_memory",
+        "kill_after",
+        "kill_worker",
+        "needs",
+        "race",
+        "storage_fault",
+        "validate",
+        "world_kind",
+    ],
+    "harness.outcome": [
+        "Example",
+        "Judgement",
+        "KIND_FAMILY",
+        "NEEDS_CAPABILITY",
+        "NEEDS_FAMILY",
+        "Outcome",
+        "Tally",
+        "judge",
+    ],
+    "harness.procs": [
+        "DirectSpawner",
+        "Exit",
+        "ForkServer",
+        "PreloadError",
+        "RunnerError",
+        "Spawner",
+        "SpawnerClosed",
+        "SpawnerLost",
+        "Stopped",
+        "TargetError",
+        "Worker",
+        "WorkerTimeout",
+    ],
+    "harness.report": [
+        "CAPABILITY_GAPS",
+        "REPORT_FILES",
+        "REPORT_SCHEMA_VERSION",
+        "Report",
+        "build_report",
+        "load_report",
+        "load_run_folder",
+        "not_tested",
+        "other_failures",
+        "render_html",
+        "render_junit",
+        "render_markdown",
+        "replay_command",
+        "report_schema",
+        "report_schema_text",
+        "write_reports",
+        "write_run",
+    ],
+    "harness.runner": [
+        "Coverage",
+        "RunResult",
+        "ScenarioError",
+        "WORKER_TIMEOUT",
+        "run_scenario",
+        "validate",
+    ],
+    "harness.scenarios": [
+        "EffectSite",
+        "FAMILIES",
+        "ScenarioFileError",
+        "TENANTS",
+        "Universe",
+        "WorkflowProfile",
+        "episode",
+        "exhaustive",
+        "load_scenario_file",
+        "probe_universe",
+        "profile_workflow",
+        "run_specs",
+        "scenario_files",
+        "scenarios",
+        "targeted",
+    ],
+    "harness.session": [
+        "Engine",
+        "check_declarations",
+        "probe_scenario",
+        "run_exhaustive",
+        "run_random_kill",
+    ],
+    "harness.world": [
+        "ApprovalAuthority",
+        "ArmedRule",
+        "Caller",
+        "CallerLike",
+        "Capabilities",
+        "DECISIONS",
+        "ENV_WORLD_PATH",
+        "FAULT_MODES",
+        "FaultMode",
+        "FaultRule",
+        "FiredFault",
+        "MAX_SLOW_DELAY",
+        "NotSupported",
+        "OUTCOMES",
+        "Outcome",
+        "Rejected",
+        "RequestRecord",
+        "Response",
+        "SCHEMA_VERSION",
+        "SERVICES",
+        "ServiceCounts",
+        "ServiceFault",
+        "Unknown",
+        "World",
+        "WorldClient",
+        "WorldError",
+        "WorldUsageError",
+        "canonical_json",
+        "open_world",
+        "request_hash",
+        "sign",
+    ],
+    "reference_runtime": [
+        "Approval",
+        "ArtifactRef",
+        "AuditEvent",
+        "CallContext",
+        "Clock",
+        "ConcurrencyConflict",
+        "ConfigError",
+        "Decision",
+        "Delivery",
+        "DuplicateRunError",
+        "ExternalServices",
+        "FileClock",
+        "ForgedApprovalError",
+        "FutureSchemaError",
+        "IllegalTransitionError",
+        "InboxMessage",
+        "InputError",
+        "LeaseLostError",
+        "MalformedEventError",
+        "ManualClock",
+        "MemoryConflictError",
+        "MemoryRecord",
+        "ModelContext",
+        "Operation",
+        "OperationStatus",
+        "OutcomeUnknown",
+        "Provenance",
+        "Run",
+        "RunStatus",
+        "Runtime",
+        "RuntimeConfig",
+        "RuntimeFault",
+        "ServiceCapabilities",
+        "ServiceError",
+        "ServiceRejected",
+        "ServiceResponse",
+        "StaleWriteError",
+        "StorageUnavailable",
+        "SystemClock",
+        "TRANSITIONS",
+        "UnknownWorkflowError",
+        "Worker",
+        "WorkingState",
+        "check_transition",
+        "is_legal",
+    ],
+    "reference_runtime.store": [
+        "Claim",
+        "Commit",
+        "RetentionPolicy",
+        "Snapshot",
+        "Store",
+        "open_store",
+    ],
+}
+
+
+def _names(package: str) -> list[str]:
+    return list(importlib.import_module(package).__all__)
+
+
+@pytest.mark.parametrize("package", sorted(EXPORTS))
+def test_the_package_exports_what_it_promised(package: str) -> None:
+    names = _names(package)
+    assert len(names) == len(set(names)), f"{package}.__all__ repeats a name"
+    assert sorted(names) == sorted(EXPORTS[package]), (
+        f"{package}.__all__ changed: added {sorted(set(names) - set(EXPORTS[package]))}, "
+        f"removed {sorted(set(EXPORTS[package]) - set(names))}"
+    )
+    module = importlib.import_module(package)
+    missing = [n for n in names if not hasattr(module, n)]
+    assert not missing, f"{package}.__all__ names what it does not have: {missing}"
+
+
+def test_the_front_door_lists_the_public_api() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", "import harness; print(harness.__all__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "'run'" in out and "'Report'" in out and "'resilience_suite'" in out
+
+
+def test_importing_harness_loads_nothing_heavy() -> None:
+    """Worker processes import ``harness``: its names load on first use."""
+    code = (
+        "import sys, harness; "
+        "print(sorted(m for m in sys.modules if m.startswith(('harness.', 'hypothesis', "
+        "'pydantic', 'jinja2', 'rich'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]", out
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    import harness
+
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = harness.nope  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    for pkg in sorted(EXPORTS):
+        print(f"{pkg!r}: {sorted(_names(pkg))!r},")
