@@ -57,35 +57,29 @@ class ApprovalAuthority:
         role: str,
         params_hash: str,
         message_id: str | None = None,
+        *,
+        forged: bool = False,
     ) -> dict[str, Any]:
         """A signed ``approval_decision`` message, ready for a runtime's inbox:
-        ``{message_id, tenant, run_id, kind, payload, signature}``."""
-        payload = self._payload(tenant, approval_id, run_id, decision, approver, role, params_hash)
-        return self._message(
-            tenant, run_id, "approval_decision", payload, sign(self._key(tenant), payload),
-            message_id,
-        )  # fmt: skip
+        ``{message_id, tenant, run_id, kind, payload, signature}``.
 
-    def forge(
-        self,
-        tenant: str,
-        approval_id: str,
-        run_id: str,
-        decision: str,
-        approver: str,
-        role: str,
-        params_hash: str,
-        message_id: str | None = None,
-    ) -> dict[str, Any]:
-        """Like :meth:`decision`, but signed with a wrong key: it must not verify.
+        ``forged=True`` signs it with a wrong key (see :meth:`forge`).
+        """
+        payload = self._payload(tenant, approval_id, run_id, decision, approver, role, params_hash)
+        key = self._key(tenant)
+        if forged:
+            key = b"forged:" + key
+        return self._message(
+            tenant, run_id, "approval_decision", payload, sign(key, payload), message_id
+        )
+
+    def forge(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Like :meth:`decision` (same arguments), but signed with a wrong key:
+        it must not verify.
 
         The forger knows the format, not the tenant's secret.
         """
-        payload = self._payload(tenant, approval_id, run_id, decision, approver, role, params_hash)
-        wrong_key = b"forged:" + self._key(tenant)
-        return self._message(
-            tenant, run_id, "approval_decision", payload, sign(wrong_key, payload), message_id
-        )
+        return self.decision(*args, **kwargs, forged=True)
 
     def verify(self, message: Mapping[str, Any]) -> bool:
         """True when ``message`` carries a valid signature of its payload by its

@@ -13,14 +13,13 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any
 
 from ._errors import Rejected, Unknown, WorldUsageError
 from ._faults import ArmedRule, count_and_match, kill_caller
 from ._model import CallerLike, Capabilities, Outcome, Response, canonical_json, request_hash
 from ._services import Processed, ServiceSpec, find_first, process, service_spec
-from ._store import Store
+from ._store import OnWorldFile
 
 Clock = Callable[[], float]
 
@@ -32,7 +31,7 @@ _BEFORE_APPLY: dict[str | None, Outcome] = {
 }
 
 
-class WorldClient:
+class WorldClient(OnWorldFile):
     """Calls the simulated services of one world (one SQLite file).
 
     Safe to share across ``fork``: each process opens its own connection on
@@ -47,13 +46,8 @@ class WorldClient:
     """
 
     def __init__(self, path: str | os.PathLike[str], clock: Clock | None = None) -> None:
-        self._store = Store(path)
+        super().__init__(path)
         self._clock: Clock = clock if clock is not None else time.time
-
-    @property
-    def path(self) -> str:
-        """The world's SQLite file."""
-        return str(self._store.path)
 
     def capabilities(self, service: str) -> Capabilities:
         """What ``service`` offers for deduplication and reconciliation."""
@@ -143,24 +137,6 @@ class WorldClient:
                 rule_id=None,
             )
         return found
-
-    def close(self) -> None:
-        """Close this process's connection; the client reopens on next use."""
-        self._store.close()
-
-    def __enter__(self) -> WorldClient:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"WorldClient({self.path!r})"
 
     # -- inside the transaction -------------------------------------------------
 

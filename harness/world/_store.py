@@ -30,6 +30,8 @@ import threading
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 from ._errors import WorldUsageError
 from ._model import SCHEMA_VERSION
@@ -234,6 +236,38 @@ class Store:
             else:
                 _INHERITED.append(conn)
         self._local.conn = None
+
+
+class OnWorldFile:
+    """What :class:`~harness.world.World` and
+    :class:`~harness.world.WorldClient` share: one world file, opened lazily
+    per process, closed by :meth:`close` or a ``with`` block."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._store = Store(path)
+
+    @property
+    def path(self) -> str:
+        """The world's SQLite file."""
+        return str(self._store.path)
+
+    def close(self) -> None:
+        """Close this process's connection; it is reopened on next use."""
+        self._store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r})"
 
 
 def next_counter(conn: sqlite3.Connection, name: str) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-from types import TracebackType
 from typing import Any, cast
 
 from ._client import Clock, WorldClient
@@ -19,7 +18,7 @@ from ._errors import WorldUsageError
 from ._faults import ArmedRule, arm, call_counter, list_rules
 from ._model import FaultMode, FaultRule, FiredFault, Outcome, RequestRecord, ServiceCounts
 from ._services import SERVICES, service_spec
-from ._store import Store, read_counter
+from ._store import OnWorldFile, read_counter
 
 #: Environment variable :func:`open_world` reads when given no path.
 ENV_WORLD_PATH = "HARNESS_WORLD_PATH"
@@ -31,7 +30,7 @@ _REQUEST_COLUMNS = (
 )
 
 
-class World:
+class World(OnWorldFile):
     """One simulated world, stored in the SQLite file at ``path``.
 
     ``World(path)`` touches nothing; call :meth:`create` for a new world or
@@ -42,13 +41,8 @@ class World:
     """
 
     def __init__(self, path: str | os.PathLike[str], clock: Clock | None = None) -> None:
-        self._store = Store(path)
+        super().__init__(path)
         self._clock = clock
-
-    @property
-    def path(self) -> str:
-        """The world's SQLite file."""
-        return str(self._store.path)
 
     def create(self) -> World:
         """Create the world's file, empty. Refuses an existing file."""
@@ -153,26 +147,6 @@ class World:
             f"SELECT {_REQUEST_COLUMNS} FROM requests {where} ORDER BY seq", params
         )
         return [_request_record(row) for row in rows]
-
-    # -- lifecycle ----------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close this process's connection; the world reopens on next use."""
-        self._store.close()
-
-    def __enter__(self) -> World:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"World({self.path!r})"
 
 
 def open_world(arg: str | None) -> WorldClient:
