@@ -3,19 +3,17 @@
 :func:`run_scenario` executes one scenario, one step at a time, in a fresh
 environment an adapter opens, and records what happened as a history; the
 :class:`Coverage` it returns counts the faults armed and fired. A scenario
-that cannot run as written raises :class:`ScenarioError`. Worker processes
-themselves belong to :mod:`harness.procs`.
+that cannot run as written raises :class:`ScenarioError`, before its first
+step when the adapter lacks a capability a step needs (:func:`validate`).
+Fault steps are handled by :mod:`harness.nemesis`; worker processes belong
+to :mod:`harness.procs`.
 """
 
 from __future__ import annotations
 
-from harness.runner._interpreter import (
-    WORKER_TIMEOUT,
-    Coverage,
-    RunResult,
-    ScenarioError,
-    run_scenario,
-)
+from harness.nemesis import WORKER_TIMEOUT, ScenarioError, validate
+from harness.runner._interpreter import RunResult, run_scenario
+from harness.runner._recorder import Coverage
 
 __all__ = [
     "WORKER_TIMEOUT",
@@ -23,4 +21,5 @@ __all__ = [
     "RunResult",
     "ScenarioError",
     "run_scenario",
+    "validate",
 ]

@@ -1,0 +1,53 @@
+"""The nemesis: every fault's handler, and the check that a scenario's
+faults are ones the adapter can take.
+
+One module per fault family:
+
+=================  =========================================================
+``_processes``      kill, continue after a pause, kill at a random moment, race
+``_clock``          virtual time jumps and the lease wait after a kill
+``_storage``        cut storage connections; an operator's cancellation
+``_memory``         records planted in long-term memory
+``_world``          fault rules armed at the world's services
+``_messages``       forged, wrong and duplicated approval decisions
+``_validate``       capabilities each step needs, checked before a run
+=================  =========================================================
+
+A handler is ``handler(ctx, step)`` over a :class:`StepContext` that the
+runner implements; the runner decides the order, the nemesis what a fault
+does and how it is recorded. To add a fault: a step in :mod:`harness.model`,
+its handler here, its capability in ``_validate``, and its entry in the
+runner's step table.
+"""
+
+from __future__ import annotations
+
+from ._clock import advance, advance_clock
+from ._context import Recorder, ScenarioError, StepContext
+from ._memory import inject_memory
+from ._messages import approve
+from ._processes import WORKER_TIMEOUT, continue_worker, kill_after, kill_worker, race
+from ._storage import cancel, storage_fault
+from ._validate import needs, validate
+from ._world import arm_world_fault, world_kind
+
+__all__ = [
+    "WORKER_TIMEOUT",
+    "Recorder",
+    "ScenarioError",
+    "StepContext",
+    "advance",
+    "advance_clock",
+    "approve",
+    "arm_world_fault",
+    "cancel",
+    "continue_worker",
+    "inject_memory",
+    "kill_after",
+    "kill_worker",
+    "needs",
+    "race",
+    "storage_fault",
+    "validate",
+    "world_kind",
+]

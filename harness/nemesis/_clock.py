@@ -1,0 +1,41 @@
+"""Clock faults: a jump of virtual time, and the wait a supervisor makes
+for a killed worker's lease (both may let approvals expire)."""
+
+from __future__ import annotations
+
+from ..model import AdvanceClock
+from ._context import StepContext
+
+
+def advance_clock(ctx: StepContext, step: AdvanceClock) -> None:
+    """A scenario's clock jump."""
+    advance(ctx, step.seconds)
+
+
+def advance(ctx: StepContext, seconds: float, kind: str = "clock") -> None:
+    """Move virtual time; ``kind`` is ``clock`` for a scenario's clock jump,
+    ``lease_wait`` for the wait a supervisor makes after a kill. Either may
+    let an approval expire, so the runs that may change are named."""
+    env = ctx.env
+    before = ctx.recorder.observe()
+    then = env.now()
+    env.advance_clock(seconds)
+    now = env.now()
+    # expires_at is the first instant an approval no longer counts
+    expiring = {
+        r.run_id
+        for r in before.runs
+        if r.approval is not None and float(r.approval.get("expires_at", 0)) <= now
+    }
+    # A decision already taken expires too: a run that has not yet done
+    # what it was approved for must now be refused it (a long outage).
+    unfinished = {r.run_id for r in before.runs if not r.state.terminal}
+    expiring |= {
+        str(a.get("run_id"))
+        for a in before.approvals
+        if a.get("decision") == "approved"
+        and a.get("expires_at") is not None
+        and then < float(a["expires_at"]) <= now
+        and a.get("run_id") in unfinished
+    }
+    ctx.recorder.fault(kind, True, seconds=seconds, runs=sorted(expiring))

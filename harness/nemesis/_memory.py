@@ -1,0 +1,52 @@
+"""Memory faults: a record planted in long-term memory, wrong in a named way."""
+
+from __future__ import annotations
+
+from ..model import EventF, InjectMemory
+from ._context import StepContext
+
+
+def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
+    """Plant a poisoned, cross-tenant, expired, stale or trusted record."""
+    env = ctx.env
+    now = env.now()
+    owner = step.tenant
+    tenant = step.tenant
+    version = 1
+    expires_at = None
+    if step.kind == "cross_tenant":
+        owner = f"{step.tenant}-other"
+        tenant = owner
+    elif step.kind == "expired":
+        expires_at = now - 1.0
+    elif step.kind == "stale":
+        version = 1
+    memory_id = f"planted:{step.kind}:{tenant}:{step.namespace}:{step.key}:v{version}"
+    record = {
+        "tenant": tenant,
+        "namespace": step.namespace,
+        "key": step.key,
+        "value": step.value,
+        "provenance": step.provenance,
+        "memory_id": memory_id,
+        "version": version,
+        "expires_at": expires_at,
+    }
+    env.inject_memory(record)
+    if step.kind == "stale":
+        newer = {
+            **record,
+            "version": 2,
+            "memory_id": memory_id[:-1] + "2",
+            "value": {"superseded": step.value},
+        }
+        env.inject_memory(newer)
+    ctx.recorder.record(
+        "info", EventF.MEMORY, "nemesis", {**record, "kind": step.kind, "owner_tenant": owner}
+    )
+    # Records a run may legitimately read (its own tenant's, live) change
+    # its context and maybe its outcome; cross-tenant and expired ones must
+    # change nothing, so their runs stay under every comparison.
+    visible = step.kind in ("poisoned", "stale", "trusted")
+    runs = sorted(r.run_id for r in ctx.runs.values() if visible and r.tenant == step.tenant)
+    ctx.recorder.fault("memory", True, memory_kind=step.kind, tenant=step.tenant, runs=runs)

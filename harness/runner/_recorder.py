@@ -1,0 +1,188 @@
+"""The history of one run: what the runner did, and what it pulled in.
+
+:class:`HistoryRecorder` writes the events the runner and the nemesis make,
+counts faults in the :class:`Coverage`, and pulls in what happened
+elsewhere: effects and fired faults from the world, transitions and contexts
+from the runtime (:meth:`HistoryRecorder.sync`), and at the end the runs'
+final states (:meth:`HistoryRecorder.finish`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..adapters import Adapter, Capability, Environment, Observation
+from ..history import HistoryWriter
+from ..model import EventF
+from ..nemesis import world_kind
+
+
+@dataclass
+class Coverage:
+    """Which faults were armed and which actually fired, by kind and, for
+    crash points, by site (the report's coverage matrix)."""
+
+    armed: dict[str, int] = field(default_factory=dict)
+    fired: dict[str, int] = field(default_factory=dict)
+    sites_armed: dict[str, int] = field(default_factory=dict)
+    sites_fired: dict[str, int] = field(default_factory=dict)
+
+    def note(self, kind: str, fired: bool, *, armed: bool = True, site: str | None = None) -> None:
+        """Count one fault of ``kind`` (and of crash point ``site``, if given);
+        ``armed=False`` for the firing of a fault already counted when it was
+        armed (a world rule)."""
+        if armed:
+            self.armed[kind] = self.armed.get(kind, 0) + 1
+        if fired:
+            self.fired[kind] = self.fired.get(kind, 0) + 1
+        if site is not None:
+            if armed:
+                self.sites_armed[site] = self.sites_armed.get(site, 0) + 1
+            if fired:
+                self.sites_fired[site] = self.sites_fired.get(site, 0) + 1
+
+
+class HistoryRecorder:
+    """Writes one run's history to ``path`` (a fresh file) and its coverage.
+
+    Events are stamped with the environment's virtual time once :attr:`env`
+    is set (0 before). Implements :class:`harness.nemesis.Recorder`.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.unlink(missing_ok=True)
+        self.path = path
+        self.writer = HistoryWriter(path)
+        self.coverage = Coverage()
+        self.env: Environment | None = None
+        #: transitions seen so far (progress, for quiesce)
+        self.transitions = 0
+        self._world_seen = 0
+        self._fired_seen = 0
+
+    def _env(self) -> Environment:
+        assert self.env is not None, "the environment is not open"
+        return self.env
+
+    def record(self, type_: str, f: EventF, process: str, value: dict[str, Any]) -> None:
+        now = self.env.now() if self.env is not None else 0.0
+        self.writer.append(type_, f, process, value, now)
+
+    def fault(self, kind: str, fired: bool, *, armed: bool = True, **value: Any) -> None:
+        site = value.get("site") if kind == "crash_point" else None
+        self.coverage.note(kind, fired, armed=armed, site=site)
+        self.record("info", EventF.FAULT, "nemesis", {"kind": kind, "fired": fired, **value})
+
+    def arm(self, kind: str) -> None:
+        self.coverage.armed[kind] = self.coverage.armed.get(kind, 0) + 1
+
+    def declaration(self, adapter: Adapter) -> None:
+        """The first event: what the runtime declares, and the adapter."""
+        decl = self._env().declarations()
+        self.record(
+            "info",
+            EventF.DECLARATION,
+            "runner",
+            {
+                **decl.model_dump(),
+                "capabilities": sorted(c.value for c in adapter.capabilities),
+                "adapter": adapter.name,
+            },
+        )
+
+    def sync(self) -> None:
+        """Pull new effects, fired world faults, transitions and contexts."""
+        env = self._env()
+        requests = env.world.requests()
+        for r in requests[self._world_seen :]:
+            if r.action == "lookup":
+                continue
+            self.record(
+                "info",
+                EventF.EFFECT,
+                "world",
+                {
+                    "seq": r.seq,
+                    "service": r.service,
+                    "action": r.action,
+                    "kind": f"{r.service}.{r.action}",
+                    "tenant": r.tenant,
+                    "run_id": r.run_id,
+                    "op_id": r.op_id,
+                    "worker_id": r.worker_id,
+                    "fencing_token": r.fencing_token,
+                    "idempotency_key": r.idempotency_key,
+                    "business_key": r.business_key,
+                    "request": r.request,
+                    "request_hash": r.request_hash,
+                    "outcome": r.outcome,
+                    "applied": r.applied,
+                    "deduplicated": r.outcome == "deduplicated",
+                    "side_effect": env.world.client().capabilities(r.service).side_effect,
+                    "external_ref": r.external_ref,
+                    "at": r.at,
+                },
+            )
+        self._world_seen = len(requests)
+        fired = env.world.fired()
+        for f in fired[self._fired_seen :]:
+            # Counted as armed by the nemesis (arm_world_fault): a rule that
+            # never fires shows as armed > fired in the coverage.
+            self.fault(
+                world_kind(f.mode),
+                True,
+                armed=False,
+                mode=f.mode,
+                service=f.service,
+                run_id=f.run_id,
+            )
+        self._fired_seen = len(fired)
+        self.observe()
+
+    def observe(self) -> Observation:
+        """Observe the runtime, recording what is new. Every observation goes
+        through here: an adapter's observe() hands out each transition once."""
+        obs = self._env().observe()
+        for t in obs.transitions:
+            self.record("info", EventF.TRANSITION, str(t.get("actor") or "runtime"), dict(t))
+        self.transitions += len(obs.transitions)
+        for c in obs.contexts:
+            self.record("info", EventF.CONTEXT, str(c.get("worker_id") or "worker"), dict(c))
+        return obs
+
+    def finish(self, capabilities: frozenset[Capability]) -> None:
+        """The last events: approvals, every run's final state and, with the
+        ``durable_state`` capability, what each run left in storage."""
+        self.sync()
+        obs = self.observe()
+        for a in obs.approvals:
+            self.record("info", EventF.APPROVAL, "runtime", dict(a))
+        for r in obs.runs:
+            self.record(
+                "info",
+                EventF.FINAL,
+                "runner",
+                {
+                    "run_id": r.run_id,
+                    "tenant": r.tenant,
+                    "state": r.state.value,
+                    "raw_status": r.raw_status,
+                    "output": r.output,
+                    "error": r.error,
+                    "waiting_on": r.waiting_on,
+                },
+            )
+        if Capability.DURABLE_STATE in capabilities:
+            durable = self._env().durable_state()
+            for run_id, snapshot in sorted(durable.runs.items()):
+                self.record(
+                    "info",
+                    EventF.STATE,
+                    "runner",
+                    {"run_id": run_id, "state": snapshot, "volatile": list(durable.volatile)},
+                )
+
+    def close(self) -> None:
+        self.writer.close()

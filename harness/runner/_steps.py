@@ -1,0 +1,206 @@
+"""The runner's own steps, and the step context the nemesis works through.
+
+:class:`RunContext` is one run in progress: the environment, the recorder,
+the paused workers. It performs the client steps (submit, run a worker,
+quiesce) and waits for workers; fault steps go to :mod:`harness.nemesis`,
+which sees this object as a :class:`~harness.nemesis.StepContext`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import nemesis
+from ..adapters import Adapter, Capability, Environment, Observation, WorkerExit, WorkerHandle
+from ..model import (
+    Approve,
+    ContinueWorker,
+    CrashSpec,
+    EventF,
+    Quiesce,
+    RunSpec,
+    RunState,
+    RunWorker,
+    Submit,
+)
+from ..nemesis import WORKER_TIMEOUT, ScenarioError
+from ._recorder import HistoryRecorder
+
+MAX_QUIESCE_ROUNDS = 24
+
+
+@dataclass
+class RunContext:
+    """One run in progress (implements :class:`harness.nemesis.StepContext`)."""
+
+    adapter: Adapter
+    env: Environment
+    recorder: HistoryRecorder
+    runs: dict[str, RunSpec]
+    paused: dict[str, WorkerHandle] = field(default_factory=dict)
+    decided: set[str] = field(default_factory=set)
+    _message_seq: int = 0
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        return self.adapter.capabilities
+
+    def message_id(self, run_id: str, tag: str) -> str:
+        self._message_seq += 1
+        return f"{tag}:{run_id}:{self._message_seq}"
+
+    def start(self, worker_id: str) -> WorkerHandle:
+        value = {"worker_id": worker_id, "crash": None, "code_version": None}
+        self.recorder.record("invoke", EventF.WORKER, worker_id, value)
+        return self.env.start_worker(worker_id)
+
+    # -- client steps ------------------------------------------------------------
+
+    def submit(self, step: Submit) -> None:
+        rec = self.recorder
+        value = step.run.model_dump()
+        rec.record("invoke", EventF.SUBMIT, "runner", value)
+        try:
+            self.env.submit(step.run)
+        except Exception as exc:  # refused, or timed out: a finding, not a crash
+            # ``info``, not ``fail``: an exception does not prove the run was
+            # not created (a timeout after the commit), as in Jepsen.
+            rec.record("info", EventF.SUBMIT, "runner", {**value, "error": str(exc)})
+        else:
+            rec.record("ok", EventF.SUBMIT, "runner", value)
+            if step.run.code_version is not None:
+                # Accepted by an older release, run by this one: the oracle
+                # runs it on today's code from the start (Scenario.fault_free),
+                # so its contexts and path may differ; migration_safety judges
+                # how it ends.
+                rec.fault(
+                    "migration",
+                    True,
+                    code_version=step.run.code_version,
+                    runs=[step.run.run_id],
+                    at="submit",
+                )
+
+    def run_worker(self, step: RunWorker) -> None:
+        if step.worker_id in self.paused:
+            raise ScenarioError(f"worker {step.worker_id} is paused; continue or kill it first")
+        crash = step.crash
+        value = {
+            "worker_id": step.worker_id,
+            "crash": None if crash is None else crash.model_dump(),
+            "code_version": step.code_version,
+        }
+        self.recorder.record("invoke", EventF.WORKER, step.worker_id, value)
+        if step.code_version is not None:
+            # Any run this worker touches is read by other code than the
+            # oracle's: runs written by newer code may be parked, older ones
+            # build contexts in the older shape. Name them all.
+            touched = sorted(self.runs)
+            self.recorder.fault("migration", True, code_version=step.code_version, runs=touched)
+        handle = self.env.start_worker(step.worker_id, crash=crash, code_version=step.code_version)
+        self.await_worker(handle, crash)
+
+    def await_worker(self, handle: WorkerHandle, crash: CrashSpec | None = None) -> WorkerExit:
+        rec = self.recorder
+        exit_ = handle.wait(WORKER_TIMEOUT)
+        # What the worker did (effects, transitions) happened before it ended,
+        # and before a supervisor waits out its lease: record it first, so
+        # that history order and virtual times say so.
+        rec.sync()
+        value = {
+            "worker_id": handle.worker_id,
+            "exit": exit_.describe(),
+            "code": exit_.code,
+            "signal": exit_.signal,
+            "stopped": exit_.stopped,
+        }
+        if exit_.stopped:
+            self.paused[handle.worker_id] = handle
+            rec.record("info", EventF.WORKER, handle.worker_id, value)
+        elif exit_.killed:
+            rec.record("info", EventF.WORKER, handle.worker_id, value)
+        else:
+            rec.record("ok" if exit_.code == 0 else "fail", EventF.WORKER, handle.worker_id, value)
+        if crash is not None:
+            fired = (crash.action == "kill" and exit_.killed) or (
+                crash.action == "pause" and exit_.stopped
+            )
+            rec.fault(
+                "crash_point",
+                fired,
+                site=crash.site,
+                nth=crash.nth,
+                action=crash.action,
+                worker_id=handle.worker_id,
+            )
+        if exit_.killed:
+            self._lease_wait()
+        return exit_
+
+    def _lease_wait(self) -> None:
+        """A killed worker's lease is still held: a supervisor waits it out."""
+        lease = getattr(self.adapter, "lease_seconds", None)
+        if lease is not None and Capability.CLOCK in self.capabilities:
+            nemesis.advance(self, float(lease) + 1.0, kind="lease_wait")
+
+    def quiesce(self, step: Quiesce) -> None:
+        """Faults stop: continue what is paused, then run workers (approving
+        what waits) until a round changes nothing."""
+        for worker_id in list(self.paused):
+            nemesis.continue_worker(self, ContinueWorker(worker_id=worker_id))
+        last: tuple[Any, ...] | None = None
+        for rnd in range(MAX_QUIESCE_ROUNDS):
+            handle = self.env.start_worker(f"q{rnd}")
+            self.recorder.record(
+                "invoke",
+                EventF.WORKER,
+                f"q{rnd}",
+                {"worker_id": f"q{rnd}", "crash": None, "code_version": None},
+            )
+            exit_ = self.await_worker(handle)
+            self.recorder.sync()
+            obs = self.recorder.observe()
+            delivered = False
+            if step.approve_waits:
+                for r in obs.runs:
+                    approval_id = str((r.approval or {}).get("approval_id"))
+                    if r.state is RunState.WAITING_APPROVAL and approval_id not in self.decided:
+                        nemesis.approve(self, Approve(run_id=r.run_id))
+                        delivered = True
+            # Progress is any new checkpoint, not a change of status: a run
+            # can advance many steps and still be Running.
+            runs = tuple((r.run_id, r.raw_status, r.error) for r in obs.runs)
+            state = (self.recorder.transitions, runs)
+            idle = not delivered and not exit_.killed and state == last
+            if idle and not self._tick(obs):
+                return
+            last = state
+        self.recorder.record(
+            "info",
+            EventF.NOTE,
+            "runner",
+            {"text": f"quiesce gave up after {MAX_QUIESCE_ROUNDS} rounds"},
+        )
+
+    def _tick(self, obs: Observation) -> bool:
+        """Play the scheduler: when nothing moves but a run waits out a retry
+        backoff, move the clock to its timer. Approval and event waits are
+        left alone: they wait for the world, not for time."""
+        if Capability.CLOCK not in self.capabilities:
+            return False
+        now = self.env.now()
+        timers = [
+            r.wake_at
+            for r in obs.runs
+            if r.state is RunState.RUNNING and r.wake_at is not None and r.wake_at > now
+        ]
+        if not timers:
+            return False
+        seconds = min(timers) - self.env.now() + 0.001
+        self.env.advance_clock(seconds)
+        # Not a fault: what any scheduler does. Kept as a note, out of coverage.
+        self.recorder.record(
+            "info", EventF.NOTE, "runner", {"text": "scheduler tick", "seconds": seconds}
+        )
+        return True
