@@ -7,61 +7,30 @@ one at a time to idle unless a step pauses one (a crash point used as a
 barrier); nothing depends on thread timing, so the same scenario gives the
 same history.
 
-Client steps (submit, run a worker, quiesce) are the runner's own
-(``_steps``); every fault step goes to its handler in :mod:`harness.nemesis`.
+Client steps (submit, run a worker, quiesce) are the runner's own; every
+fault step goes to its handler in :mod:`harness.nemesis` (the step table,
+``STEPS``, is in ``_steps``).
 The history and coverage are written by the recorder (``_recorder``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import nemesis
 from ..adapters import Adapter
-from ..model import (
-    AdvanceClock,
-    Approve,
-    ArmWorldFault,
-    Cancel,
-    ContinueWorker,
-    InjectMemory,
-    KillAfter,
-    KillWorker,
-    Quiesce,
-    RaceWorkers,
-    RunWorker,
-    Scenario,
-    StorageFault,
-    Submit,
-)
+from ..model import Scenario
 from ..nemesis import ScenarioError
 from ._recorder import Coverage, HistoryRecorder
-from ._steps import RunContext
-
-#: Who performs each kind of step: the runner (client steps) or the nemesis.
-STEPS: dict[type, Callable[[RunContext, Any], None]] = {
-    Submit: RunContext.submit,
-    RunWorker: RunContext.run_worker,
-    Quiesce: RunContext.quiesce,
-    Approve: nemesis.approve,
-    ContinueWorker: nemesis.continue_worker,
-    KillWorker: nemesis.kill_worker,
-    KillAfter: nemesis.kill_after,
-    RaceWorkers: nemesis.race,
-    AdvanceClock: nemesis.advance_clock,
-    ArmWorldFault: nemesis.arm_world_fault,
-    InjectMemory: nemesis.inject_memory,
-    StorageFault: nemesis.storage_fault,
-    Cancel: nemesis.cancel,
-}
+from ._steps import STEPS, RunContext
 
 
 @dataclass
 class RunResult:
+    """Where a run's history was written, its fault coverage, how long it took."""
+
     history_path: Path
     coverage: Coverage
     seconds: float

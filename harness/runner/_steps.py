@@ -4,24 +4,34 @@
 the paused workers. It performs the client steps (submit, run a worker,
 quiesce) and waits for workers; fault steps go to :mod:`harness.nemesis`,
 which sees this object as a :class:`~harness.nemesis.StepContext`.
+:data:`STEPS` says who performs each kind of step.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import nemesis
 from ..adapters import Adapter, Capability, Environment, Observation, WorkerExit, WorkerHandle
 from ..model import (
+    AdvanceClock,
     Approve,
+    ArmWorldFault,
+    Cancel,
     ContinueWorker,
     CrashSpec,
     EventF,
+    InjectMemory,
+    KillAfter,
+    KillWorker,
     Quiesce,
+    RaceWorkers,
     RunSpec,
     RunState,
     RunWorker,
+    StorageFault,
     Submit,
 )
 from ..nemesis import WORKER_TIMEOUT, ScenarioError
@@ -204,3 +214,21 @@ class RunContext:
             "info", EventF.NOTE, "runner", {"text": "scheduler tick", "seconds": seconds}
         )
         return True
+
+
+#: Who performs each kind of step: the runner (client steps) or the nemesis.
+STEPS: dict[type, Callable[[RunContext, Any], None]] = {
+    Submit: RunContext.submit,
+    RunWorker: RunContext.run_worker,
+    Quiesce: RunContext.quiesce,
+    Approve: nemesis.approve,
+    ContinueWorker: nemesis.continue_worker,
+    KillWorker: nemesis.kill_worker,
+    KillAfter: nemesis.kill_after,
+    RaceWorkers: nemesis.race,
+    AdvanceClock: nemesis.advance_clock,
+    ArmWorldFault: nemesis.arm_world_fault,
+    InjectMemory: nemesis.inject_memory,
+    StorageFault: nemesis.storage_fault,
+    Cancel: nemesis.cancel,
+}
