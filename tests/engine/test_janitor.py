@@ -52,24 +52,25 @@ def test_resources_of_a_killed_harness_are_swept_and_a_live_one_s_are_kept(
 ) -> None:
     dead, dead_tag, dead_folder = _spawn(postgres_url, redis_url)
     live, live_tag, live_folder = _spawn(postgres_url, redis_url)
-    try:
-        os.kill(dead.pid, signal.SIGKILL)
-        dead.wait(10)
-        report = _janitor.sweep(postgres_url, redis_url)
-        assert dead_tag in report["schemas"]  # type: ignore[operator]
-        assert not _schema_exists(postgres_url, dead_tag)
-        assert not dead_folder.exists()
-        r = redis.Redis.from_url(redis_url)
-        assert r.get(f"rr:{dead_tag}:lease:r1") is None
-        # The living process keeps everything.
-        assert _schema_exists(postgres_url, live_tag)
-        assert live_folder.exists()
-        assert r.get(f"rr:{live_tag}:lease:r1") == b"w1"
-        r.close()
-    finally:
-        live.kill()
-        live.wait(10)
-        _janitor.sweep(postgres_url, redis_url)
+    with dead, live:  # leaving closes their stdout pipes (unclosed: ResourceWarning)
+        try:
+            os.kill(dead.pid, signal.SIGKILL)
+            dead.wait(10)
+            report = _janitor.sweep(postgres_url, redis_url)
+            assert dead_tag in report["schemas"]  # type: ignore[operator]
+            assert not _schema_exists(postgres_url, dead_tag)
+            assert not dead_folder.exists()
+            r = redis.Redis.from_url(redis_url)
+            assert r.get(f"rr:{dead_tag}:lease:r1") is None
+            # The living process keeps everything.
+            assert _schema_exists(postgres_url, live_tag)
+            assert live_folder.exists()
+            assert r.get(f"rr:{live_tag}:lease:r1") == b"w1"
+            r.close()
+        finally:
+            live.kill()
+            live.wait(10)
+            _janitor.sweep(postgres_url, redis_url)
     assert not _schema_exists(postgres_url, live_tag)
 
 
