@@ -131,6 +131,7 @@ def test_the_fixed_runtime_passes_the_same_search_and_exits_0(tmp_path: Path) ->
     assert report["absorbed_duplicates"] > 0
 
 
+@pytest.mark.slow  # two whole ci searches of the broken runtime, with shrinking
 def test_the_same_seed_finds_the_same_counterexample_twice(tmp_path: Path) -> None:
     scenarios = []
     for name in ("first", "second"):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from engine_support import BROKEN, harness_cli
 
 
+@pytest.mark.slow  # a worker killed at every (crash point x hit) of the refund
 def test_exhaustive_mode_kills_at_every_boundary_of_the_refund_and_every_property_holds(
     tmp_path: Path,
 ) -> None:
