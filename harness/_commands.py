@@ -12,7 +12,7 @@ from typing import Any, TextIO
 from . import _api as api
 from ._errors import UsageError
 from ._settings import load_settings
-from .adapters._loading import load_adapter, parse_opts
+from .adapters._loading import BUILTIN, load_adapter, parse_opts
 from .model import Verdict
 from .outcome import Outcome
 from .report import Report, load_report, load_run_folder, replay_command, write_reports
@@ -214,10 +214,7 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
         settings = load_settings(ns.profile)
     else:
         stored, scenario = load_run_folder(path)
-        if ns.adapter is None:
-            spec, opts = stored.adapter.spec, stored.adapter.options
-        else:
-            spec = ns.adapter
+        spec, opts = _replay_adapter(ns, stored, path, out)
         adapter = load_adapter(spec, opts)
         settings = load_settings(ns.profile or stored.profile)
     engine = Engine(adapter, settings)
@@ -242,8 +239,33 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
                 words += ["--adapter-opt", opt]
             _line(out, "replay: " + shlex.join(words))
         else:
-            _line(out, f"replay: {replay_command(path)}")
+            _line(out, f"replay: {replay_command(path, spec, opts)}")
         return 1
     _line(out, "not reproduced: every property held this time")
     sys.stdout.flush()
     return 0
+
+
+def _replay_adapter(
+    ns: argparse.Namespace, stored: Report, folder: Path, out: TextIO
+) -> tuple[str, dict[str, str]]:
+    """The adapter to replay a run folder against. A report folder is data
+    anyone may have written (a CI artifact): the adapter it records is
+    imported only when it is built in, or when the user says so, by naming
+    it (``--adapter``) or by ``--trust-adapter`` after seeing what it is."""
+    if ns.adapter is not None:
+        return ns.adapter, parse_opts(ns.adapter_opt)
+    spec, opts = stored.adapter.spec, dict(stored.adapter.options)
+    if spec in BUILTIN:
+        return spec, opts
+    shown = " ".join(["--adapter", shlex.quote(spec)] + [
+        f"--adapter-opt {shlex.quote(f'{k}={v}')}" for k, v in sorted(opts.items())
+    ])
+    if not getattr(ns, "trust_adapter", False):
+        raise UsageError(
+            f"{folder / 'report.json'} records adapter {spec!r}, which is not built in, and "
+            "replay does not import code a report folder names; if you trust it, say so: "
+            f"harness replay {shlex.quote(str(folder))} {shown} (or --trust-adapter)"
+        )
+    _line(out, f"harness: importing the recorded adapter ({shown}), as --trust-adapter allows")
+    return spec, opts

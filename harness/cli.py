@@ -100,6 +100,12 @@ def _parser() -> argparse.ArgumentParser:
         "it replaces the one recorded)",
     )
     rp.add_argument("--adapter-opt", action="append", default=[], metavar="KEY=VALUE")
+    rp.add_argument(
+        "--trust-adapter",
+        action="store_true",
+        help="import the adapter the run folder records even though it is not built in "
+        "(a report folder may come from anyone: only for folders you trust)",
+    )
     rp.add_argument("--profile", choices=list(PROFILES))
     rr = sub.add_parser(
         "report", help="re-render report.json/html, junit.xml and summary.md of a run folder"

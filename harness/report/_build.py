@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..adapters._contract import Adapter, Capability
+from ..adapters._loading import BUILTIN
 from ..model import Verdict
 from ..outcome import Example, Outcome
 from ._schema import (
@@ -41,9 +43,18 @@ def not_tested(adapter: Adapter) -> list[dict[str, str]]:
     ]
 
 
-def replay_command(report_dir: Path) -> str:
-    """The shell command that replays the run kept in ``report_dir``."""
-    return f"harness replay {shlex.quote(str(report_dir))}"
+def replay_command(
+    report_dir: Path, spec: str = "reference", opts: Mapping[str, str] | None = None
+) -> str:
+    """The shell command that replays the run kept in ``report_dir``. An
+    adapter that is not built in is named on the command line: replay never
+    imports code a report folder names (anyone may have written the folder)."""
+    words = ["harness", "replay", str(report_dir)]
+    if spec not in BUILTIN:
+        words += ["--adapter", spec]
+        for k, v in sorted((opts or {}).items()):
+            words += ["--adapter-opt", f"{k}={v}"]
+    return shlex.join(words)
 
 
 def build_report(
@@ -126,7 +137,7 @@ def build_report(
                 counterexample_for=props,
                 steps=ex.scenario.describe(),
                 folder=f"failures/{n}",
-                replay=replay_command(report_dir / "failures" / str(n)),
+                replay=replay_command(report_dir / "failures" / str(n), spec, opts),
             )
             for n, (props, ex) in enumerate(others, 1)
         ],
@@ -141,7 +152,7 @@ def build_report(
             steps=failure.scenario.describe(),
             failed_properties=_failed(failure),
             counterexample_for=_serves(outcome, failure),
-            replay=replay_command(report_dir),
+            replay=replay_command(report_dir, spec, opts),
         ),
     )
 

@@ -26,16 +26,29 @@ inconclusive (``inconclusive`` says why), the plan (``planned_scenarios``,
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, Literal
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
 #: Version of the report format this code writes (and the newest it reads).
 REPORT_SCHEMA_VERSION = 3
 
 VerdictName = Literal["pass", "fail", "unknown", "not_tested"]
 RunVerdictName = Literal["pass", "fail", "unknown"]
+
+
+def _inside(path: str) -> str:
+    """A path a report names must stay inside the report's folder: a
+    crafted report.json must not make ``harness report`` read ``/etc/passwd``."""
+    p = PurePosixPath(path)
+    if not path or "\x00" in path or "\\" in path or p.is_absolute() or ".." in p.parts:
+        raise ValueError(f"{path!r} is not a path inside the report folder")
+    return path
+
+
+#: a path relative to the report folder, that stays inside it
+InsidePath = Annotated[str, AfterValidator(_inside)]
 
 
 class _Frozen(BaseModel):
@@ -77,7 +90,7 @@ class PropertyReport(_Frozen):
     reason: str | None = Field(None, description="why it is not_tested or unknown")
     exercised: int = Field(0, description="scenarios that gave it something to judge")
     scenarios: int = Field(0, description="scenarios in which it was checked")
-    counterexample: str | None = Field(
+    counterexample: InsidePath | None = Field(
         None,
         description="for a failed property: the folder of its counterexample, relative to "
         "the report ('.' for the main one, else 'failures/N')",
@@ -110,7 +123,9 @@ class Counterexample(_Frozen):
         default_factory=list, description="the properties whose minimal counterexample this is"
     )
     replay: str = Field(description="the shell command that replays it")
-    history: str = Field("history.jsonl", description="its history, relative to the report")
+    history: InsidePath = Field(
+        "history.jsonl", description="its history, relative to the report"
+    )
 
 
 class OtherFailure(_Frozen):
@@ -122,7 +137,9 @@ class OtherFailure(_Frozen):
     )
     steps: list[str]
     replay: str | None = Field(None, description="the shell command that replays it")
-    folder: str | None = Field(None, description="where it is kept, relative to the report")
+    folder: InsidePath | None = Field(
+        None, description="where it is kept, relative to the report"
+    )
 
 
 class Report(_Frozen):

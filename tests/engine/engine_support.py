@@ -4,6 +4,7 @@ ambiguous when several test folders have one)."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -48,3 +49,11 @@ def harness_cli(*args: str, cwd: Path, timeout: float = 180.0) -> subprocess.Com
         timeout=timeout,
         check=False,
     )
+
+
+def replay_argv(command: str) -> list[str]:
+    """The ``harness`` arguments of a replay command a report printed (it
+    names a non-built-in adapter on the command line: see test_replay_trust)."""
+    words = shlex.split(command)
+    assert words[:2] == ["harness", "replay"], command
+    return words[1:]

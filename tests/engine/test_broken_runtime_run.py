@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import BROKEN, harness_cli
+from engine_support import BROKEN, harness_cli, replay_argv
 
 from harness.model import ArmWorldFault, Scenario
 
@@ -88,8 +88,9 @@ def test_the_report_names_the_replay_command_and_keeps_the_histories(
 ) -> None:
     proc, folder = broken_run
     report = _report(folder)
-    assert report["counterexample"]["replay"] == f"harness replay {folder}"
-    assert f"replay: harness replay {folder}" in proc.stdout
+    replay = report["counterexample"]["replay"]
+    assert replay == f"harness replay {folder} --adapter {BROKEN}"
+    assert f"replay: {replay}" in proc.stdout
     for name in ("history.jsonl", "oracle.jsonl", "scenario.json", "results.json"):
         assert (folder / name).is_file(), name
 
@@ -98,7 +99,7 @@ def test_replaying_the_run_folder_exits_1_with_the_same_failing_property(
     broken_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
     _, folder = broken_run
-    proc = harness_cli("replay", str(folder), cwd=folder)
+    proc = harness_cli(*replay_argv(_report(folder)["counterexample"]["replay"]), cwd=folder)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "fail    exactly_once_effects" in proc.stdout
     assert "reproduced: exactly_once_effects" in proc.stdout

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import xmlschema
-from engine_support import BROKEN, harness_cli
+from engine_support import BROKEN, harness_cli, replay_argv
 
 from harness import Outcome, load_settings
 from harness._commands import _Progress
@@ -21,7 +21,7 @@ def test_replay_reproduces_the_failing_property_and_prints_the_same_counterexamp
 ) -> None:
     folder = failing_run[0]
     report = json.loads((folder / "report.json").read_text())
-    proc = harness_cli("replay", str(folder), cwd=folder)
+    proc = harness_cli(*replay_argv(report["counterexample"]["replay"]), cwd=folder)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "reproduced: exactly_once_effects" in proc.stdout
     shown = proc.stdout[proc.stdout.index("minimal counterexample:") :].splitlines()
@@ -108,4 +108,4 @@ def test_pytest_with_a_report_dir_writes_the_four_files_and_ends_failures_with_r
     body = [line for line in section if line.strip()]
     assert any("#6 world info effect" in line for line in body), body
     assert any(f"report: {folder / 'report.html'}" in line for line in body), body
-    assert body[-1] == f"replay: harness replay {folder}", body
+    assert body[-1] == f"replay: harness replay {folder} --adapter {BROKEN}", body

@@ -70,7 +70,9 @@ def test_a_junit_failure_shows_the_witness_and_ends_with_the_replay_command(
     assert failure is not None and failure.text is not None
     assert "applied 2 times" in (failure.get("message") or "")
     assert "#6 world info effect" in failure.text
-    assert failure.text.rstrip().splitlines()[-1] == f"replay: harness replay {folder}"
+    assert failure.text.rstrip().splitlines()[-1] == (
+        f"replay: harness replay {folder} --adapter {BROKEN}"
+    )
 
 
 def test_summary_md_names_the_verdict_the_failures_and_the_replay(
@@ -80,7 +82,7 @@ def test_summary_md_names_the_verdict_the_failures_and_the_replay(
     text = (folder / "summary.md").read_text()
     assert text.startswith("### ❌ harness: FAIL -- broken (fixed=False)")
     assert "| `exactly_once_effects` | ❌ fail |" in text
-    assert f"```sh\nharness replay {folder}\n```" in text
+    assert f"```sh\nharness replay {folder} --adapter {BROKEN}\n```" in text
     assert len(text.splitlines()) < 40, "a step summary should stay short"
 
 
