@@ -19,13 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ._errors import UsageError
+from ._errors import AdapterError, UsageError
 from ._settings import Settings, load_settings
 from .adapters import Adapter
-from .adapters._loading import load_adapter
+from .adapters._guard import guard, save_detail
+from .adapters._loading import load_adapter, validate_adapter
 from .model import Scenario
 from .outcome import Outcome
-from .report import Report, build_report, write_run
+from .report import Report, build_report, not_tested, write_run
 from .scenarios import probe_universe, scenario_files
 from .session import Engine, check_declarations, run_exhaustive, run_random_kill
 
@@ -84,6 +85,7 @@ def run(
         spec, loaded = adapter, load_adapter(adapter, opts)
     else:
         spec, loaded = f"{type(adapter).__module__}:{type(adapter).__qualname__}", adapter
+        validate_adapter(loaded, spec)
     session = Session(loaded, settings, spec=spec, options=opts, log=log, progress=progress)
     return session.run(exhaustive=exhaustive, regressions=regressions)
 
@@ -103,7 +105,8 @@ class Session:
         log: Log | None = None,
         progress: Callable[[Outcome], None] | None = None,
     ) -> None:
-        self.adapter = adapter
+        #: every call into the adapter is checked at the boundary (adapter errors)
+        self.adapter = guard(adapter)
         self.settings = settings
         self.spec = spec
         self.options = dict(options or {})
@@ -113,11 +116,20 @@ class Session:
     def run(
         self, *, exhaustive: str | None = None, regressions: Sequence[Scenario] = ()
     ) -> Report:
-        from .report import not_tested
 
-        adapter, settings = self.adapter, self.settings
-        report_dir = Path(settings.report_dir)
+        report_dir = Path(self.settings.report_dir)
         report_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._run(report_dir, exhaustive, regressions)
+        except AdapterError as exc:
+            where = save_detail(exc, report_dir)
+            exc.saved_to = None if where is None else str(where)
+            raise
+
+    def _run(
+        self, report_dir: Path, exhaustive: str | None, regressions: Sequence[Scenario]
+    ) -> Report:
+        adapter, settings = self.adapter, self.settings
         universe = probe_universe(
             adapter,
             families=settings.families or None,

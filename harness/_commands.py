@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from . import _api as api
 from ._errors import UsageError
 from ._settings import load_settings
+from .adapters._guard import guard
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
 from .model import Verdict
 from .outcome import Outcome
@@ -217,7 +218,7 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
         spec, opts = _replay_adapter(ns, stored, path, out)
         adapter = load_adapter(spec, opts)
         settings = load_settings(ns.profile or stored.profile)
-    engine = Engine(adapter, settings)
+    engine = Engine(guard(adapter), settings)
     try:
         example = engine.execute(scenario)
     finally:

@@ -6,9 +6,13 @@ exception), and a bug in the harness itself::
 
     HarnessError
     ├── UsageError (ValueError)        -- your input: bad option, adapter, folder; exit 2
-    │   ├── AdapterLoadError           -- the adapter cannot be imported or is incomplete
+    │   ├── AdapterError               -- the adapter raised or broke the contract; exit 2
+    │   │   └── AdapterLoadError       -- the adapter cannot be imported or is incomplete
     │   └── RunFolderError             -- a missing, corrupt or too-new run folder
+    ├── Interrupted                    -- SIGINT / SIGTERM stopped the run; exit 130 / 143
     └── HarnessBug (RuntimeError)      -- a bug in the harness: please file an issue
+
+Only a failed property exits 1.
 """
 
 from __future__ import annotations
@@ -22,8 +26,28 @@ class UsageError(HarnessError, ValueError):
     """The caller gave the harness something it cannot use. Exit code 2."""
 
 
-class AdapterLoadError(UsageError):
+class AdapterError(UsageError):
+    """The adapter (or the runtime behind it) raised, or returned what the
+    adapter contract forbids. ``detail`` keeps its traceback, which the
+    harness saves to the report folder as ``adapter-error.txt``."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
+        #: where the traceback was saved, once it was
+        self.saved_to: str | None = None
+
+
+class AdapterLoadError(AdapterError):
     """An adapter could not be loaded or does not satisfy the contract."""
+
+
+class Interrupted(HarnessError):
+    """A signal (SIGINT, SIGTERM) asked the run to stop."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by signal {signum}")
+        self.signum = signum
 
 
 class RunFolderError(UsageError):

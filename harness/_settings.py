@@ -9,6 +9,7 @@ anywhere, and bounded in time.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, fields, replace
@@ -131,4 +132,30 @@ def load_settings(
             values[key] = _coerce(key, value, source)
     if values.get("mode", "search") not in MODES:
         raise UsageError(f"unknown mode {values['mode']!r}; choose one of {', '.join(MODES)}")
-    return Settings(**values)
+    settings = Settings(**values)
+    _check_bounds(settings)
+    return settings
+
+
+#: setting -> (lowest, highest, what it means): a number outside is refused
+#: at parse time, with the reason, instead of running a nonsense search
+BOUNDS: dict[str, tuple[float, float, str]] = {
+    "max_examples": (1, 1_000_000, "scenarios to run (at least one, or nothing is judged)"),
+    "budget_seconds": (0.001, 30 * 24 * 3600.0, "seconds the search may take"),
+    "seed": (0, 2**64 - 1, "the search's seed"),
+    "max_runs": (1, 50, "runs per scenario"),
+    "max_episodes": (1, 50, "fault episodes per scenario"),
+}
+
+
+def _check_bounds(settings: Settings) -> None:
+    for name, (low, high, what) in BOUNDS.items():
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        if not math.isfinite(value) or not low <= value <= high:
+            shown = f"{low:g}" if isinstance(low, float) else str(low)
+            raise UsageError(
+                f"{name.replace('_seconds', '').replace('_', '-')}={value!r} is out of range: "
+                f"{what} must be a finite number from {shown} to {high:g}"
+            )

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from ._errors import HarnessError, UsageError
+from ._errors import AdapterError, HarnessError, UsageError
 from ._settings import PROFILES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
@@ -133,6 +133,15 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
         if ns.command == "report":
             return report(ns.dir, out)
         return replay(ns, out)
+    except AdapterError as exc:
+        print(f"harness: adapter error: {exc}", file=sys.stderr)
+        if exc.saved_to:
+            print(f"harness: the adapter's traceback is in {exc.saved_to}", file=sys.stderr)
+        elif exc.detail:
+            last = exc.detail.strip().splitlines()
+            print(f"harness: where: {' | '.join(line.strip() for line in last[-3:])}",
+                  file=sys.stderr)
+        return EXIT_USAGE
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ._errors import UsageError
 from ._settings import PROFILES
 
 
@@ -65,7 +66,10 @@ class _SuiteItem(pytest.Item):
         from .testing import failure_text, judge_property, run_suite
 
         cfg = self.config
-        opts = parse_opts(cfg.getoption("harness_adapter_opt"))
+        try:
+            opts = parse_opts(cfg.getoption("harness_adapter_opt"))
+        except UsageError as exc:
+            raise _PropertyFailed(f"harness: error: {exc}") from None
         report = run_suite(cfg.getoption("harness_adapter"), opts, cfg)
         prop = next((p for p in report["properties"] if p["name"] == self.prop), None)
         if prop is None:

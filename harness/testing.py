@@ -23,10 +23,12 @@ from typing import Any
 
 import pytest
 
+from ._errors import AdapterError, UsageError
 from .checkers import CHECKERS
 from .model import Verdict
 
 _CACHE: dict[str, dict[str, Any]] = {}
+_ERRORS: dict[str, str] = {}
 
 #: One test per property, in the checkers' order.
 PROPERTIES = tuple(CHECKERS)
@@ -55,9 +57,21 @@ def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) 
     )
     folder = Path(report_root) / name if report_root else Path(tempfile.mkdtemp(prefix="harness-"))
     log: list[str] = []
-    report = run(
-        adapter, options=opts, profile=profile, seed=seed, report_dir=folder, log=log.append
-    )
+    if key in _ERRORS:
+        pytest.fail(_ERRORS[key], pytrace=False)
+    try:
+        report = run(
+            adapter, options=opts, profile=profile, seed=seed, report_dir=folder, log=log.append
+        )
+    except UsageError as exc:
+        # One line per property test, as the CLI prints it, not pytest
+        # internals; the search is not attempted again for each property.
+        kind = "adapter error" if isinstance(exc, AdapterError) else "error"
+        where = getattr(exc, "saved_to", None)
+        _ERRORS[key] = f"harness: {kind}: {exc}" + (
+            f" (the adapter's traceback is in {where})" if where else ""
+        )
+        pytest.fail(_ERRORS[key], pytrace=False)
     out: dict[str, Any] = report.model_dump(mode="json")
     out["_log"] = "\n".join(log)
     out["_folder"] = str(folder)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import math
+import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._errors import AdapterLoadError
 from ._contract import Adapter, Capability
+from ._guard import call, check_workflows
 
 #: Built-in adapters by short name -> "module:factory".
 BUILTIN: dict[str, str] = {
@@ -52,6 +55,11 @@ def _reference(opts: Mapping[str, str]) -> Adapter:
         lease = float(opts.get("lease_seconds", "30"))
     except ValueError as exc:
         raise AdapterLoadError(f"lease_seconds={opts['lease_seconds']!r} is not a number") from exc
+    if not math.isfinite(lease) or not 0.05 <= lease <= 86_400:
+        raise AdapterLoadError(
+            f"lease_seconds={opts['lease_seconds']!r} is out of range: a worker's lease must "
+            "be a finite number of seconds from 0.05 to 86400"
+        )
     return ReferenceAdapter(
         backend, queue, postgres_url=pg, redis_url=rd, lease_seconds=lease, bugs=bugs
     )
@@ -81,6 +89,12 @@ def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
                 f"cannot import adapter module {module_name!r} ({exc}); install the package "
                 "that holds it or put its folder on PYTHONPATH"
             ) from exc
+        except Exception as exc:  # the module's own code failed while importing
+            raise AdapterLoadError(
+                f"adapter module {module_name!r} raised {type(exc).__name__} while it was "
+                f"imported: {exc}",
+                detail="".join(traceback.format_exception(exc)),
+            ) from exc
         target: Any = getattr(module, attr, None)
         if target is None:
             found = _adapters_in(module)
@@ -108,6 +122,12 @@ def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
                 raise AdapterLoadError(
                     f"{spec} rejected the options {opts}: {exc}; check the option names and "
                     "values the adapter documents"
+                ) from exc
+            except Exception as exc:
+                raise AdapterLoadError(
+                    f"{spec}({', '.join(f'{k}=...' for k in opts)}) raised "
+                    f"{type(exc).__name__}: {exc}",
+                    detail="".join(traceback.format_exception(exc)),
                 ) from exc
         else:
             raise AdapterLoadError(f"{spec} is neither an adapter nor a factory of one")
@@ -137,12 +157,17 @@ def validate_adapter(adapter: Any, spec: str) -> None:
             f"{spec} gave {type(adapter).__name__}, which is not an adapter: it lacks "
             f"{', '.join(missing)} (see harness.adapters.Adapter)"
         )
-    bad = [c for c in adapter.capabilities if not isinstance(c, Capability)]
+    try:
+        capabilities = list(adapter.capabilities)
+    except TypeError as exc:
+        raise AdapterLoadError(f"{spec}: capabilities is not a collection ({exc})") from exc
+    bad = [c for c in capabilities if not isinstance(c, Capability)]
     if bad:
         raise AdapterLoadError(
             f"{spec} declares unknown capabilities {bad}; use harness.adapters.Capability values"
         )
-    workflows = adapter.workflows()
+    where = f"{spec}: workflows()"
+    workflows = check_workflows(where, call(where, adapter.workflows))
     if not workflows:
         raise AdapterLoadError(f"{spec} declares no workflows: the harness has nothing to run")
     for wf in workflows:

@@ -19,6 +19,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
+from .._errors import HarnessError
 from .._janitor import scratch_dir, sweep_folders
 from .._settings import Settings
 from ..adapters._contract import Adapter
@@ -202,9 +203,18 @@ class Engine:
                 outcome.budget_cut = True
                 self._stop = True
                 return
-            self._search_step(outcome, scenario, sampled=True)
+            try:
+                self._search_step(outcome, scenario, sampled=True)
+            except HarnessError as exc:
+                # Raised out of Hypothesis it would be taken for a failing
+                # example (replayed, shrunk): stop, and raise it after.
+                fatal.append(exc)
+                self._stop = True
 
+        fatal: list[HarnessError] = []
         seed(self.seed)(probe)()
+        if fatal:
+            raise fatal[0]
 
     def _search_step(self, outcome: Outcome, scenario: Scenario, *, sampled: bool) -> Example:
         example = self._run_cached(outcome, scenario)
@@ -284,6 +294,8 @@ class Engine:
             seed(self.seed)(probe)()
         except _Found:
             pass
+        except HarnessError:
+            raise  # an adapter error, an interruption: not Hypothesis's to absorb
         except Exception as exc:  # Flaky and friends: our own record still holds
             outcome.counts["hypothesis_" + type(exc).__name__] += 1
         return best[0] if best else None

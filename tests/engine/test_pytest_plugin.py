@@ -127,3 +127,17 @@ def test_a_users_own_scenarios_module_does_not_shadow_the_harness(
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed") == 2, outcomes
     assert "error" not in outcomes and "errors" not in outcomes, outcomes
+
+
+def test_a_typo_in_harness_adapter_is_one_line_per_property_not_pytest_internals(
+    pytester: pytest.Pytester,
+) -> None:
+    """Issue 13, defect 4: ``--harness-adapter refrence`` printed 7,018 lines."""
+    result = pytester.runpytest_subprocess(
+        "--harness-adapter", "refrence", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*harness: adapter error: adapter 'refrence' is neither*"])
+    assert len(result.stdout.lines) < 120, len(result.stdout.lines)
+    assert not any("Traceback" in line for line in result.stdout.lines)
+    assert result.parseoutcomes().get("failed") == len(PROPERTIES)

@@ -1,0 +1,91 @@
+"""Adapters that misbehave the ways adapters under development do (issue 13,
+defect 4): the harness must report each as an adapter error (exit 2), never
+as a failed property (exit 1) or a Python traceback."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from examples.minimal_adapter.adapter import ToyAdapter, ToyEnvironment
+from harness.adapters import ForkServerWorker, Observation, shared_fork_server
+from harness.model import CrashSpec
+
+if os.environ.get("HOSTILE_IMPORT_BOOM"):
+    raise RuntimeError("the adapter module's own code failed at import")
+
+
+class CtorBoom(ToyAdapter):
+    def __init__(self, keyed: str = "true") -> None:
+        raise KeyError("missing configuration 'api_key'")
+
+
+class WorkflowsGarbage(ToyAdapter):
+    def workflows(self) -> Any:
+        return ["charge"]
+
+
+class OpenRaises(ToyAdapter):
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        raise ConnectionRefusedError("cannot reach the runtime's database")
+
+
+class _ObserveRaises(ToyEnvironment):
+    def observe(self) -> Observation:
+        raise ZeroDivisionError("observe is broken")
+
+
+class ObserveRaises(ToyAdapter):
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _ObserveRaises(workdir, self.keyed)
+
+
+class _ObserveNaN(ToyEnvironment):
+    def observe(self) -> Observation:
+        obs = super().observe()
+        runs = tuple(r.model_copy(update={"wake_at": float("nan")}) for r in obs.runs)
+        return obs.model_copy(update={"runs": runs})
+
+
+class ObserveNaN(ToyAdapter):
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _ObserveNaN(workdir, self.keyed)
+
+
+class _ObserveGarbage(ToyEnvironment):
+    def observe(self) -> Any:
+        return {"runs": []}
+
+
+class ObserveGarbage(ToyAdapter):
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _ObserveGarbage(workdir, self.keyed)
+
+
+class _CloseRaises(ToyEnvironment):
+    def close(self) -> None:
+        super().close()
+        raise OSError("close failed")
+
+
+class CloseRaises(ToyAdapter):
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _CloseRaises(workdir, self.keyed)
+
+
+class _BadTarget(ToyEnvironment):
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        proc = shared_fork_server(["examples.minimal_adapter.adapter"]).spawn(
+            "examples.minimal_adapter.adapter:wroker_main",  # misspelled
+            args={},
+            log=self.workdir / "workers.log",
+        )
+        return ForkServerWorker(worker_id, proc)
+
+
+class MisspelledTarget(ToyAdapter):
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _BadTarget(workdir, self.keyed)

@@ -1,0 +1,107 @@
+"""An adapter that raises or breaks the contract is an adapter error: exit 2,
+one clear line, its traceback kept in the report folder; only a failed
+property exits 1 (issue 13, defect 4)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from engine_support import harness_cli, subprocess_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    env = subprocess_env(extra)
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)  # examples.minimal_adapter
+    return env
+
+
+def _run(adapter: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            "--adapter",
+            f"hostile_adapters:{adapter}",
+            "--max-examples",
+            "2",
+            "--report-dir",
+            str(tmp_path / "r"),
+        ],
+        cwd=tmp_path,
+        env=_env(env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    ("adapter", "says"),
+    [
+        ("CtorBoom", "raised KeyError: \"missing configuration 'api_key'\""),
+        ("WorkflowsGarbage", "returned str items, not harness.adapters.WorkflowSpec"),
+        ("OpenRaises", "OpenRaises.open() raised ConnectionRefusedError"),
+        ("ObserveRaises", "observe() raised ZeroDivisionError: observe is broken"),
+        ("ObserveNaN", "wake_at of run"),
+        ("ObserveGarbage", "returned dict, not a harness.adapters.Observation"),
+        ("CloseRaises", "close() raised OSError: close failed"),
+        ("MisspelledTarget", "wroker_main"),
+    ],
+)
+def test_a_misbehaving_adapter_is_an_adapter_error(adapter: str, says: str, tmp_path: Path) -> None:
+    proc = _run(adapter, tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "harness: adapter error: " in proc.stderr
+    assert says in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_adapters_traceback_is_kept_in_the_report_folder(tmp_path: Path) -> None:
+    proc = _run("ObserveRaises", tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    saved = tmp_path / "r" / "adapter-error.txt"
+    assert f"the adapter's traceback is in {saved}" in proc.stderr
+    text = saved.read_text()
+    assert "Traceback" in text and "hostile_adapters.py" in text and "ZeroDivisionError" in text
+
+
+def test_a_module_that_fails_on_import_is_an_adapter_error(tmp_path: Path) -> None:
+    proc = _run("ToyAdapter", tmp_path, HOSTILE_IMPORT_BOOM="1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "adapter module 'hostile_adapters' raised RuntimeError while it was imported" in (
+        proc.stderr
+    )
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--max-examples", "-1"], "max-examples=-1 is out of range"),
+        (["--max-examples", "0"], "max-examples=0 is out of range"),
+        (["--budget", "nan"], "budget=nan is out of range"),
+        (["--budget", "-1"], "budget=-1.0 is out of range"),
+        (["--budget", "0"], "budget=0.0 is out of range"),
+        (["--adapter-opt", "lease_seconds=-5"], "lease_seconds='-5' is out of range"),
+        (["--adapter-opt", "lease_seconds=nan"], "lease_seconds='nan' is out of range"),
+    ],
+)
+def test_bad_numbers_are_refused_before_anything_runs(
+    args: list[str], says: str, tmp_path: Path
+) -> None:
+    """Issue 13, defect 6: --max-examples -1 ran 92 scenarios, 0 printed PASS
+    after none, lease_seconds=nan ran 153 s and reported a false failure."""
+    proc = harness_cli(
+        "run", "--adapter", "reference", *args, "--report-dir", str(tmp_path / "r"), cwd=tmp_path
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert says in proc.stderr
+    assert not (tmp_path / "r").exists(), "nothing runs, nothing is written"
