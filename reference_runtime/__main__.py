@@ -2,7 +2,14 @@
 
 Configuration comes from ``RR_*`` environment variables and the options below
 (options win). Exit codes: 0 ok, 1 the command ran but found a problem, 2 bad
-input or configuration (the message says what and how to fix it).
+input or configuration, including a store that cannot be reached or is not
+one (the message says what and how to fix it).
+
+This is an operator's tool: whoever can reach the store can read (status) and
+cancel any tenant's runs by run id; there is no per-tenant access control
+here. Commands that only look (status) never write: they refuse a missing
+store instead of creating one. JSON given to submit and deliver is limited to
+{depth} levels of nesting and {size} bytes.
 """
 
 from __future__ import annotations
@@ -13,8 +20,11 @@ import sys
 from typing import Any
 
 from . import crashpoints
-from ._errors import InputError, RuntimeFault
+from ._errors import InputError, RuntimeFault, StorageUnavailable
+from ._inputs import MAX_BYTES, MAX_DEPTH, check_name, scan_depth
 from ._runtime import Runtime, RuntimeConfig
+
+__doc__ = (__doc__ or "").format(depth=MAX_DEPTH, size=f"{MAX_BYTES:,}")
 
 
 def _config(ns: argparse.Namespace) -> RuntimeConfig:
@@ -42,9 +52,15 @@ def _config(ns: argparse.Namespace) -> RuntimeConfig:
 def _json_object(text: str, what: str, example: str) -> dict[str, Any]:
     """Parse ``text`` as a JSON object, or raise an InputError naming ``what``
     was wrong and showing ``example`` (the decoder's own message says neither)."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_BYTES:
+        raise InputError(f"{what} is {size:,} bytes; the limit is {MAX_BYTES:,}")
+    if scan_depth(text) > MAX_DEPTH:
+        # Checked before decoding: the decoder dies of recursion on deep input.
+        raise InputError(f"{what} nests deeper than {MAX_DEPTH} levels (the limit)")
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
+        value = json.loads(text, parse_constant=_no_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
         raise InputError(
             f"{what} is not valid JSON ({exc}); pass a JSON object, e.g. {example}"
         ) from exc
@@ -55,8 +71,24 @@ def _json_object(text: str, what: str, example: str) -> dict[str, Any]:
     return value
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _stdin_text() -> str:
+    data = sys.stdin.buffer.read(MAX_BYTES + 1)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"the message on stdin is not UTF-8 text ({exc})") from None
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m reference_runtime", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m reference_runtime",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -87,13 +119,16 @@ def _parser() -> argparse.ArgumentParser:
     common(d)
     d.add_argument("--message")
 
-    st = sub.add_parser("status", help="print a run as JSON")
+    st = sub.add_parser(
+        "status",
+        help="print any tenant's run as JSON (an operator's view; reads only)",
+    )
     common(st)
     st.add_argument("run_id")
 
     c = sub.add_parser(
         "cancel",
-        help="cancel a run now, as an operator (exit 1 if it had already ended)",
+        help="cancel any tenant's run now, as an operator (exit 1 if it had already ended)",
     )
     common(c)
     c.add_argument("run_id")
@@ -111,6 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(ns)
     except (InputError, json.JSONDecodeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except StorageUnavailable as exc:
+        # Reaching the store is the command's precondition, like a valid URL:
+        # configuration (or a server that is down), not a finding.
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except RuntimeFault as exc:
@@ -144,11 +184,17 @@ def _run(ns: argparse.Namespace) -> int:
         cfg = _config(ns)
         args: dict[str, Any] = {
             "mode": "forever" if ns.forever else "until_idle",
-            "worker_id": ns.worker_id,
+            "worker_id": ns.worker_id and check_name(ns.worker_id, "--worker-id"),
             "env": cfg.to_env(),
         }
         return worker_main(args)
-    with Runtime(_config(ns)) as rt:
+    # Only submit creates a store; status only reads; cancel and deliver act
+    # on runs that must already exist.
+    with Runtime(
+        _config(ns),
+        create_store=ns.command == "submit",
+        read_only=ns.command == "status",
+    ) as rt:
         if ns.command == "submit":
             data = _json_object(
                 ns.input, "--input", """--input '{"customer_id": "c1", "amount_cents": 500}'"""
@@ -157,7 +203,7 @@ def _run(ns: argparse.Namespace) -> int:
             print(run.model_dump_json())
         elif ns.command == "deliver":
             msg = _json_object(
-                ns.message if ns.message else sys.stdin.read(),
+                ns.message if ns.message else _stdin_text(),
                 "the message (--message or stdin)",
                 """--message '{"message_id": "m1", "tenant": "acme", "run_id": "r1", """
                 """"kind": "event", "payload": {"event_key": "k"}}'""",

@@ -8,10 +8,13 @@ worker processes it cannot reach otherwise (the harness writes the file).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from ._errors import ConfigError
 
 
 @runtime_checkable
@@ -60,7 +63,20 @@ class FileClock:
             self.set(start)
 
     def now(self) -> float:
-        return float(self.path.read_text())
+        """The time in the file. Raises :class:`ConfigError` when the file
+        cannot be read or does not hold a finite number (a wrong ``--clock``
+        path: a missing folder, a directory, another file)."""
+        try:
+            value = float(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot read the clock file {str(self.path)!r} ({type(exc).__name__}: "
+                f"{exc}); the controlling process must write the time there first "
+                "(FileClock.set), or use --clock system"
+            ) from exc
+        if not math.isfinite(value):
+            raise ConfigError(f"the clock file {str(self.path)!r} holds {value}, not a time")
+        return value
 
     def set(self, value: float) -> None:
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")

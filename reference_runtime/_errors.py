@@ -12,6 +12,8 @@ connection was lost)::
     │   ├── UnknownWorkflowError
     │   ├── ForgedApprovalError
     │   └── ConfigError
+    │       ├── NoStoreError               (the store URL names nothing yet)
+    │       └── ForeignStoreError          (it names a file or schema that is not ours)
     ├── ConcurrencyConflict                -- another writer won; reload and retry
     │   ├── StaleWriteError                (state_version moved on)
     │   ├── LeaseLostError                 (fenced: the lease expired or was taken)
@@ -20,6 +22,7 @@ connection was lost)::
     ├── DuplicateRunError
     ├── FutureSchemaError                  -- a payload written by newer code; the run is parked
     ├── StorageUnavailable                 -- a store or lease connection broke; work stops, retry
+    │   └── StoreUnreachable               (no connection could be made at all)
     └── ServiceError                       -- an external service's answer
         ├── ServiceRejected                (definitely not applied)
         └── OutcomeUnknown                 (may or may not have been applied)
@@ -50,6 +53,18 @@ class ForgedApprovalError(InputError):
 
 class ConfigError(InputError):
     """A configuration value (URL, option, crash-point spec) is invalid."""
+
+
+class NoStoreError(ConfigError):
+    """A command that only reads or changes existing runs was pointed at a
+    store that does not exist (a missing or empty file, a schema without
+    tables). Nothing was created."""
+
+
+class ForeignStoreError(ConfigError):
+    """The store URL names something that is not a store of this runtime: a
+    directory, a file that is not a database, or a database whose tables
+    belong to another program. Nothing was written to it."""
 
 
 class ConcurrencyConflict(RuntimeFault):
@@ -136,6 +151,21 @@ class StorageUnavailable(RuntimeFault):
             "doing (terminated session, restart, network): the worker drops the run and "
             "retries on a fresh connection; if it persists, check that the server is up"
         )
+
+
+class StoreUnreachable(StorageUnavailable):
+    """No connection to the store or lease server could be made within the
+    connect timeout: a wrong URL, or a server that is down. ``what`` names the
+    server by its URL, without the password."""
+
+    def __init__(self, what: str, cause: BaseException, timeout: float) -> None:
+        RuntimeFault.__init__(
+            self,
+            f"cannot connect to {what} within {timeout:g} s "
+            f"({type(cause).__name__}: {' '.join(str(cause).split())}); check the URL and that the "
+            "server is up and reachable from here",
+        )
+        self.what, self.cause, self.timeout = what, cause, timeout
 
 
 class ServiceError(RuntimeFault):

@@ -23,6 +23,7 @@ from ._bugs import parse_bugs
 from ._clock import Clock, FileClock, SystemClock
 from ._errors import ConfigError, MalformedEventError, StorageUnavailable
 from ._executor import Executor, ExecutorSettings, LeaseKeeper
+from ._inputs import check_json, check_name
 from ._model import ModelContext
 from ._records import AuditEvent, InboxMessage, Run, WorkingState
 from ._services import ExternalServices, load_services
@@ -88,7 +89,7 @@ class RuntimeConfig:
             raise ConfigError(f"queue must be 'store' or 'redis', got {self.queue!r}")
         if self.queue == "redis" and not self.redis_url:
             raise ConfigError("queue='redis' needs redis_url (or RR_REDIS_URL)")
-        if not (self.clock == "system" or self.clock.startswith("file:")):
+        if not (self.clock == "system" or self.clock.startswith("file:")) or self.clock == "file:":
             raise ConfigError(f"clock must be 'system' or 'file:PATH', got {self.clock!r}")
         if self.lease_seconds <= 0:
             raise ConfigError(f"lease_seconds must be positive, got {self.lease_seconds}")
@@ -131,8 +132,14 @@ class RuntimeConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RuntimeConfig:
         env = os.environ if env is None else env
-        if "RR_STORE" not in env:
-            raise ConfigError("RR_STORE is not set; e.g. RR_STORE=sqlite:///tmp/agent.db")
+        if not env.get("RR_STORE", "").strip():
+            # Empty counts as unset: `RR_STORE= cmd` and `--store ''` used to
+            # get past this check and fail later with a TypeError.
+            state = "is empty" if "RR_STORE" in env else "is not set"
+            raise ConfigError(
+                f"RR_STORE {state}: name the store with --store or RR_STORE, "
+                "e.g. RR_STORE=sqlite:///tmp/agent.db"
+            )
         kwargs: dict[str, Any] = {}
         types = {
             "code_version": int,
@@ -163,8 +170,20 @@ def open_clock(spec: str) -> Clock:
 class Runtime:
     """A handle on one deployment: submit runs, deliver messages, run workers."""
 
-    def __init__(self, config: RuntimeConfig, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        config: RuntimeConfig,
+        *,
+        clock: Clock | None = None,
+        create_store: bool = True,
+        read_only: bool = False,
+    ) -> None:
+        """``create_store=False``: refuse (NoStoreError) a store that does not
+        exist yet instead of creating it; ``read_only``: open the store so
+        that it refuses every write (and so never creates or migrates it)."""
         self.config = config
+        self.create_store = create_store and not read_only
+        self.read_only = read_only
         self.clock = clock or open_clock(config.clock)
         self.registry = Registry(config.code_version, bugs=config.bugs)
         self._store: Store | None = None
@@ -179,8 +198,14 @@ class Runtime:
                 self.config.store_url,
                 schema=self.config.schema,
                 connection_name=self.config.connection_name,
+                read_only=self.read_only,
             )
-            self._store.setup()
+            try:
+                self._store.setup(create=self.create_store)
+            except BaseException:
+                self._store.close()
+                self._store = None
+                raise
             self._store.bugs = self.config.bugs
             self._pid = os.getpid()
         return self._store
@@ -211,6 +236,8 @@ class Runtime:
         UnknownWorkflowError without writing anything."""
         if not tenant or not run_id:
             raise MalformedEventError("a run needs a non-empty tenant and run_id")
+        check_name(tenant, "tenant")
+        check_name(run_id, "run_id")
         if not isinstance(input, Mapping):
             # Checked here, at the boundary: dict() of a list would raise a bare
             # TypeError (or silently accept a list of pairs) deeper down.
@@ -219,6 +246,7 @@ class Runtime:
                 f"names to values), got {type(input).__name__}: {input!r:.80}"
             )
         definition = self.registry.definition(workflow)
+        check_json(input, "the input")
         payload = self.registry.validate_input(workflow, dict(input))
         now = self.clock.now()
         run = Run(
@@ -268,6 +296,7 @@ class Runtime:
             raise MalformedEventError(
                 f"an inbound message must be a JSON object, got {type(message).__name__}"
             )
+        check_json(message, "the message")
         # Name every missing field at once, rather than a bare KeyError for the
         # first one: the sender fixes its message in one go.
         missing = [f for f in ("message_id", "tenant", "run_id", "kind") if not message.get(f)]
@@ -316,10 +345,15 @@ class Runtime:
         """Cancel a run now, whether or not a worker holds it (an operator's
         out-of-band write, checked against the run's version like any other).
         False if it had already ended."""
+        check_name(run_id, "run_id")
+        check_name(reason, "the reason", max_len=2000)
+        check_name(actor, "the actor")
         return self.store.cancel(run_id, self.clock.now(), actor, reason)
 
     def get(self, run_id: str) -> Run | None:
-        return self.store.get_run(run_id)
+        """The run ``run_id``, or None. Raises MalformedEventError for an id no
+        run can have (empty, not UTF-8, a NUL or other control character)."""
+        return self.store.get_run(check_name(run_id, "run_id"))
 
     # -- data protection and retention ---------------------------------------
 

@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from ._errors import FutureSchemaError, MalformedEventError, UnknownWorkflowError
+from ._inputs import check_workflow_input
 from ._policies import Definition as Definition  # re-exported: the executor reads it here
 from ._policies import (
     any_fact,
@@ -174,6 +175,10 @@ class Registry:
                 f"input for workflow {name!r} (payload v{version}) lacks {', '.join(missing)}; "
                 f"required fields: {', '.join(REQUIRED_INPUT[(name, version)])}"
             )
+        # Types and ranges too: a bad amount refused here is the caller's
+        # mistake (exit 2); found by a worker, it looked like a transient
+        # failure and was retried.
+        check_workflow_input(name, version, payload)
         return dict(payload)
 
     def upgrade(self, name: str, payload: dict[str, Any], version: int) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .._errors import ConfigError
 from ._base import Claim, Commit, RetentionPolicy, Snapshot, Store
+from ._urls import redact as _redact
 
 __all__ = ["Claim", "Commit", "RetentionPolicy", "Snapshot", "Store", "open_store"]
 
@@ -17,14 +18,22 @@ _EXAMPLES = (
 )
 
 
-def open_store(url: str, *, schema: str | None = None, connection_name: str | None = None) -> Store:
+def open_store(
+    url: str,
+    *,
+    schema: str | None = None,
+    connection_name: str | None = None,
+    read_only: bool = False,
+) -> Store:
     """A store for ``url``; call ``setup()`` on it before first use.
 
     Accepted: ``sqlite:///abs/path.db``, ``sqlite:relative/path.db`` and
     ``postgresql://...`` (or ``postgres://...``). ``schema`` selects the
     Postgres schema (default ``public``); SQLite ignores it, a file being its
     own namespace. ``connection_name`` becomes the Postgres ``application_name``
-    of every connection (SQLite has no sessions to name). Raises
+    of every connection (SQLite has no sessions to name). ``read_only`` opens
+    a store that refuses every write and never creates anything (for commands
+    that only look). Raises
     :class:`ConfigError` for anything else, or when the Postgres extra is not
     installed.
     """
@@ -46,8 +55,14 @@ def open_store(url: str, *, schema: str | None = None, connection_name: str | No
         return SqliteStore(
             _sqlite_path(url.partition("?")[0], rest),
             synchronous=options.get("synchronous", "FULL"),
+            read_only=read_only,
         )
     if scheme in ("postgresql", "postgres") and rest.startswith("//"):
+        if "\x00" in url or not url.isprintable() or not _utf8(url):
+            raise ConfigError(
+                f"bad Postgres URL {_redact(url)!r}: it holds control characters or bytes "
+                "that are not UTF-8"
+            )
         try:
             from .postgres import PostgresStore
         except ImportError as exc:
@@ -56,7 +71,9 @@ def open_store(url: str, *, schema: str | None = None, connection_name: str | No
                 f"installed ({exc}); install it with: "
                 "pip install 'stateful-agent-harness[postgres]'"
             ) from exc
-        return PostgresStore(url, schema=schema or "public", application_name=connection_name)
+        return PostgresStore(
+            url, schema=schema or "public", application_name=connection_name, read_only=read_only
+        )
     raise ConfigError(
         f"unsupported store URL {_redact(url)!r}: expected a 'sqlite:' or 'postgresql://' "
         f"URL, for example {_EXAMPLES}"
@@ -84,11 +101,9 @@ def _sqlite_path(url: str, rest: str) -> str:
     return rest
 
 
-def _redact(url: str) -> str:
-    """``url`` without its password, fit for an error message."""
-    head, at, tail = url.rpartition("@")
-    if not at or "://" not in head:
-        return url
-    scheme, _, userinfo = head.partition("://")
-    user = userinfo.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{tail}" if ":" in userinfo else url
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

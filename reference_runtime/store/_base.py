@@ -122,8 +122,15 @@ class Store(abc.ABC):
     bugs: frozenset[str] = frozenset()
 
     @abc.abstractmethod
-    def setup(self) -> None:
-        """Create or migrate the schema. Idempotent; safe to call from every worker."""
+    def setup(self, *, create: bool = True) -> None:
+        """Create or migrate the schema. Idempotent; safe to call from every worker.
+
+        Refuses (:class:`~reference_runtime.ConfigError`) a location that holds
+        something else: a file that is not a database, or a database whose
+        tables are not this store's. With ``create=False`` it creates nothing:
+        a missing or empty store raises :class:`NoStoreError`. A store opened
+        read-only is never migrated; one that would need it is refused.
+        """
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -38,9 +38,19 @@ from psycopg.rows import TupleRow
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .._errors import ConfigError, StorageUnavailable
+from .._errors import (
+    ConfigError,
+    ForeignStoreError,
+    NoStoreError,
+    StorageUnavailable,
+    StoreUnreachable,
+)
 from ._sql import SqlStore
 from ._sqlkit import Migration, Tx
+from ._urls import redact
+
+#: Seconds to wait for a server before calling it unreachable.
+CONNECT_TIMEOUT = 5.0
 
 #: Versioned DDL for PostgreSQL. Append new steps; never edit an applied one.
 MIGRATIONS: tuple[Migration, ...] = (
@@ -166,12 +176,21 @@ class PostgresStore(SqlStore):
         schema: str = "public",
         pool_size: int = 4,
         application_name: str | None = None,
+        read_only: bool = False,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ) -> None:
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ConfigError(
                 f"bad Postgres schema name {schema!r}: use 1-63 letters, digits or '_', "
                 "not starting with a digit (for example 'harness_runs')"
             )
+        try:
+            psycopg.conninfo.conninfo_to_dict(url)
+        except psycopg.ProgrammingError as exc:
+            raise ConfigError(
+                f"bad Postgres URL {redact(url)!r} ({str(exc).strip()}); expected e.g. "
+                "postgresql://user@localhost:5432/dbname"
+            ) from exc
         if pool_size < 1:
             raise ConfigError(f"pool_size must be at least 1, got {pool_size}")
         #: Connection URL (may hold a password: do not log it).
@@ -179,6 +198,10 @@ class PostgresStore(SqlStore):
         self.schema = schema
         self.pool_size = pool_size
         self.application_name = application_name
+        #: Every session refuses writes (``default_transaction_read_only``).
+        self.read_only = read_only
+        #: Seconds to wait for the server before saying it is unreachable.
+        self.connect_timeout = connect_timeout
         self._pool: ConnectionPool[Conn] | None = None
         self._pid = 0
         self._lock = threading.Lock()
@@ -201,6 +224,8 @@ class PostgresStore(SqlStore):
         # validates a Python dict, and the round trip stays exact.
         conn.adapters.register_loader("jsonb", TextLoader)
         conn.execute(f'SET search_path TO "{self.schema}"')
+        if self.read_only:
+            conn.execute("SET default_transaction_read_only = on")
         conn.commit()
         _OPENED.add(conn)
 
@@ -216,17 +241,34 @@ class PostgresStore(SqlStore):
                 return self._pool
             if self._pool is not None:
                 _INHERITED.append(self._pool)  # the parent's; never close it here
-            named = {"application_name": self.application_name} if self.application_name else {}
+            kwargs: dict[str, Any] = {"connect_timeout": max(1, round(self.connect_timeout))}
+            if self.application_name:
+                kwargs["application_name"] = self.application_name
+            try:
+                # One direct attempt first: it fails within connect_timeout with
+                # libpq's own reason, where the pool would retry (and log each
+                # failure) until its open timeout.
+                psycopg.connect(self.url, **kwargs).close()
+            except psycopg.Error as exc:
+                raise StoreUnreachable(
+                    f"PostgreSQL at {redact(self.url)}", exc, self.connect_timeout
+                ) from exc
             pool = ConnectionPool(
                 self.url,
-                kwargs=named,
+                kwargs=kwargs,
                 min_size=1,
                 max_size=self.pool_size,
                 open=False,
                 configure=self._configure,
                 name=f"store-{self.schema}",
             )
-            pool.open(wait=True, timeout=30.0)
+            try:
+                pool.open(wait=True, timeout=30.0)
+            except PoolTimeout as exc:
+                # The pool keeps retrying in the background: stop it, or the
+                # process lingers.
+                pool.close(timeout=0)
+                raise StoreUnreachable(f"PostgreSQL at {redact(self.url)}", exc, 30.0) from exc
             self._pool, self._pid = pool, pid
             return pool
 
@@ -276,16 +318,62 @@ class PostgresStore(SqlStore):
         return self._transaction("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 
     # -- lifecycle -------------------------------------------------------
-    def setup(self) -> None:
+    def setup(self, *, create: bool = True) -> None:
         """Create the schema and apply missing migrations. Idempotent; several
         processes calling it at once take turns on a transaction-scoped
-        advisory lock named after the schema."""
+        advisory lock named after the schema.
+
+        First checks, without writing, that the schema's tables are this
+        store's (see :meth:`Store.setup`): the default schema, ``public``, may
+        well hold another program's tables."""
+        create = create and not self.read_only
         if self._up_to_date(MIGRATIONS):
             return  # the common case for a starting worker: no lock taken
+        state = self._inspect()
+        if state != "ours" and not create:
+            raise NoStoreError(
+                f"there is no store in schema {self.schema!r} of {redact(self.url)} ({state}); "
+                "check --store / RR_STORE and --schema, or create it by submitting a run"
+            )
+        if self.read_only:
+            raise ConfigError(
+                f"the store in schema {self.schema!r} was written by older code and needs a "
+                "schema migration, which a read-only command does not make; start a worker first"
+            )
         with self._write() as tx:
             tx.run("SELECT pg_advisory_xact_lock(hashtext(?))", f"sah-store-setup:{self.schema}")
             tx.run(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             self._migrate(tx, MIGRATIONS, real="DOUBLE PRECISION")
+
+    def _inspect(self) -> str:
+        """``"ours"`` or why there is no store yet; raises ForeignStoreError
+        for a schema whose tables belong to another program."""
+        with self._read() as tx:
+            tables = {
+                r[0]
+                for r in tx.all(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = ?",
+                    self.schema,
+                )
+            }
+            columns = {
+                r[0]
+                for r in tx.all(
+                    "SELECT column_name FROM information_schema.columns"
+                    " WHERE table_schema = ? AND table_name = 'schema_migrations'",
+                    self.schema,
+                )
+            }
+        if not tables:
+            return "the schema has no tables"
+        if "runs" in tables and {"version", "name", "applied_at"} <= columns:
+            return "ours"
+        raise ForeignStoreError(
+            f"refusing to use schema {self.schema!r} of {redact(self.url)} as a store: it holds "
+            f"another program's tables ({', '.join(sorted(tables)[:5])}"
+            f"{', ...' if len(tables) > 5 else ''}; no runtime schema), left untouched; "
+            "choose another schema with --schema / RR_SCHEMA"
+        )
 
     def applied_migrations(self) -> list[int]:
         """Versions recorded in ``schema_migrations``, ascending."""

@@ -31,6 +31,10 @@ from typing import Any, Protocol, TypeVar
 from .._clock import Clock
 from .._errors import ConfigError, LeaseLostError, StorageUnavailable
 from ._base import Claim, Store
+from ._urls import redact
+
+#: Seconds to wait for the Redis server before calling it unreachable.
+CONNECT_TIMEOUT = 5.0
 
 T = TypeVar("T")
 
@@ -81,9 +85,20 @@ class RedisLeases:
         self.prefix = prefix
         self.client_name = client_name
         # No retries, whatever the redis-py version's default: see module docstring.
-        self.client: Any = redis.Redis.from_url(
-            url, client_name=client_name, retry=Retry(NoBackoff(), 0)
-        )
+        self.url = redact(url)
+        try:
+            # A connect timeout: an unreachable server is reported in seconds,
+            # not after the operating system gives up on the socket.
+            self.client: Any = redis.Redis.from_url(
+                url,
+                client_name=client_name,
+                retry=Retry(NoBackoff(), 0),
+                socket_connect_timeout=CONNECT_TIMEOUT,
+            )
+        except ValueError as exc:
+            raise ConfigError(
+                f"bad Redis URL {self.url!r} ({exc}); expected e.g. redis://localhost:6379/0"
+            ) from exc
         self._lost: tuple[type[BaseException], ...] = (
             redis.ConnectionError,
             redis.TimeoutError,
@@ -96,7 +111,9 @@ class RedisLeases:
         try:
             return fn()
         except self._lost as exc:
-            raise StorageUnavailable(f"Redis (leases under {self.prefix!r})", exc) from exc
+            raise StorageUnavailable(
+                f"Redis at {self.url} (leases under {self.prefix!r})", exc
+            ) from exc
 
     def _keys(self, run_id: str) -> list[str]:
         return [f"{self.prefix}lease:{run_id}", f"{self.prefix}fence:{run_id}"]

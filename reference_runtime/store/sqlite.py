@@ -18,10 +18,11 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._errors import ConfigError
+from .._errors import ConfigError, ForeignStoreError, NoStoreError
 from ._sql import SqlStore
 from ._sqlkit import Migration, Tx
 
@@ -115,6 +116,8 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+#: The first 16 bytes of every SQLite 3 database file.
+_HEADER = b"SQLite format 3\x00"
 
 # Connections inherited across fork() are parked here, never closed or
 # garbage-collected in the child: closing one would run SQLite's shutdown code
@@ -135,7 +138,12 @@ class SqliteStore(SqlStore):
     placeholder = "?"
 
     def __init__(
-        self, path: str | os.PathLike[str], *, synchronous: str = "FULL", busy_timeout: float = 30.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "FULL",
+        busy_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         if synchronous.upper() not in _SYNCHRONOUS:
             raise ConfigError(
@@ -145,6 +153,8 @@ class SqliteStore(SqlStore):
         self.path = Path(path)
         self.synchronous = synchronous.upper()
         self.busy_timeout = busy_timeout
+        #: Refuse every write (``PRAGMA query_only``); never create the file.
+        self.read_only = read_only
         self._db: sqlite3.Connection | None = None
         self._pid = 0
         self._lock = threading.RLock()
@@ -162,14 +172,39 @@ class SqliteStore(SqlStore):
             _INHERITED.append(self._db)
         # isolation_level=None: the sqlite3 module must not open transactions
         # behind our back; every transaction here is an explicit BEGIN.
-        db = sqlite3.connect(
-            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        try:
+            db = sqlite3.connect(
+                self._uri(),
+                uri=True,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise ConfigError(
+                f"cannot open the SQLite store {str(self.path)!r} ({exc}); check that the "
+                "path and its folder are readable and writable"
+            ) from exc
         db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        self._enter_wal(db)
-        db.execute(f"PRAGMA synchronous = {self.synchronous}")
+        if self.read_only:
+            # A plain read-write connection told to refuse writes, rather than
+            # mode=ro: a read-only one leaves empty -wal/-shm files behind,
+            # while this one removes them when it closes.
+            db.execute("PRAGMA query_only = ON")
+        else:
+            self._enter_wal(db)
+            db.execute(f"PRAGMA synchronous = {self.synchronous}")
         self._db, self._pid = db, os.getpid()
         return db
+
+    def _uri(self, *, create: bool | None = None) -> str:
+        """The file as an SQLite URI: ``mode=rwc`` creates a missing file,
+        ``mode=rw`` refuses to (every connection after :meth:`setup`)."""
+        create = not self.read_only if create is None else create
+        # Bytes, not str: a path that is not UTF-8 (surrogate-escaped by
+        # Python) must still name the same file.
+        path = urllib.parse.quote(os.fsencode(self.path.absolute()))
+        return f"file:{path}?mode={'rwc' if create else 'rw'}"
 
     def _enter_wal(self, db: sqlite3.Connection) -> None:
         """Switch to WAL, waiting for other processes as long as for any lock.
@@ -221,15 +256,107 @@ class SqliteStore(SqlStore):
         return self._transaction("BEGIN")
 
     # -- lifecycle -------------------------------------------------------
-    def setup(self) -> None:
+    def setup(self, *, create: bool = True) -> None:
         """Create or migrate the schema. Idempotent, and safe when several
         processes call it at once: ``BEGIN IMMEDIATE`` makes them take turns,
-        and each applies only the steps not yet recorded."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        and each applies only the steps not yet recorded.
+
+        First checks, without writing, that the file is this store's (see
+        :meth:`Store.setup`); ``create=False`` or a read-only store never
+        creates the file or its folder."""
+        create = create and not self.read_only
+        state = self._inspect(create)
+        if state != "ours":
+            if not create:
+                raise NoStoreError(
+                    f"there is no store at {str(self.path)!r} ({state}); check --store / "
+                    "RR_STORE, or create the store by submitting a run"
+                )
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         if self._up_to_date(MIGRATIONS):
             return  # the common case for a starting worker: no write lock
+        if self.read_only:
+            raise ConfigError(
+                f"the store {str(self.path)!r} was written by older code and needs a schema "
+                "migration, which a read-only command does not make; start a worker first"
+            )
         with self._write() as tx:
             self._migrate(tx, MIGRATIONS, real="REAL")
+
+    def _inspect(self, create: bool) -> str:
+        """``"ours"``, or why there is no store yet (``"no such file"``, ...).
+
+        Raises :class:`ForeignStoreError` for a path that holds something
+        else. Reads the header and the table list only: a directory, a
+        text file or another program's database is never opened for writing
+        (SQLite would otherwise turn an empty file into a database and add
+        its tables to anyone's).
+        """
+        where = str(self.path)
+        if not self.path.exists():
+            if not self.path.parent.is_dir() and not create:
+                return "neither the file nor its folder exists"
+            if self.path.parent.exists() and not self.path.parent.is_dir():
+                raise ForeignStoreError(
+                    f"cannot use {where!r} as a SQLite store: {str(self.path.parent)!r} is "
+                    "not a folder; point --store at a new or existing database file"
+                )
+            return "no such file"
+        if self.path.is_dir():
+            raise ForeignStoreError(
+                f"cannot use {where!r} as a SQLite store: it is a directory; name a "
+                f"database file in it instead, e.g. sqlite:{where.rstrip('/')}/runs.db"
+            )
+        if not self.path.is_file():
+            raise ForeignStoreError(
+                f"cannot use {where!r} as a SQLite store: it is not a regular file "
+                "(a device, pipe or socket)"
+            )
+        try:
+            with open(self.path, "rb") as fh:
+                header = fh.read(len(_HEADER))
+        except OSError as exc:
+            raise ConfigError(f"cannot read the SQLite store {where!r}: {exc}") from exc
+        if len(header) < len(_HEADER) and _HEADER.startswith(header):
+            # Empty, or (a few microseconds long) being created by another
+            # process opening the same new store.
+            return "the file is empty"
+        if header != _HEADER:
+            raise ForeignStoreError(
+                f"refusing to use {where!r} as a SQLite store: it is not a SQLite database "
+                "(its first bytes are not the SQLite header), and it was left untouched; "
+                "point --store at the runtime's database file or at a new path"
+            )
+        try:
+            db = sqlite3.connect(self._uri(create=False), uri=True, isolation_level=None)
+            try:
+                db.execute("PRAGMA query_only = ON")
+                tables = {
+                    r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                }
+                columns = (
+                    {r[1] for r in db.execute("PRAGMA table_info(schema_migrations)")}
+                    if "schema_migrations" in tables
+                    else set()
+                )
+            finally:
+                db.close()
+        except sqlite3.Error as exc:
+            raise ForeignStoreError(
+                f"refusing to use {where!r} as a SQLite store: SQLite cannot read it ({exc}); "
+                "it was left untouched"
+            ) from exc
+        tables -= {"sqlite_sequence", "sqlite_stat1", "sqlite_stat4"}
+        if not tables:
+            return "the database has no tables"
+        if "runs" in tables and {"version", "name", "applied_at"} <= columns:
+            return "ours"
+        raise ForeignStoreError(
+            f"refusing to use {where!r} as a SQLite store: it is another program's database "
+            f"(tables {', '.join(sorted(tables)[:5])}{', ...' if len(tables) > 5 else ''}; "
+            "no runtime schema), and it was left untouched; point --store at the runtime's "
+            "database file or at a new path"
+        )
 
     def applied_migrations(self) -> list[int]:
         """Versions recorded in ``schema_migrations``, ascending."""

@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import ClassVar
 
+from ..._errors import InputError, StorageUnavailable
 from ..._records import Run
 from .._base import Store
 from .._sqlkit import Migration, Tx
@@ -55,6 +56,8 @@ class SqlBase(Store):
         try:
             with self._read() as tx:
                 done = {r[0] for r in tx.all("SELECT version FROM schema_migrations")}
+        except (StorageUnavailable, InputError):
+            raise  # the store cannot be reached or opened: no table is not the news
         except Exception:  # no table yet (each driver names this error its own way)
             return False
         return {version for version, _, _ in migrations} <= done
