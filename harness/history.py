@@ -7,10 +7,12 @@ A :class:`HistoryWriter` is the runner's append-only pen: it assigns
 harness saw survives the harness being killed.
 
 Reading is tolerant on purpose: a line that is not an event (say, the half
-line a killed harness left behind) or a gap in the indexes does not stop the
-load; it is kept in :attr:`History.problems`, and the checkers answer
-*unknown* where such a hole could hide a violation. ``History.load(path,
-strict=True)`` raises instead.
+line a killed harness left behind, or bytes that are not UTF-8) or a gap in
+the indexes does not stop the load; it is kept in :attr:`History.problems`,
+and the checkers answer *unknown* where such a hole could hide a violation.
+``History.load(path, strict=True)`` raises instead. Writing never fails on
+text a runtime returned: a lone surrogate is recorded as its ``\\udXXX``
+escape.
 
 Errors::
 
@@ -193,17 +195,33 @@ class History:
     def load(cls, path: str | os.PathLike[str], *, strict: bool = False) -> History:
         """Read a JSONL history. Unreadable lines go to ``problems`` (or raise
         :class:`HistoryFormatError` when ``strict``)."""
-        with open(path, encoding="utf-8") as fh:
+        with open(path, "rb") as fh:
             return cls.from_lines(fh, strict=strict, source=str(path))
 
     @classmethod
     def from_lines(
-        cls, lines: Iterable[str], *, strict: bool = False, source: str = "history"
+        cls, lines: Iterable[str | bytes], *, strict: bool = False, source: str = "history"
     ) -> History:
-        """Parse JSON Lines (blank lines are skipped)."""
+        """Parse JSON Lines (blank lines are skipped). Lines given as bytes
+        must be UTF-8: one that is not is a problem like any unreadable line
+        (a torn write, a foreign file), not an error that stops the load."""
         events: list[Event] = []
         problems: list[str] = []
-        for n, line in enumerate(lines, start=1):
+        for n, raw in enumerate(lines, start=1):
+            if isinstance(raw, bytes):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    msg = (
+                        f"{source}:{n} is not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+                        f"at column {exc.start + 1})"
+                    )
+                    if strict:
+                        raise HistoryFormatError(msg, n) from exc
+                    problems.append(msg)
+                    continue
+            else:
+                line = raw
             if not line.strip():
                 continue
             try:
@@ -334,6 +352,24 @@ class History:
         )
 
 
+def _utf8(value: Any) -> Any:
+    """``value`` (plain JSON) with every string UTF-8 can carry. A lone
+    surrogate (a runtime decoded bytes with ``surrogateescape``, or sliced a
+    UTF-16 pair) cannot be written as UTF-8 JSON: it is recorded as the
+    text of its escape, ``\\ud800``, and the rest of the string is kept."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {_utf8(k): _utf8(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_utf8(v) for v in value]
+    return value
+
+
 def _is_side_effect(e: Event) -> bool:
     return e.value.get("applied") is True and e.value.get("side_effect", True) is True
 
@@ -391,12 +427,16 @@ class HistoryWriter:
         event, :class:`HistoryClosedError` after :meth:`close`.
         """
         try:
-            copied = json.loads(json.dumps(dict(value or {}), allow_nan=False))
+            text = json.dumps(dict(value or {}), allow_nan=False)
+            copied = json.loads(text)
+            if "\\ud" in text:  # a surrogate, paired or not: look closer
+                copied = _utf8(copied)
         except (TypeError, ValueError) as exc:
             raise HistoryFormatError(
                 f"cannot record a {f} event: its value is not plain JSON ({exc}); "
                 "use dict/list/str/int/float/bool/None with string keys"
             ) from exc
+        process = _utf8(process)
         if isinstance(time, float) and not math.isfinite(time):
             raise HistoryFormatError(f"cannot record a {f} event at time {time!r}")
         with self._lock:

@@ -129,10 +129,13 @@ EXPORTS: dict[str, list[str]] = {
     ],
     "harness.report": [
         "CAPABILITY_GAPS",
+        "MARKER",
         "REPORT_FILES",
         "REPORT_SCHEMA_VERSION",
         "Report",
+        "ReportFolderError",
         "build_report",
+        "claim_report_folder",
         "load_report",
         "load_run_folder",
         "not_tested",

@@ -5,10 +5,16 @@ The layout is the common Jenkins/GitLab JUnit format (``testsuites`` >
 ``tests/report/junit.xsd`` describes. The class name names the adapter
 variant -- ``harness.NAME[key=value,...]`` -- so that the same property
 checked against several variants stays several test cases.
+
+Runtime strings reach every text and attribute (messages, steps, the
+adapter's description), and XML 1.0 forbids most control characters in
+either, even escaped: each such character (and a lone surrogate) is written
+as a visible ``\\xNN``/``\\uXXXX`` escape instead, so the file always parses.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -16,6 +22,30 @@ from ..history import History
 from ._schema import PropertyReport, Report
 from ._store import load_history
 from ._timeline import describe_event
+
+#: What XML 1.0 forbids (``Char`` production): C0 controls but tab, newline and
+#: carriage return; surrogates; U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` with every character XML 1.0 cannot carry replaced by a
+    visible escape (``\x1b``, ``\ud800``)."""
+    return _NOT_XML.sub(_escape, text)
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _sanitize(root: ET.Element) -> None:
+    for el in root.iter():
+        if el.text:
+            el.text = xml_text(el.text)
+        if el.tail:
+            el.tail = xml_text(el.tail)
+        el.attrib = {xml_text(k): xml_text(v) for k, v in el.attrib.items()}
 
 
 def classname(report: Report) -> str:
@@ -87,6 +117,7 @@ def render_junit(report: Report, folder: Path) -> str:
     if lines:
         out = ET.SubElement(suite, "system-out")
         out.text = "\n".join(lines)
+    _sanitize(root)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 

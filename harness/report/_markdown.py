@@ -1,24 +1,75 @@
-"""``summary.md``: a short Markdown summary, fit for ``$GITHUB_STEP_SUMMARY``."""
+"""``summary.md``: a short Markdown summary, fit for ``$GITHUB_STEP_SUMMARY``.
+
+The summary is appended to a page GitHub renders as Markdown *with* inline
+HTML, and most of what it shows comes from the runtime (messages, steps, the
+adapter's description). Every such string goes through :func:`md_text`:
+markup is escaped (``<`` becomes ``&lt;``, ``|`` and backticks are
+backslash-escaped, so a table keeps its columns and no code span opens),
+newlines become spaces, and control characters and lone surrogates become
+visible ``\\xNN``/``\\uXXXX`` escapes.
+"""
 
 from __future__ import annotations
+
+import re
 
 from ._schema import Report
 
 _ICON = {"pass": "✅", "fail": "❌", "unknown": "❔", "not_tested": "⚪"}
+
+#: Control characters (C0 but tab, DEL, C1), lone surrogates, and the two
+#: non-characters: none is text a reader should get raw.
+_CONTROL = re.compile("[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\ud800-\\udfff\\ufffe\\uffff]")
+#: Characters that are Markdown syntax inside a line.
+_MARKDOWN = re.compile(r"([\\`*_\[\]|~#])")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+#: What may appear between backticks as it is (names, profiles, seeds, paths).
+_PLAIN = re.compile(r"[\w.:/=,+@%-]+")
+
+
+def _visible(m: re.Match[str]) -> str:
+    char = m.group()
+    if char in "\n\r":
+        return " "
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def md_text(value: object) -> str:
+    """``value`` as inline Markdown text that renders as exactly that text."""
+    text = _CONTROL.sub(_visible, str(value))
+    text = _MARKDOWN.sub(r"\\\1", text)
+    return "".join(_HTML.get(c, c) for c in text)
+
+
+def _code(value: object) -> str:
+    """``value`` in a code span when it is a plain name, else as escaped text."""
+    text = str(value)
+    return f"`{text}`" if _PLAIN.fullmatch(text) else md_text(text)
+
+
+def _block(text: str) -> list[str]:
+    """A fenced shell block of ``text``: the fence is longer than any run of
+    backticks in it, and control characters are made visible."""
+    text = _CONTROL.sub(_visible, text)
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}sh", text, fence]
 
 
 def render_markdown(report: Report) -> str:
     """A few lines: verdict, the properties, the counterexample and its replay
     command, the faults that fired, what was not tested."""
     a = report.adapter
-    opts = ", ".join(f"{k}={v}" for k, v in sorted(a.description.items()))
+    opts = ", ".join(f"{md_text(k)}={md_text(v)}" for k, v in sorted(a.description.items()))
     title = "INCONCLUSIVE" if report.verdict == "unknown" else report.verdict.upper()
     lines = [
-        f"### {_ICON[report.verdict]} harness: {title} -- {a.name}{f' ({opts})' if opts else ''}",
+        f"### {_ICON[report.verdict]} harness: {title} -- {md_text(a.name)}"
+        f"{f' ({opts})' if opts else ''}",
         "",
         f"{report.scenarios} scenarios in {report.duration_seconds:.1f} s, profile "
-        f"`{report.profile}`, seed `{report.seed}`; {report.absorbed_duplicates} attempted "
-        "duplicate effects absorbed by idempotency.",
+        f"{_code(report.profile)}, seed {_code(report.seed)}; {report.absorbed_duplicates} "
+        "attempted duplicate effects absorbed by idempotency.",
         "",
         *(
             [
@@ -29,7 +80,7 @@ def render_markdown(report: Report) -> str:
             else []
         ),
         *(
-            ["**Inconclusive:**", *(f"- {r}" for r in report.inconclusive), ""]
+            ["**Inconclusive:**", *(f"- {md_text(r)}" for r in report.inconclusive), ""]
             if report.inconclusive
             else []
         ),
@@ -37,30 +88,34 @@ def render_markdown(report: Report) -> str:
         "|---|---|---|",
     ]
     for p in report.properties:
-        message = p.message.replace("|", "\\|").replace("\n", " ")
-        if len(message) > 160:
+        message = p.message
+        if len(message) > 160:  # cut the raw text: a cut escape would break the row
             message = message[:157] + "..."
-        lines.append(f"| `{p.name}` | {_ICON[p.verdict]} {p.verdict} | {message} |")
+        lines.append(f"| {_code(p.name)} | {_ICON[p.verdict]} {p.verdict} | {md_text(message)} |")
     ce = report.counterexample
     if ce is not None:
-        serves = ", ".join(ce.counterexample_for or ce.failed_properties)
+        serves = ", ".join(md_text(n) for n in ce.counterexample_for or ce.failed_properties)
         lines += ["", f"**Minimal counterexample** ({serves}):", ""]
-        lines += [f"{i}. {s}" for i, s in enumerate(ce.steps, 1)]
-        lines += ["", "```sh", ce.replay, "```"]
+        lines += [f"{i}. {md_text(s)}" for i, s in enumerate(ce.steps, 1)]
+        lines += ["", *_block(ce.replay)]
     for other in report.other_failures:
-        serves = ", ".join(other.counterexample_for or other.failed_properties)
-        lines += ["", f"**Minimal counterexample** ({serves}), kept in `{other.folder}`:", ""]
-        lines += [f"{i}. {s}" for i, s in enumerate(other.steps, 1)]
+        serves = ", ".join(md_text(n) for n in other.counterexample_for or other.failed_properties)
+        lines += [
+            "",
+            f"**Minimal counterexample** ({serves}), kept in {_code(other.folder)}:",
+            "",
+        ]
+        lines += [f"{i}. {md_text(s)}" for i, s in enumerate(other.steps, 1)]
         if other.replay:
-            lines += ["", "```sh", other.replay, "```"]
-    fired = [f"{k} {c.fired}" for k, c in sorted(report.faults.items()) if c.fired]
+            lines += ["", *_block(other.replay)]
+    fired = [f"{md_text(k)} {c.fired}" for k, c in sorted(report.faults.items()) if c.fired]
     lines += ["", "Faults fired: " + (", ".join(fired) or "none") + "."]
-    unfired = [k for k, c in sorted(report.faults.items()) if c.armed and not c.fired]
+    unfired = [md_text(k) for k, c in sorted(report.faults.items()) if c.armed and not c.fired]
     if unfired:
         lines.append(f"Armed but never fired: {', '.join(unfired)}.")
     if report.crash_points:
         hit = sum(1 for c in report.crash_points.values() if c.fired)
         lines.append(f"Crash points fired: {hit} of {len(report.crash_points)}.")
     if report.not_tested:
-        lines.append("Not tested: " + "; ".join(g.what for g in report.not_tested) + ".")
+        lines.append("Not tested: " + "; ".join(md_text(g.what) for g in report.not_tested) + ".")
     return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ from ._schema import REPORT_SCHEMA_VERSION, Report
 
 _RERUN = "run `harness run --report-dir DIR` again to write a fresh one"
 
-#: The files :func:`write_reports` writes, in order.
+#: The files :func:`write_reports` writes (it writes ``report.json`` last).
 REPORT_FILES = ("report.json", "report.html", "junit.xml", "summary.md")
 
 

@@ -1,13 +1,18 @@
-"""Writing every format of a report into its run folder."""
+"""Writing every format of a report into its run folder.
+
+The folder is one the harness owns (:mod:`._folder`): files go through a
+temporary name and a rename, ``report.json`` last, and only files the
+harness wrote there are ever replaced or removed.
+"""
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from ..outcome import Example, Outcome
 from ._build import other_failures
+from ._folder import RENDERINGS, _Owned
 from ._html import render_html
 from ._junit import render_junit
 from ._markdown import render_markdown
@@ -17,41 +22,60 @@ from ._schema import Report
 def write_reports(report: Report, folder: Path) -> dict[str, Path]:
     """Write ``report.json``, ``report.html``, ``junit.xml`` and ``summary.md``
     into ``folder`` (where the run's histories are kept); returns their paths
-    by name. The same report and folder always give the same bytes."""
-    report._folder = folder
-    texts = {
-        "report.json": report.to_json(),
-        "report.html": render_html(report, folder),
-        "junit.xml": render_junit(report, folder),
-        "summary.md": render_markdown(report),
-    }
-    paths = {}
-    for name, text in texts.items():
-        path = folder / name
-        path.write_text(text, encoding="utf-8")
-        paths[name] = path
-    return paths
+    by name. The same report and folder always give the same bytes.
+
+    ``folder`` must be one the harness owns (see
+    :func:`~harness.report.claim_report_folder`); a run folder an older
+    harness wrote (``report.json``, no marker) is adopted, its four
+    renderings being the only files replaced. Raises
+    :class:`~harness.report.ReportFolderError` before writing anything when
+    the folder is not the harness's or a rendering's place is taken.
+    """
+    owned = _Owned.open(folder, adopt=RENDERINGS)
+    texts = _renderings(report, folder)
+    owned.write(texts)
+    owned.save()
+    return {name: folder / name for name in texts}
 
 
 def write_run(report: Report, outcome: Outcome, last: Example | None, folder: Path) -> None:
     """Keep the run in ``folder``: the main counterexample's scenario and
     histories (or, when nothing failed, the last example's), every other
-    counterexample under ``failures/N``, then every format of ``report``."""
-    _keep_example(outcome.failure or last, folder)
-    shutil.rmtree(folder / "failures", ignore_errors=True)
+    counterexample under ``failures/N``, then every format of ``report``,
+    ``report.json`` last. What an earlier run wrote there and this one did
+    not (a ``failures/N`` it had more of) is removed; nothing else is."""
+    owned = _Owned.claim(folder)
+    kept: dict[str, bytes | Path] = {}
+    _keep_example(outcome.failure or last, "", kept)
     for n, (_, ex) in enumerate(other_failures(outcome), 1):
-        _keep_example(ex, folder / "failures" / str(n))
-    write_reports(report, folder)
+        _keep_example(ex, f"failures/{n}/", kept)
+    owned.write(kept)
+    # The renderings read the histories just kept: render after writing them.
+    texts = _renderings(report, folder)
+    owned.write(texts)
+    owned.keep_only([*kept, *texts])
 
 
-def _keep_example(example: Example | None, folder: Path) -> None:
+def _renderings(report: Report, folder: Path) -> dict[str, bytes]:
+    """Every rendering's bytes, in :data:`RENDERINGS` order (``report.json``
+    last). Text is UTF-8; a character UTF-8 cannot carry (a lone surrogate
+    from a runtime) is written as its ``\\uXXXX`` escape, never an error."""
+    report._folder = folder
+    texts = {
+        "report.html": render_html(report, folder),
+        "junit.xml": render_junit(report, folder),
+        "summary.md": render_markdown(report),
+        "report.json": report.to_json(),
+    }
+    return {name: texts[name].encode("utf-8", "backslashreplace") for name in RENDERINGS}
+
+
+def _keep_example(example: Example | None, prefix: str, into: dict[str, bytes | Path]) -> None:
     if example is None:
         return
-    folder.mkdir(parents=True, exist_ok=True)
     for name in ("history.jsonl", "oracle.jsonl", "scenario.json"):
         src = example.folder / name
         if src.exists():
-            shutil.copyfile(src, folder / name)
-    (folder / "results.json").write_text(
-        json.dumps([r.model_dump(mode="json") for r in example.results], indent=2)
-    )
+            into[prefix + name] = src
+    results = json.dumps([r.model_dump(mode="json") for r in example.results], indent=2)
+    into[prefix + "results.json"] = results.encode("ascii")
