@@ -71,8 +71,18 @@ def tree(root: Path) -> dict[str, bytes | None]:
 def store(tmp_path: Path) -> Iterator[str]:
     """A store URL with one refund run ``r1`` in it."""
     url = f"sqlite:{tmp_path / 'store' / 'runs.db'}"
-    proc = rr("submit", "refund", "--store", url, "--tenant", "acme", "--run-id", "r1",
-              "--input", json.dumps(GOOD))  # fmt: skip
+    proc = rr(
+        "submit",
+        "refund",
+        "--store",
+        url,
+        "--tenant",
+        "acme",
+        "--run-id",
+        "r1",
+        "--input",
+        json.dumps(GOOD),
+    )
     assert proc.returncode == 0, proc.stderr
     yield url
 
@@ -111,8 +121,16 @@ def test_a_store_url_naming_a_file_that_is_not_our_store_is_refused_and_left_unt
         "status": ["status", "r1"],
         "cancel": ["cancel", "r1"],
         "worker": ["worker"],
-        "submit": ["submit", "refund", "--tenant", "a", "--run-id", "r1", "--input",
-                   json.dumps(GOOD)],  # fmt: skip
+        "submit": [
+            "submit",
+            "refund",
+            "--tenant",
+            "a",
+            "--run-id",
+            "r1",
+            "--input",
+            json.dumps(GOOD),
+        ],
     }[command]
     proc = rr(*args, "--store", f"sqlite:{target}")
     refused(proc, str(target), says)
@@ -167,8 +185,18 @@ def test_the_library_refuses_another_programs_sqlite_file(tmp_path: Path) -> Non
 
 def test_input_nested_900_deep_is_refused_with_the_limit(store: str) -> None:
     deep = {**GOOD, "note": json.loads("[" * 900 + "]" * 900)}
-    proc = rr("submit", "refund", "--store", store, "--tenant", "a", "--run-id", "r2",
-              "--input", json.dumps(deep))  # fmt: skip
+    proc = rr(
+        "submit",
+        "refund",
+        "--store",
+        store,
+        "--tenant",
+        "a",
+        "--run-id",
+        "r2",
+        "--input",
+        json.dumps(deep),
+    )
     refused(proc, "--input nests deeper than 32 levels")
     assert rr("status", "r2", "--store", store).returncode == 1  # nothing written
 
@@ -198,8 +226,18 @@ def test_a_message_that_is_not_utf8_on_stdin_is_refused(store: str) -> None:
 
 
 def test_a_tenant_that_is_not_utf8_is_refused(store: str) -> None:
-    proc = rr("submit", "refund", "--store", store, "--tenant", b"caf\xe9", "--run-id", "r2",
-              "--input", json.dumps(GOOD))  # fmt: skip
+    proc = rr(
+        "submit",
+        "refund",
+        "--store",
+        store,
+        "--tenant",
+        b"caf\xe9",
+        "--run-id",
+        "r2",
+        "--input",
+        json.dumps(GOOD),
+    )
     refused(proc, "tenant", "not valid UTF-8")
 
 
@@ -212,8 +250,20 @@ def test_a_clock_file_in_a_missing_folder_is_a_configuration_error(
     store: str, tmp_path: Path
 ) -> None:
     clock = tmp_path / "missing" / "clock"
-    proc = rr("submit", "refund", "--store", store, "--tenant", "a", "--run-id", "r2",
-              "--input", json.dumps(GOOD), "--clock", f"file:{clock}")  # fmt: skip
+    proc = rr(
+        "submit",
+        "refund",
+        "--store",
+        store,
+        "--tenant",
+        "a",
+        "--run-id",
+        "r2",
+        "--input",
+        json.dumps(GOOD),
+        "--clock",
+        f"file:{clock}",
+    )
     refused(proc, "cannot read the clock file", str(clock))
     assert not clock.parent.exists()
 
@@ -237,8 +287,9 @@ def test_a_bad_amount_is_refused_at_submit_and_never_reaches_a_worker(
     store: str, amount: str, says: str
 ) -> None:
     text = f'{{"customer_id": "c", "amount_cents": {amount}, "currency": "EUR"}}'
-    proc = rr("submit", "refund", "--store", store, "--tenant", "a", "--run-id", "r2",
-              "--input", text)  # fmt: skip
+    proc = rr(
+        "submit", "refund", "--store", store, "--tenant", "a", "--run-id", "r2", "--input", text
+    )
     refused(proc, says)
     assert rr("status", "r2", "--store", store).returncode == 1  # no run to retry
 
@@ -278,12 +329,25 @@ def test_a_nul_character_is_refused_on_postgres_without_a_traceback(postgres_url
     env = {"RR_SCHEMA": schema}
     try:
         bad = json.dumps({**GOOD, "customer_id": "c\x00"})
-        proc = rr("submit", "refund", "--store", postgres_url, "--tenant", "a", "--run-id",
-                  "r1", "--input", bad, env=env)  # fmt: skip
+        proc = rr(
+            "submit",
+            "refund",
+            "--store",
+            postgres_url,
+            "--tenant",
+            "a",
+            "--run-id",
+            "r1",
+            "--input",
+            bad,
+            env=env,
+        )
         refused(proc, "NUL character")
         msg = {"message_id": "m\x00", "tenant": "a", "run_id": "r1", "kind": "event"}
-        refused(rr("deliver", "--store", postgres_url, stdin=json.dumps(msg).encode(), env=env),
-                "NUL character")  # fmt: skip
+        refused(
+            rr("deliver", "--store", postgres_url, stdin=json.dumps(msg).encode(), env=env),
+            "NUL character",
+        )
     finally:
         from reference_runtime.store.postgres import PostgresStore
 
