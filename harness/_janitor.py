@@ -2,102 +2,336 @@
 
 A harness run removes what it creates -- scratch folders, Postgres schemas,
 Redis keys -- in ``finally`` blocks. A SIGKILL of the harness itself (an
-impatient CI job, the OOM killer) leaves no chance for that. So every such
-resource carries the creating process's pid in its name (:func:`tag`), and
-each new run first sweeps resources whose creator is gone (:func:`sweep`).
-A pid is only meaningful on this host, which is where these resources live.
+impatient CI job, the OOM killer) leaves no chance for that, so each new run
+first sweeps what no live run owns (:func:`sweep`).
+
+Ownership is a lock the live run holds, never a pid: two CI containers that
+share one database service or one ``$TMPDIR`` live in different PID
+namespaces, where each other's pids look dead (or belong to someone else).
+Every lock below is released by the kernel or the server when its holder
+dies, however it dies:
+
+- a scratch folder (:func:`scratch_dir`) holds a lock file, ``flock``-ed for
+  as long as the folder is in use; the sweeper removes the folder only if it
+  can take that lock itself;
+- a Postgres schema (:class:`SchemaLease`) is covered by a session-level
+  advisory lock held on a connection of its own, taken *before* the schema is
+  created; the sweeper drops the schema only if it can take the lock;
+- a Redis key prefix (:class:`RedisLease`) has an ``alive`` key with a short
+  TTL that a daemon thread renews, set before any other key; the sweeper
+  deletes a prefix's keys only when that key has expired.
+
+Names made by earlier versions (``harness-<pid>_*``, ``rr_<pid>_*``) hold no
+lock. Folders of that kind are swept once they are an hour old (also the
+``harness-probe-*``/``harness-profile-*`` folders those versions never
+swept); schemas and keys of that kind keep the old pid rule, which is right
+within one PID namespace.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import re
 import shutil
 import tempfile
+import threading
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 #: scratch folders, Postgres schemas and Redis key prefixes start with these
 FOLDER_PREFIX = "harness-"
 SCHEMA_PREFIX = "rr_"
-_TAGGED = re.compile(r"^(?:harness-|rr_|lg_)(\d+)_")
+#: the lock file inside a scratch folder; the folder lives while it is locked
+LOCK_NAME = ".harness-owner.lock"
+#: how old a lock-less folder of an earlier version must be to be swept
+LEGACY_FOLDER_AGE = 3600.0
+#: seconds an ``alive`` key outlives its last renewal (renewed every sixth)
+ALIVE_TTL = 30.0
+#: seconds to wait for a server before giving up on it
+CONNECT_TIMEOUT = 5
+
+#: the part of a schema or key prefix after ``rr_`` / ``lg_`` that this
+#: version makes: ownership is in a lease, not in the name
+_TAG = re.compile(r"^(?:rr|lg)_lk_[0-9a-f]{16}$")
+#: pid-tagged names of earlier versions
+_LEGACY = re.compile(r"^(?:harness-|rr_|lg_)(\d+)_")
+#: lock-less folders of earlier versions: ``mkdtemp`` adds 8 characters. A
+#: bare ``harness-XXXXXXXX`` is a report folder of harness.testing: never ours.
+_LEGACY_FOLDER = re.compile(r"^harness-(?:\d+_|probe-|profile-)[a-z0-9_]{8}$")
 
 
 def tag() -> str:
-    """``<pid>_<random>``: unique, and tells the sweeper who owns it."""
-    return f"{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    """``lk_<random>``: a fresh name part for a schema or key prefix (unique;
+    who owns it is told by its lease, see :class:`SchemaLease`)."""
+    return f"lk_{uuid.uuid4().hex[:16]}"
 
 
-def scratch_dir() -> Path:
-    """A fresh scratch folder owned by this process."""
-    return Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}_"))
+# -- scratch folders ---------------------------------------------------------------
+
+#: lock file descriptors of this process's scratch folders
+_held: dict[Path, int] = {}
+_held_lock = threading.Lock()
 
 
-def _owner(name: str) -> int | None:
-    m = _TAGGED.match(name)
-    return int(m.group(1)) if m else None
+def scratch_dir(kind: str = "run", root: Path | None = None) -> Path:
+    """A fresh folder ``harness-<kind>-*`` under ``root`` (the temp folder),
+    owned by this process until :func:`remove_scratch` or its death."""
+    _forget_removed()
+    base = root or Path(tempfile.gettempdir())
+    path = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{kind}-", dir=base))
+    # Locked under a private name, then renamed into place: a sweeper never
+    # finds the lock file unlocked (until then the folder is lock-less and
+    # young, which it leaves alone too).
+    pending = path / f"{LOCK_NAME}.{os.getpid()}"
+    fd = os.open(pending, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.rename(pending, path / LOCK_NAME)
+    with _held_lock:
+        _held[path] = fd
+    return path
 
 
-def _alive(pid: int) -> bool:
+def remove_scratch(path: Path) -> None:
+    """Remove a folder made by :func:`scratch_dir` and give up its lock."""
+    shutil.rmtree(path, ignore_errors=True)
+    with _held_lock:
+        fd = _held.pop(path, None)
+    if fd is not None:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def scratch(kind: str) -> Iterator[Path]:
+    """:func:`scratch_dir` for the length of a ``with`` block."""
+    path = scratch_dir(kind)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        yield path
+    finally:
+        remove_scratch(path)
+
+
+def _forget_removed() -> None:
+    """Close the locks of folders someone removed with a plain ``rmtree``."""
+    with _held_lock:
+        gone = [p for p in _held if not p.exists()]
+        fds = [_held.pop(p) for p in gone]
+    for fd in fds:
+        os.close(fd)
+
+
+def _sweep_folder(folder: Path) -> bool:
+    """Remove ``folder`` if no live process holds it; whether it did."""
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return _sweep_legacy_folder(folder)
+    except OSError:
         return False
-    except PermissionError:  # someone else's live process
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # its owner is alive (here or in another namespace)
+        # Removed while we hold the lock, so no one can take it over meanwhile.
+        shutil.rmtree(folder, ignore_errors=True)
         return True
+    finally:
+        os.close(fd)
+
+
+def _sweep_legacy_folder(folder: Path) -> bool:
+    if not _LEGACY_FOLDER.match(folder.name):
+        return False
+    try:
+        age = time.time() - folder.stat().st_mtime
+    except OSError:
+        return False
+    # Its pid proves nothing across namespaces; an hour without a change does.
+    if age < LEGACY_FOLDER_AGE:
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
     return True
 
 
-def orphaned(name: str) -> bool:
-    """Whether ``name`` was tagged by a process that no longer exists."""
-    pid = _owner(name)
-    return pid is not None and pid != os.getpid() and not _alive(pid)
-
-
 def sweep_folders(root: Path | None = None) -> list[str]:
+    """Remove the ``harness-*`` folders under ``root`` that no live run owns."""
     root = root or Path(tempfile.gettempdir())
     gone = []
     for child in root.glob(f"{FOLDER_PREFIX}*"):
-        if child.is_dir() and orphaned(child.name):
-            shutil.rmtree(child, ignore_errors=True)
+        if child.is_dir() and not child.is_symlink() and _sweep_folder(child):
             gone.append(child.name)
     return gone
 
 
+# -- Postgres schemas ---------------------------------------------------------------
+
+
+def _advisory_key(schema: str) -> int:
+    """The advisory lock (a signed 64-bit key) that stands for ``schema``."""
+    digest = hashlib.blake2b(f"harness-owner:{schema}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _try_lock(conn: Any, key: int) -> bool:
+    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+    return bool(row and row[0])
+
+
+class SchemaLease:
+    """This process owns the Postgres schema ``name`` while the lease is held.
+
+    Take it *before* creating the schema and :meth:`release` it after dropping
+    it: a sweeper drops only schemas whose advisory lock it can take, and the
+    server frees the lock when this connection ends, even by SIGKILL.
+    """
+
+    def __init__(self, url: str, name: str) -> None:
+        import psycopg
+
+        self.name = name
+        self._conn: Any = psycopg.connect(
+            url,
+            autocommit=True,
+            connect_timeout=CONNECT_TIMEOUT,
+            application_name=f"harness-owner:{name}"[:63],
+        )
+        if not _try_lock(self._conn, _advisory_key(name)):
+            self._conn.close()
+            raise RuntimeError(f"schema {name!r} is already owned by another harness process")
+
+    def release(self) -> None:
+        """Give the schema up (ending the session frees its lock)."""
+        self._conn.close()
+
+
+def orphaned(name: str) -> bool:
+    """Whether a pid-tagged name of an earlier version was made by a process
+    that no longer exists *in this PID namespace* (the only rule such a name
+    allows; names of this version are judged by their leases)."""
+    m = _LEGACY.match(name)
+    if m is None:
+        return False
+    pid = int(m.group(1))
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # someone else's live process
+        return False
+    return False
+
+
 def sweep_postgres(url: str) -> list[str]:
-    """Drop ``rr_<pid>_*`` / ``lg_<pid>_*`` schemas whose creator is gone."""
+    """Drop ``rr_*`` / ``lg_*`` schemas of the harness that no live run owns."""
     import psycopg
 
     gone = []
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
         rows = conn.execute(
             "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rr\\_%' OR nspname LIKE 'lg\\_%'"
         ).fetchall()
         for (name,) in rows:
-            if orphaned(name):
+            if _TAG.match(name):
+                key = _advisory_key(name)
+                if not _try_lock(conn, key):
+                    continue  # a live run holds it
+                try:
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+                finally:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+                gone.append(name)
+            elif orphaned(name):
                 conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
                 gone.append(name)
     return gone
 
 
+# -- Redis key prefixes -------------------------------------------------------------
+
+#: the key under a prefix that says its owner is alive
+ALIVE = "alive"
+
+
+class RedisLease:
+    """This process owns the Redis keys under ``prefix`` while the lease is held.
+
+    Take it before writing any key there: it sets ``<prefix>alive`` with a
+    TTL of :data:`ALIVE_TTL` and renews it from a daemon thread; a sweeper
+    deletes the prefix's keys only once that key is gone. :meth:`release`
+    stops the renewal and deletes the key.
+    """
+
+    def __init__(self, url: str, prefix: str, ttl: float | None = None) -> None:
+        import redis
+
+        self.key = f"{prefix}{ALIVE}"
+        self._ttl_ms = int((ttl if ttl is not None else ALIVE_TTL) * 1000)
+        self._client: Any = redis.Redis.from_url(
+            url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT
+        )
+        self._token = f"{os.getpid()}:{uuid.uuid4().hex}"
+        self._stop = threading.Event()
+        try:
+            self._client.set(self.key, self._token, px=self._ttl_ms)
+        except Exception:
+            self._client.close()
+            raise
+        self._thread = threading.Thread(
+            target=self._renew, name=f"harness-alive:{prefix}", daemon=True
+        )
+        self._thread.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self._ttl_ms / 6000):
+            # A failed renewal is retried at the next tick; if the server stays
+            # away past the TTL, so do the keys a sweeper could delete.
+            with contextlib.suppress(Exception):
+                self._client.set(self.key, self._token, px=self._ttl_ms)
+
+    def release(self) -> None:
+        """Stop renewing and delete the ``alive`` key."""
+        self._stop.set()
+        self._thread.join()
+        try:
+            with contextlib.suppress(Exception):
+                self._client.delete(self.key)
+        finally:
+            self._client.close()
+
+
 def sweep_redis(url: str) -> int:
-    """Delete ``rr:rr_<pid>_*`` keys whose creator is gone."""
+    """Delete the ``rr:rr_*`` keys whose prefix no live run owns."""
     import redis
 
-    client = redis.Redis.from_url(url)
+    client: Any = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT)
     try:
-        doomed = [
-            key
-            for key in client.scan_iter(match=f"rr:{SCHEMA_PREFIX}*")
-            if orphaned(key.decode().split(":", 2)[1])
-        ]
+        by_prefix: dict[str, list[bytes]] = {}
+        for key in client.scan_iter(match=f"rr:{SCHEMA_PREFIX}*"):
+            parts = key.decode(errors="replace").split(":", 2)
+            if len(parts) == 3:
+                by_prefix.setdefault(parts[1], []).append(key)
+        doomed: list[bytes] = []
+        for name, keys in by_prefix.items():
+            if _TAG.match(name):
+                if not client.exists(f"rr:{name}:{ALIVE}"):
+                    doomed.extend(keys)
+            elif orphaned(name):
+                doomed.extend(keys)
         return int(client.delete(*doomed)) if doomed else 0
     finally:
         client.close()
 
 
 def sweep(postgres_url: str | None = None, redis_url: str | None = None) -> dict[str, object]:
-    """Sweep everything this host's dead harness processes left behind."""
+    """Sweep everything that harness processes killed before left behind."""
     report: dict[str, object] = {"folders": sweep_folders()}
     if postgres_url:
         report["schemas"] = sweep_postgres(postgres_url)

@@ -17,12 +17,12 @@ world's own effect boundary are used.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._janitor import scratch
 from ..adapters import Adapter, WorkflowSpec
 from ..model import RunSpec, RunState
 from ..world import FaultRule
@@ -123,7 +123,7 @@ def profile_workflow(
     """Profile one workflow (empty when the environment cannot trace). With
     ``effects`` false, the sites right before each effect are not looked for
     (one run fewer per effect; only the targeted schedules use them)."""
-    with tempfile.TemporaryDirectory(prefix="harness-profile-") as tmp:
+    with scratch("profile") as tmp:
         env: Any = adapter.open(Path(tmp) / "free", seed=0)
         try:
             if not _traceable(env):

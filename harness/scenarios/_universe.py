@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._janitor import scratch
 from ..adapters import STORAGE_KINDS, Adapter, Capability, WorkflowSpec
 from ..adapters._contract import offered_storage_kinds
 from ..model import RunSpec, StorageKind
@@ -28,6 +28,8 @@ FAMILIES = (
     "race",
     "operator",
 )
+
+
 @dataclass(frozen=True)
 class Universe:
     """What the adapter offers, as scenario generation needs it."""
@@ -119,8 +121,8 @@ def probe_universe(
     site profile per workflow. ``aim_effects`` also looks for the site right
     before each effect (the targeted schedules need it; a sampled-only or
     exhaustive run does not)."""
-    with tempfile.TemporaryDirectory(prefix="harness-probe-") as tmp:
-        env = adapter.open(Path(tmp), seed=0)
+    with scratch("probe") as tmp:
+        env = adapter.open(Path(tmp) / "env", seed=0)
         try:
             crash_points = tuple(env.crash_points())
             pause_points = tuple(env.pause_points())

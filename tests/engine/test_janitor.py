@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import psycopg
@@ -17,10 +18,13 @@ from harness import _janitor
 
 CHILD = textwrap.dedent(
     """
-    import os, sys, time, psycopg, redis
+    import sys, time, psycopg, redis
     from harness import _janitor
     tag = _janitor.SCHEMA_PREFIX + _janitor.tag()
     folder = _janitor.scratch_dir()
+    # What a deployment does: lease the schema and the key prefix, then make them.
+    schema = _janitor.SchemaLease(sys.argv[1], tag)
+    alive = _janitor.RedisLease(sys.argv[2], f"rr:{tag}:", ttl=1)
     with psycopg.connect(sys.argv[1], autocommit=True) as c:
         c.execute(f'CREATE SCHEMA "{tag}"')
     redis.Redis.from_url(sys.argv[2]).set(f"rr:{tag}:lease:r1", "w1")
@@ -56,8 +60,14 @@ def test_resources_of_a_killed_harness_are_swept_and_a_live_one_s_are_kept(
         try:
             os.kill(dead.pid, signal.SIGKILL)
             dead.wait(10)
-            report = _janitor.sweep(postgres_url, redis_url)
-            assert dead_tag in report["schemas"]  # type: ignore[operator]
+            time.sleep(1.5)  # the dead one's alive key expires; the live one's is renewed
+            deadline = time.monotonic() + 10
+            schemas: list[str] = []
+            while dead_tag not in schemas and time.monotonic() < deadline:
+                # the server frees a dead client's lock a moment after the kill
+                report = _janitor.sweep(postgres_url, redis_url)
+                schemas += report["schemas"]  # type: ignore[arg-type]
+            assert dead_tag in schemas
             assert not _schema_exists(postgres_url, dead_tag)
             assert not dead_folder.exists()
             r = redis.Redis.from_url(redis_url)
@@ -70,11 +80,30 @@ def test_resources_of_a_killed_harness_are_swept_and_a_live_one_s_are_kept(
         finally:
             live.kill()
             live.wait(10)
-            _janitor.sweep(postgres_url, redis_url)
+            time.sleep(1.5)
+            deadline = time.monotonic() + 10
+            while _schema_exists(postgres_url, live_tag) and time.monotonic() < deadline:
+                _janitor.sweep(postgres_url, redis_url)
     assert not _schema_exists(postgres_url, live_tag)
 
 
-def test_names_without_a_pid_tag_are_never_swept() -> None:
+def test_names_without_a_pid_tag_are_never_swept_by_the_pid_rule() -> None:
     assert not _janitor.orphaned("rr_abcdef")
     assert not _janitor.orphaned("public")
     assert not _janitor.orphaned(f"rr_{os.getpid()}_ab")  # our own
+    # names of this version are judged by their leases, never by a pid
+    assert not _janitor.orphaned(_janitor.SCHEMA_PREFIX + _janitor.tag())
+
+
+@pytest.mark.postgres
+def test_a_schema_lease_excludes_a_second_owner_and_is_free_after_release(
+    postgres_url: str,
+) -> None:
+    name = _janitor.SCHEMA_PREFIX + _janitor.tag()
+    lease = _janitor.SchemaLease(postgres_url, name)
+    try:
+        with pytest.raises(RuntimeError, match="already owned"):
+            _janitor.SchemaLease(postgres_url, name)
+    finally:
+        lease.release()
+    _janitor.SchemaLease(postgres_url, name).release()

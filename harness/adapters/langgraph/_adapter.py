@@ -30,7 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..._janitor import tag
+from ..._janitor import SchemaLease, tag
 from ...model import CrashSpec, RunSpec, RunState
 from ...world import World, request_hash
 from .._contract import (
@@ -70,13 +70,22 @@ class LangGraphEnvironment(BaseEnvironment):
         self.workdir = workdir
         self.lock_dir = workdir / "locks"
         self.lock_dir.mkdir(exist_ok=True)
+        self._lease: SchemaLease | None = None
         if adapter.checkpointer == "sqlite":
             self.saver = SaverSpec("sqlite", sqlite_path=str(workdir / "checkpoints.db"))
         else:
-            # pid-tagged, so a later run sweeps it if this process is killed
+            # Leased before it exists: a later run sweeps it only once this
+            # process is gone, from whatever PID namespace (_janitor).
             schema = f"lg_{tag()}"
+            assert adapter.postgres_url is not None  # checked by the adapter
+            self._lease = SchemaLease(adapter.postgres_url, schema)
             self.saver = SaverSpec("postgres", postgres_url=adapter.postgres_url, schema=schema)
-        create_storage(self.saver, store=self.app.store)
+        try:
+            create_storage(self.saver, store=self.app.store)
+        except BaseException:
+            if self._lease is not None:
+                self._lease.release()
+            raise
         self.registry = Registry(workdir / "runs.db").create()
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
         self._stack = contextlib.ExitStack()
@@ -334,9 +343,13 @@ class LangGraphEnvironment(BaseEnvironment):
             if w.proc.exit is None:
                 w.proc.kill()
                 w.proc.wait(10.0)
-        self._stack.close()
-        self.world.close()
-        drop_storage(self.saver)
+        try:
+            self._stack.close()
+            self.world.close()
+            drop_storage(self.saver)
+        finally:
+            if self._lease is not None:
+                self._lease.release()
 
 
 def _checkpoint_id(snap: Any) -> str:

@@ -24,7 +24,7 @@ from reference_runtime import FileClock, Run, Runtime, RuntimeConfig
 from reference_runtime import crashpoints as cp
 from reference_runtime.store import Snapshot
 
-from ..._janitor import SCHEMA_PREFIX, tag
+from ..._janitor import SCHEMA_PREFIX, RedisLease, SchemaLease, tag
 from ...procs import ForkServer
 from ...world import ApprovalAuthority, World
 from .._workers import shared_fork_server
@@ -125,9 +125,11 @@ class Deployment:
         self.keys = {t: secrets.token_bytes(16) for t in tenants}
         self.authority = ApprovalAuthority(self.keys)
         self.schema: str | None = None
-        # Names the Postgres schema and the Redis key prefix, and carries this
-        # process's pid so a later run can sweep them if we die (_janitor).
+        # Names the Postgres schema and the Redis key prefix; the leases taken
+        # below say they are ours, so a later run sweeps them only once this
+        # process is gone, whatever PID namespace it looks from (_janitor).
         self.tag = f"{SCHEMA_PREFIX}{tag()}"
+        self._leases: list[SchemaLease | RedisLease] = []
         if backend == "sqlite":
             # The harness kills processes, not machines: with WAL, NORMAL loses
             # nothing on a process kill and saves an fsync per commit.
@@ -159,7 +161,21 @@ class Deployment:
             bugs=bugs,
             **extra,
         )
-        self.runtime = Runtime(self.config, clock=self.clock)
+        try:
+            # Before the runtime creates the schema or writes a key.
+            if self.schema is not None:
+                assert postgres_url is not None
+                self._leases.append(SchemaLease(postgres_url, self.schema))
+            if self.config.redis_url is not None:
+                from reference_runtime.store.redis_queue import prefix_for
+
+                prefix = prefix_for(self.config.store_url, self.tag)
+                self._leases.append(RedisLease(self.config.redis_url, prefix))
+            self.runtime = Runtime(self.config, clock=self.clock)
+        except BaseException:
+            self._release()
+            self.world.close()
+            raise
         #: what this deployment's *workers* call their storage sessions (the
         #: harness's own observer connections stay unnamed, out of reach of
         #: :meth:`cut_worker_connections`)
@@ -337,18 +353,27 @@ class Deployment:
         return self.runtime.deliver(message)
 
     def close(self) -> None:
-        if self.schema is not None:
-            drop = getattr(self.runtime.store, "drop_schema", None)
-            if drop is not None:
-                drop()
-        self.runtime.close()
-        if self.queue == "redis" and self.config.redis_url:
-            from reference_runtime.store.redis_queue import RedisLeases, prefix_for
+        try:
+            if self.schema is not None:
+                drop = getattr(self.runtime.store, "drop_schema", None)
+                if drop is not None:
+                    drop()
+            self.runtime.close()
+            if self.queue == "redis" and self.config.redis_url:
+                from reference_runtime.store.redis_queue import RedisLeases, prefix_for
 
-            leases = RedisLeases(self.config.redis_url, prefix_for(self.config.store_url, self.tag))
-            leases.drop_all()
-            leases.close()
-        self.world.close()
+                prefix = prefix_for(self.config.store_url, self.tag)
+                leases = RedisLeases(self.config.redis_url, prefix)
+                leases.drop_all()
+                leases.close()
+            self.world.close()
+        finally:
+            # Last: what could not be dropped above is now the janitor's.
+            self._release()
+
+    def _release(self) -> None:
+        while self._leases:
+            self._leases.pop().release()
 
     def __enter__(self) -> Deployment:
         return self
