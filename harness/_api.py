@@ -16,11 +16,13 @@ one counterexample per failing property, and writes every report format into
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ._errors import AdapterError, UsageError
+from ._errors import AdapterError, Interrupted, UsageError
 from ._settings import Settings, load_settings
+from ._signals import shielded
 from .adapters import Adapter
 from .adapters._guard import guard, save_detail
 from .adapters._loading import load_adapter, validate_adapter
@@ -148,15 +150,28 @@ class Session:
         engine = Engine(adapter, settings, progress=self._progress)
         self._log(f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})")
         try:
-            check_declarations(adapter, engine.oracle)
-            if exhaustive:
-                outcome = run_exhaustive(engine, universe, exhaustive)
-            elif settings.mode == "random-kill":
-                outcome = run_random_kill(engine, universe)
-            else:
-                outcome = engine.run(universe, regressions)
-            report = build_report(outcome, adapter, self.spec, self.options, report_dir)
-            write_run(report, outcome, engine.last_example, report_dir)
+            try:
+                check_declarations(adapter, engine.oracle)
+                if exhaustive:
+                    outcome = run_exhaustive(engine, universe, exhaustive)
+                elif settings.mode == "random-kill":
+                    outcome = run_random_kill(engine, universe)
+                else:
+                    outcome = engine.run(universe, regressions)
+            except Interrupted as exc:
+                # What ran so far is still worth a report, marked as such.
+                partial = engine.partial(signal.Signals(exc.signum).name)
+                if partial is not None and partial.examples:
+                    with shielded():
+                        exc.report = self._write(partial, engine, report_dir)
+                raise
+            with shielded():
+                report = self._write(outcome, engine, report_dir)
         finally:
             engine.close()
+        return report
+
+    def _write(self, outcome: Outcome, engine: Engine, report_dir: Path) -> Report:
+        report = build_report(outcome, self.adapter, self.spec, self.options, report_dir)
+        write_run(report, outcome, engine.last_example, report_dir)
         return report

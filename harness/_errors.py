@@ -17,6 +17,8 @@ Only a failed property exits 1.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class HarnessError(Exception):
     """Root of every error the harness raises on purpose."""
@@ -42,12 +44,22 @@ class AdapterLoadError(AdapterError):
     """An adapter could not be loaded or does not satisfy the contract."""
 
 
+def is_adapter_fault(exc: BaseException) -> bool:
+    """The adapter's own code failed (it raised, or broke the contract), as
+    opposed to the user naming an adapter or an option wrong."""
+    return isinstance(exc, AdapterError) and (
+        bool(exc.detail) or not isinstance(exc, AdapterLoadError)
+    )
+
+
 class Interrupted(HarnessError):
     """A signal (SIGINT, SIGTERM) asked the run to stop."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(f"interrupted by signal {signum}")
         self.signum = signum
+        #: the partial report written before the run stopped, if any
+        self.report: Any = None
 
 
 class RunFolderError(UsageError):

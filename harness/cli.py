@@ -14,18 +14,22 @@ configuration or adapter error (the message says what was wrong and how to
 fix it); 3 inconclusive: a property that should have been judged could not
 be, a fault family the run armed never fired, or the budget ended the search before
 its plan (the output says which; properties the adapter's capabilities leave
-``not_tested`` are listed and do not make a run inconclusive).
+``not_tested`` are listed and do not make a run inconclusive); 130 / 143
+interrupted by SIGINT / SIGTERM (workers killed, environments closed, a
+partial report marked ``interrupted`` written; a second signal exits at once).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from ._errors import AdapterError, HarnessError, UsageError
+from ._errors import AdapterError, HarnessError, Interrupted, UsageError, is_adapter_fault
 from ._settings import PROFILES
+from ._signals import exit_code, handling_signals
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
@@ -128,13 +132,21 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
             return _list(ns.what, out)
         from ._commands import replay, report, run
 
-        if ns.command == "run":
-            return run(ns, out)
-        if ns.command == "report":
-            return report(ns.dir, out)
-        return replay(ns, out)
+        with handling_signals():
+            if ns.command == "run":
+                return run(ns, out)
+            if ns.command == "report":
+                return report(ns.dir, out)
+            return replay(ns, out)
+    except Interrupted as exc:
+        name = signal.Signals(exc.signum).name
+        kept = exc.report
+        where = f"; partial report in {kept.folder}" if kept is not None and kept.folder else ""
+        print(f"harness: {name}: stopped, workers killed, cleaned up{where}", file=sys.stderr)
+        return exit_code(exc.signum)
     except AdapterError as exc:
-        print(f"harness: adapter error: {exc}", file=sys.stderr)
+        kind = "adapter error" if is_adapter_fault(exc) else "error"
+        print(f"harness: {kind}: {exc}", file=sys.stderr)
         if exc.saved_to:
             print(f"harness: the adapter's traceback is in {exc.saved_to}", file=sys.stderr)
         elif exc.detail:

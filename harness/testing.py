@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from ._errors import AdapterError, UsageError
+from ._errors import UsageError, is_adapter_fault
 from .checkers import CHECKERS
 from .model import Verdict
 
@@ -66,7 +66,7 @@ def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) 
     except UsageError as exc:
         # One line per property test, as the CLI prints it, not pytest
         # internals; the search is not attempted again for each property.
-        kind = "adapter error" if isinstance(exc, AdapterError) else "error"
+        kind = "adapter error" if is_adapter_fault(exc) else "error"
         where = getattr(exc, "saved_to", None)
         _ERRORS[key] = f"harness: {kind}: {exc}" + (
             f" (the adapter's traceback is in {where})" if where else ""

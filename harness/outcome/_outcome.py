@@ -87,6 +87,8 @@ class Outcome:
     budget_cut: bool = False
     #: the search stopped at the first failure on request (--stop-on-first)
     stopped_on_first: bool = False
+    #: the signal that stopped the run (SIGINT, SIGTERM), if one did
+    interrupted: str | None = None
 
     def judgement(self) -> Judgement:
         """Every property's verdict over the search (see :mod:`harness.outcome._verdicts`)."""
@@ -97,7 +99,7 @@ class Outcome:
             )
             for name, ex in self.counterexamples.items()
         }
-        return judge(
+        judgement = judge(
             self.tallies,
             capabilities=self.capabilities,
             families=self.families,
@@ -109,6 +111,13 @@ class Outcome:
             budget_cut=self.budget_cut,
             complete_search=not self.stopped_on_first,
         )
+        if self.interrupted:
+            judgement.inconclusive.insert(
+                0,
+                f"{self.interrupted} stopped the run after {self.examples} scenarios: the "
+                "search did not finish (counterexamples, if any, are not shrunk)",
+            )
+        return judgement
 
     def account(self, example: Example) -> None:
         """Add one executed example to the sums."""

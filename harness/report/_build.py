@@ -116,6 +116,7 @@ def build_report(
     return Report(
         verdict=judgement.verdict.value,
         inconclusive=list(judgement.inconclusive),
+        interrupted=outcome.interrupted,
         seed=outcome.seed,
         profile=outcome.settings.profile,
         adapter=AdapterInfo(

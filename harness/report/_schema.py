@@ -20,7 +20,8 @@ property (with ``reason``, ``exercised``, ``scenarios``, the property's own
 ``counterexample`` folder), the run's ``unknown`` verdict means
 inconclusive (``inconclusive`` says why), the plan (``planned_scenarios``,
 ``searched_scenarios``), and which properties each counterexample serves
-(``counterexample_for``). Older reports still load (the new fields default).
+(``counterexample_for``); later in 3, ``interrupted`` (optional). Older
+reports still load (the new fields default).
 """
 
 from __future__ import annotations
@@ -155,6 +156,11 @@ class Report(_Frozen):
     )
     inconclusive: list[str] = Field(
         default_factory=list, description="why the run is inconclusive (empty: it is not)"
+    )
+    interrupted: str | None = Field(
+        None,
+        description="the signal (SIGINT, SIGTERM) that stopped the run before its plan ended; "
+        "null: it was not interrupted",
     )
     seed: int | None = Field(description="repeat the search with --seed SEED")
     profile: str

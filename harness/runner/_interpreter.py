@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import nemesis
+from .._signals import shielded
 from ..adapters import Adapter
 from ..model import Scenario
 from ..nemesis import ScenarioError
@@ -58,7 +59,8 @@ class Interpreter:
     def run(self) -> RunResult:
         started = time.monotonic()
         rec = self.recorder
-        env = self.adapter.open(self.workdir / "env", seed=self.scenario.seed)
+        with shielded():  # an interruption never leaves a half-made deployment
+            env = self.adapter.open(self.workdir / "env", seed=self.scenario.seed)
         rec.env = env
         ctx = RunContext(self.adapter, env, rec, {r.run_id: r for r in self.scenario.runs})
         try:
@@ -71,11 +73,12 @@ class Interpreter:
                 rec.sync()
             rec.finish(self.adapter.capabilities)
         finally:
-            for handle in ctx.paused.values():
-                handle.kill()
-            env.close()
-            rec.env = None
-            rec.close()
+            with shielded():  # workers killed, deployment closed, even if interrupted
+                for handle in ctx.paused.values():
+                    handle.kill()
+                env.close()
+                rec.env = None
+                rec.close()
         return RunResult(self.history_path, self.coverage, time.monotonic() - started)
 
 

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from .._errors import HarnessError
 from .._janitor import scratch_dir, sweep_folders
 from .._settings import Settings
+from .._signals import shielded
 from ..adapters._contract import Adapter
 from ..checkers import check_all
 from ..history import History
@@ -76,6 +77,8 @@ class Engine:
         else:
             self.seed = random.SystemRandom().randrange(2**32)
         self.failures: list[Example] = []
+        #: the outcome being filled (for a partial report if interrupted)
+        self.outcome: Outcome | None = None
         self._started = time.monotonic()
         self._first: dict[str, tuple[Example, bool]] = {}
         self._known: dict[str, frozenset[str]] = {}
@@ -119,7 +122,7 @@ class Engine:
     # -- the search ------------------------------------------------------------
 
     def new_outcome(self, universe: Universe) -> Outcome:
-        return Outcome(
+        self.outcome = Outcome(
             adapter=self.adapter.name,
             adapter_options=self.adapter.describe(),
             capabilities=sorted(c.value for c in self.adapter.capabilities),
@@ -128,6 +131,21 @@ class Engine:
             crash_points=list(universe.crash_points),
             families=list(universe.enabled()),
         )
+        return self.outcome
+
+    def partial(self, signal_name: str) -> Outcome | None:
+        """What the search found before ``signal_name`` stopped it: the first
+        failing example per property, unshrunk (None: no search had begun)."""
+        outcome = self.outcome
+        if outcome is None:
+            return None
+        outcome.interrupted = signal_name
+        for name, (example, _) in self._first.items():
+            outcome.counterexamples.setdefault(name, example)
+        outcome.failures = list({id(e): e for e in outcome.counterexamples.values()}.values())
+        outcome.failure = outcome.failures[0] if outcome.failures else None
+        outcome.seconds = time.monotonic() - outcome.started
+        return outcome
 
     def keep_last(self, example: Example) -> None:
         """Keep ``example``'s folder as the run's sample history; drop the previous."""
@@ -319,5 +337,6 @@ class Engine:
 
     def close(self) -> None:
         if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            with shielded():
+                shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -137,7 +137,7 @@ def test_a_typo_in_harness_adapter_is_one_line_per_property_not_pytest_internals
         "--harness-adapter", "refrence", "-p", "no:cacheprovider"
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*harness: adapter error: adapter 'refrence' is neither*"])
+    result.stdout.fnmatch_lines(["*harness: error: adapter 'refrence' is neither*"])
     assert len(result.stdout.lines) < 120, len(result.stdout.lines)
     assert not any("Traceback" in line for line in result.stdout.lines)
     assert result.parseoutcomes().get("failed") == len(PROPERTIES)

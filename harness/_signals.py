@@ -1,0 +1,81 @@
+"""Interruption: SIGINT and SIGTERM stop a run cleanly; a second one at once.
+
+CI cancels a job with SIGTERM, a person with Ctrl-C. The first signal
+raises :class:`~harness._errors.Interrupted` in the main thread, so the
+search stops, workers are killed and environments closed by the ``finally``
+blocks on the way out, and a partial report marked ``interrupted`` is
+written; the process exits 130 (SIGINT) or 143 (SIGTERM). Code that must not
+be cut halfway (closing an environment, dropping a schema, writing the
+report) runs inside :func:`shielded`: a signal arriving there is held until
+the block ends. A second signal exits at once (``os._exit``) with one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+from ._errors import Interrupted
+
+_state: dict[str, Any] = {"installed": False, "shield": 0, "pending": None, "got": None}
+
+
+def exit_code(signum: int) -> int:
+    """The shell's convention: 128 + the signal's number (130, 143)."""
+    return 128 + signum
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    if _state["got"] is not None:
+        name = signal.Signals(signum).name
+        os.write(2, f"harness: {name} again: exiting now, without cleaning up\n".encode())
+        os._exit(exit_code(signum))
+    _state["got"] = signum
+    if _state["shield"]:
+        _state["pending"] = signum  # raised when the shielded block ends
+        return
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def handling_signals() -> Iterator[None]:
+    """Turn SIGINT and SIGTERM into :class:`Interrupted` while the block runs
+    (main thread only; elsewhere, a no-op)."""
+    if threading.current_thread() is not threading.main_thread() or _state["installed"]:
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    _state.update(installed=True, got=None, pending=None, shield=0)
+    for s in previous:
+        signal.signal(s, _handler)
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        _state["installed"] = False
+
+
+@contextlib.contextmanager
+def shielded() -> Iterator[None]:
+    """Hold an interruption until this block has finished."""
+    _state["shield"] += 1
+    try:
+        yield
+    finally:
+        _state["shield"] -= 1
+        pending = _state["pending"]
+        if pending is not None and not _state["shield"]:
+            _state["pending"] = None
+            raise Interrupted(pending)
+
+
+def interrupted() -> int | None:
+    """The signal that interrupted this run, if one did."""
+    got: int | None = _state["got"]
+    return got
