@@ -20,8 +20,10 @@ _ICON = {"pass": "✅", "fail": "❌", "unknown": "❔", "not_tested": "⚪"}
 #: Control characters (C0 but tab, DEL, C1), lone surrogates, and the two
 #: non-characters: none is text a reader should get raw.
 _CONTROL = re.compile("[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\ud800-\\udfff\\ufffe\\uffff]")
-#: Characters that are Markdown syntax inside a line.
-_MARKDOWN = re.compile(r"([\\`*_\[\]|~#])")
+#: Markdown syntax inside a line: code, emphasis, links, table cells, strike;
+#: an underscore only where it could emphasize (not inside a word like
+#: exactly_once), a hash only where it could start a heading.
+_MARKDOWN = re.compile(r"[\\`*\[\]|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|^#")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 #: What may appear between backticks as it is (names, profiles, seeds, paths).
 _PLAIN = re.compile(r"[\w.:/=,+@%-]+")
@@ -38,7 +40,7 @@ def _visible(m: re.Match[str]) -> str:
 def md_text(value: object) -> str:
     """``value`` as inline Markdown text that renders as exactly that text."""
     text = _CONTROL.sub(_visible, str(value))
-    text = _MARKDOWN.sub(r"\\\1", text)
+    text = _MARKDOWN.sub(lambda m: "\\" + m.group(), text)
     return "".join(_HTML.get(c, c) for c in text)
 
 
