@@ -15,7 +15,7 @@ from harness.report import REPORT_FILES, claim_report_folder, write_reports
 
 MARKER = ".harness-report"
 #: A short run of the reference runtime: enough to write every file.
-QUICK = ("run", "--adapter", "reference", "--profile", "dev", "--max-examples", "1")
+QUICK = ("run", "--adapter", "reference", "--profile", "dev", "--seed", "1", "--max-examples", "1")
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -183,3 +183,20 @@ def test_write_reports_writes_report_json_last_through_a_temporary_name(
     assert not [
         p for p in run_copy.iterdir() if p.name.endswith(".tmp") or ".harness-tmp" in p.name
     ]
+
+
+def test_keep_file_lists_an_extra_file_in_the_marker_and_a_run_replaces_it(
+    tmp_path: Path,
+) -> None:
+    from harness.report._folder import _Owned, keep_file
+
+    (tmp_path / "r").mkdir()
+    keep_file(tmp_path / "r", "adapter-error.txt", b"boom\n")
+    assert "adapter-error.txt" in json.loads((tmp_path / "r" / MARKER).read_text())["files"]
+    (tmp_path / "r" / "notes.md").write_text("mine\n")
+    keep_file(tmp_path / "r", "adapter-error.txt", b"boom again\n")
+    assert (tmp_path / "r" / "adapter-error.txt").read_bytes() == b"boom again\n"
+    owned = _Owned.claim(tmp_path / "r")
+    owned.write({"report.json": b"{}\n"})
+    owned.keep_only(["report.json"])  # what a finished run does: the stale error goes
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [MARKER, "notes.md", "report.json"]
