@@ -116,8 +116,6 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-#: The first 16 bytes of every SQLite 3 database file.
-_HEADER = b"SQLite format 3\x00"
 
 # Connections inherited across fork() are parked here, never closed or
 # garbage-collected in the child: closing one would run SQLite's shutdown code
@@ -312,21 +310,16 @@ class SqliteStore(SqlStore):
                 f"cannot use {where!r} as a SQLite store: it is not a regular file "
                 "(a device, pipe or socket)"
             )
-        try:
-            with open(self.path, "rb") as fh:
-                header = fh.read(len(_HEADER))
-        except OSError as exc:
-            raise ConfigError(f"cannot read the SQLite store {where!r}: {exc}") from exc
-        if len(header) < len(_HEADER) and _HEADER.startswith(header):
+        # Never open() the file ourselves: closing any descriptor of a file
+        # drops every POSIX lock this process holds on it, including those of
+        # a live SQLite connection (another store or runtime on the same
+        # file in this process), and the next write corrupts the database.
+        # SQLite's own VFS shares its locks between connections; it reads the
+        # header for us and refuses a file that is not a database.
+        if self.path.stat().st_size == 0:
             # Empty, or (a few microseconds long) being created by another
             # process opening the same new store.
             return "the file is empty"
-        if header != _HEADER:
-            raise ForeignStoreError(
-                f"refusing to use {where!r} as a SQLite store: it is not a SQLite database "
-                "(its first bytes are not the SQLite header), and it was left untouched; "
-                "point --store at the runtime's database file or at a new path"
-            )
         try:
             db = sqlite3.connect(self._uri(create=False), uri=True, isolation_level=None)
             try:
@@ -341,6 +334,17 @@ class SqliteStore(SqlStore):
                 )
             finally:
                 db.close()
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc):
+                raise ForeignStoreError(
+                    f"refusing to use {where!r} as a SQLite store: it is not a SQLite database "
+                    "(its first bytes are not the SQLite header), and it was left untouched; "
+                    "point --store at the runtime's database file or at a new path"
+                ) from exc
+            raise ForeignStoreError(
+                f"refusing to use {where!r} as a SQLite store: SQLite cannot read it ({exc}); "
+                "it was left untouched"
+            ) from exc
         except sqlite3.Error as exc:
             raise ForeignStoreError(
                 f"refusing to use {where!r} as a SQLite store: SQLite cannot read it ({exc}); "
