@@ -16,6 +16,7 @@ one counterexample per failing property, and writes every report format into
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,11 +25,12 @@ from ._errors import AdapterError, Interrupted, UsageError
 from ._settings import Settings, load_settings
 from ._signals import shielded
 from .adapters import Adapter
-from .adapters._guard import guard, save_detail
+from .adapters._guard import guard
 from .adapters._loading import load_adapter, validate_adapter
 from .model import Scenario
 from .outcome import Outcome
-from .report import Report, build_report, not_tested, write_run
+from .report import Report, build_report, claim_report_folder, not_tested, write_run
+from .report._folder import keep_file
 from .scenarios import probe_universe, scenario_files
 from .session import Engine, check_declarations, run_exhaustive, run_random_kill
 
@@ -120,12 +122,16 @@ class Session:
     ) -> Report:
 
         report_dir = Path(self.settings.report_dir)
-        report_dir.mkdir(parents=True, exist_ok=True)
+        # Before anything runs: a folder the harness may not write is refused
+        # now (exit 2), not after the whole run.
+        claim_report_folder(report_dir)
         try:
             return self._run(report_dir, exhaustive, regressions)
         except AdapterError as exc:
-            where = save_detail(exc, report_dir)
-            exc.saved_to = None if where is None else str(where)
+            if exc.detail:  # the adapter's traceback, kept like the rest of the run
+                text = f"{exc}\n\n{exc.detail}".encode("utf-8", "backslashreplace")
+                with contextlib.suppress(UsageError, OSError):
+                    exc.saved_to = str(keep_file(report_dir, "adapter-error.txt", text))
             raise
 
     def _run(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import traceback
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from .._errors import AdapterError, HarnessError
@@ -169,15 +168,3 @@ def guard(adapter: Any) -> Any:
         return adapter
     return GuardedAdapter(adapter)
 
-
-def save_detail(error: AdapterError, folder: Path) -> Path | None:
-    """Keep the adapter's traceback in ``folder/adapter-error.txt``."""
-    if not error.detail:
-        return None
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "adapter-error.txt"
-        path.write_text(f"{error}\n\n{error.detail}", encoding="utf-8", errors="backslashreplace")
-    except OSError:
-        return None
-    return path

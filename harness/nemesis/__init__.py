@@ -26,7 +26,14 @@ from ._clock import advance, advance_clock
 from ._context import Recorder, ScenarioError, StepContext
 from ._memory import inject_memory
 from ._messages import approve
-from ._processes import WORKER_TIMEOUT, continue_worker, kill_after, kill_worker, race
+from ._processes import (
+    WORKER_TIMEOUT,
+    continue_worker,
+    kill_after,
+    kill_worker,
+    race,
+    wait_worker,
+)
 from ._storage import cancel, storage_fault
 from ._validate import needs, validate
 from ._world import arm_world_fault, world_kind
@@ -49,5 +56,6 @@ __all__ = [
     "race",
     "storage_fault",
     "validate",
+    "wait_worker",
     "world_kind",
 ]

@@ -74,6 +74,11 @@ class StepContext(Protocol):
         ...
 
     @property
+    def worker_timeout(self) -> float:
+        """Longest a worker may run before it is killed as stuck (seconds)."""
+        ...
+
+    @property
     def runs(self) -> Mapping[str, RunSpec]:
         """The scenario's runs, by run id."""
         ...

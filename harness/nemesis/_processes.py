@@ -8,13 +8,34 @@ own, and leave the recording of how each worker ended to
 
 from __future__ import annotations
 
+import contextlib
 import time
 
+from .._errors import AdapterError
+from ..adapters import WorkerExit, WorkerHandle
 from ..model import ContinueWorker, EventF, KillAfter, KillWorker, RaceWorkers
 from ._context import ScenarioError, StepContext
 
 #: Longest a single worker may run before the harness calls it stuck.
 WORKER_TIMEOUT = 120.0
+
+
+def wait_worker(handle: WorkerHandle, timeout: float) -> WorkerExit:
+    """Wait for ``handle`` to end or stop; a worker still running after
+    ``timeout`` is killed and reported as the adapter's fault (a worker must
+    exit once nothing is runnable), not waited on forever."""
+    try:
+        return handle.wait(timeout)
+    except TimeoutError as exc:
+        with contextlib.suppress(Exception):
+            handle.kill()
+            handle.wait(10.0)
+        raise AdapterError(
+            f"worker {handle.worker_id} did not exit within {timeout:g} s; a worker must exit "
+            "once nothing is runnable (one that blocks on a lock, a queue or a retry loop "
+            "never does)",
+            detail=str(exc),
+        ) from exc
 
 
 def _not_paused(ctx: StepContext, worker_id: str) -> None:
@@ -49,7 +70,7 @@ def kill_after(ctx: StepContext, step: KillAfter) -> None:
     handle = ctx.start(step.worker_id)
     time.sleep(step.delay)
     handle.kill()  # a no-op for a worker that already exited
-    exit_ = handle.wait(WORKER_TIMEOUT)
+    exit_ = wait_worker(handle, ctx.worker_timeout)
     ctx.recorder.fault("random_kill", exit_.killed, worker_id=step.worker_id, delay=step.delay)
     # await_worker records the exit (and waits out the lease after a kill);
     # the handle has already been reaped, so it returns at once.

@@ -34,6 +34,9 @@ __all__ = ["MARKER", "ReportFolderError", "claim_report_folder", "keep_file"]
 MARKER = ".harness-report"
 #: The marker's format; a newer one is refused (upgrade the harness).
 MARKER_VERSION = 1
+#: Files that keep an otherwise empty folder in version control: a folder
+#: holding only these counts as empty (they are never touched)
+PLACEHOLDERS = frozenset({".gitkeep", ".keep", ".gitignore"})
 #: Files a run writes at the top of its folder (before the renderings).
 RUN_FILES = ("history.jsonl", "oracle.jsonl", "scenario.json", "results.json")
 #: The renderings, in the order they are written: ``report.json`` last.
@@ -93,7 +96,9 @@ class _Owned:
         if (folder / MARKER).exists() or (folder / MARKER).is_symlink():
             owned = cls.read(folder)
         else:
-            others = sorted(p.name for p in folder.iterdir())
+            # A placeholder that keeps an empty folder in version control
+            # (the project's own reports/.gitkeep) does not make it a user's.
+            others = sorted(p.name for p in folder.iterdir() if p.name not in PLACEHOLDERS)
             if others:
                 shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
                 raise _refuse(

@@ -23,7 +23,7 @@ from .. import nemesis
 from .._signals import shielded
 from ..adapters import Adapter
 from ..model import Scenario
-from ..nemesis import ScenarioError
+from ..nemesis import WORKER_TIMEOUT, ScenarioError
 from ._recorder import Coverage, HistoryRecorder
 from ._steps import STEPS, RunContext
 
@@ -47,7 +47,9 @@ class Interpreter:
         workdir: Path,
         *,
         history_name: str = "history.jsonl",
+        worker_timeout: float = WORKER_TIMEOUT,
     ) -> None:
+        self.worker_timeout = worker_timeout
         self.adapter = adapter
         self.scenario = scenario
         self.workdir = workdir
@@ -62,7 +64,13 @@ class Interpreter:
         with shielded():  # an interruption never leaves a half-made deployment
             env = self.adapter.open(self.workdir / "env", seed=self.scenario.seed)
         rec.env = env
-        ctx = RunContext(self.adapter, env, rec, {r.run_id: r for r in self.scenario.runs})
+        ctx = RunContext(
+            self.adapter,
+            env,
+            rec,
+            {r.run_id: r for r in self.scenario.runs},
+            worker_timeout=self.worker_timeout,
+        )
         try:
             rec.declaration(self.adapter)
             for step in self.scenario.steps:
@@ -83,12 +91,20 @@ class Interpreter:
 
 
 def run_scenario(
-    adapter: Adapter, scenario: Scenario, workdir: Path, *, history_name: str = "history.jsonl"
+    adapter: Adapter,
+    scenario: Scenario,
+    workdir: Path,
+    *,
+    history_name: str = "history.jsonl",
+    worker_timeout: float = WORKER_TIMEOUT,
 ) -> RunResult:
-    """Execute ``scenario`` in a fresh environment under ``workdir``.
+    """Execute ``scenario`` in a fresh environment under ``workdir``; a worker
+    still running after ``worker_timeout`` seconds is an adapter error.
 
     Raises :class:`ScenarioError`, before anything runs, if a step needs a
     capability ``adapter`` does not declare (:func:`harness.nemesis.validate`).
     """
     nemesis.validate(scenario, adapter)
-    return Interpreter(adapter, scenario, workdir, history_name=history_name).run()
+    return Interpreter(
+        adapter, scenario, workdir, history_name=history_name, worker_timeout=worker_timeout
+    ).run()

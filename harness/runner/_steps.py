@@ -34,7 +34,7 @@ from ..model import (
     StorageFault,
     Submit,
 )
-from ..nemesis import WORKER_TIMEOUT, ScenarioError
+from ..nemesis import WORKER_TIMEOUT, ScenarioError, wait_worker
 from ._recorder import HistoryRecorder
 
 MAX_QUIESCE_ROUNDS = 24
@@ -48,6 +48,7 @@ class RunContext:
     env: Environment
     recorder: HistoryRecorder
     runs: dict[str, RunSpec]
+    worker_timeout: float = WORKER_TIMEOUT
     paused: dict[str, WorkerHandle] = field(default_factory=dict)
     decided: set[str] = field(default_factory=set)
     _message_seq: int = 0
@@ -113,7 +114,7 @@ class RunContext:
 
     def await_worker(self, handle: WorkerHandle, crash: CrashSpec | None = None) -> WorkerExit:
         rec = self.recorder
-        exit_ = handle.wait(WORKER_TIMEOUT)
+        exit_ = wait_worker(handle, self.worker_timeout)
         # What the worker did (effects, transitions) happened before it ended,
         # and before a supervisor waits out its lease: record it first, so
         # that history order and virtual times say so.

@@ -28,7 +28,7 @@ from ..checkers import check_all
 from ..history import History
 from ..model import RunSpec, Scenario, Verdict
 from ..outcome import Example, Outcome
-from ..runner import run_scenario
+from ..runner import WORKER_TIMEOUT, run_scenario
 from ..scenarios import Universe, targeted
 from ..scenarios import scenarios as scenario_strategy
 
@@ -95,7 +95,13 @@ class Engine:
         key = free.model_copy(update={"name": ""}).model_dump_json()
         if key not in self._oracles:
             folder = self.workdir / f"oracle-{len(self._oracles)}"
-            result = run_scenario(self.adapter, free, folder, history_name="oracle.jsonl")
+            result = run_scenario(
+                self.adapter,
+                free,
+                folder,
+                history_name="oracle.jsonl",
+                worker_timeout=self._worker_timeout(),
+            )
             self._oracles[key] = result.history_path
         return self._oracles[key]
 
@@ -111,7 +117,9 @@ class Engine:
         self._n += 1
         folder = folder or self.workdir / f"example-{self._n}"
         oracle_path = self.oracle(scenario)
-        result = run_scenario(self.adapter, scenario, folder)
+        result = run_scenario(
+            self.adapter, scenario, folder, worker_timeout=self._worker_timeout()
+        )
         shutil.copyfile(oracle_path, folder / "oracle.jsonl")
         (folder / "scenario.json").write_text(scenario.model_dump_json(indent=2))
         history = History.load(result.history_path)
@@ -193,6 +201,13 @@ class Engine:
             self._sample(outcome, universe, remaining)
         self._shrink_all(outcome, universe, remaining)
         return self._finish(outcome, started)
+
+    def _worker_timeout(self) -> float:
+        """How long a worker may run before it is killed as stuck: two
+        minutes, or what is left of the budget, but never under 30 s (a
+        worker runs until nothing is runnable: seconds, not minutes)."""
+        left = self.settings.budget_seconds - (time.monotonic() - self._started)
+        return min(WORKER_TIMEOUT, max(30.0, left))
 
     def _over_budget(self) -> bool:
         return time.monotonic() - self._started > self.settings.budget_seconds

@@ -89,3 +89,22 @@ class _BadTarget(ToyEnvironment):
 class MisspelledTarget(ToyAdapter):
     def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
         return _BadTarget(workdir, self.keyed)
+
+
+class _Stuck(ToyEnvironment):
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        proc = shared_fork_server(["examples.minimal_adapter.adapter"]).spawn(
+            "harness.procs._selftest:sleep_forever",  # a worker that never exits
+            args={},
+            log=self.workdir / "workers.log",
+        )
+        worker = ForkServerWorker(worker_id, proc)
+        self.workers.append(worker)
+        return worker
+
+
+class StuckWorker(ToyAdapter):
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _Stuck(workdir, self.keyed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,31 @@ def test_bad_numbers_are_refused_before_anything_runs(
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert says in proc.stderr
     assert not (tmp_path / "r").exists(), "nothing runs, nothing is written"
+
+
+def test_a_worker_that_never_exits_is_killed_within_the_budget(tmp_path: Path) -> None:
+    """It was a traceback after 120 s, whatever --budget said."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            "--adapter",
+            "hostile_adapters:StuckWorker",
+            "--budget",
+            "10",
+            "--report-dir",
+            str(tmp_path / "r"),
+        ],
+        cwd=tmp_path,
+        env=_env({}),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "did not exit within 30 s" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert time.monotonic() - started < 100
