@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     "PROFILES": "harness._settings",
     "Adapter": "harness.adapters",
+    "AdapterError": "harness._errors",
     "BaseEnvironment": "harness.adapters",
     "CHECKERS": "harness.checkers",
     "Capability": "harness.adapters",
@@ -35,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "Example": "harness.outcome",
     "HarnessError": "harness._errors",
     "History": "harness.history",
+    "Interrupted": "harness._errors",
     "Observation": "harness.adapters",
     "Outcome": "harness.outcome",
     "Report": "harness.report",
@@ -64,6 +66,7 @@ __all__ = [
     "CHECKERS",
     "PROFILES",
     "Adapter",
+    "AdapterError",
     "BaseEnvironment",
     "Capability",
     "Declarations",
@@ -73,6 +76,7 @@ __all__ = [
     "Example",
     "HarnessError",
     "History",
+    "Interrupted",
     "Observation",
     "Outcome",
     "Report",
@@ -114,7 +118,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ._api import Session, run
-    from ._errors import HarnessError, UsageError
+    from ._errors import AdapterError, HarnessError, Interrupted, UsageError
     from ._settings import PROFILES, Settings, load_settings
     from .adapters import (
         Adapter,

@@ -17,6 +17,7 @@ import pytest
 EXPORTS: dict[str, list[str]] = {
     "harness": [
         "Adapter",
+        "AdapterError",
         "BaseEnvironment",
         "CHECKERS",
         "Capability",
@@ -27,6 +28,7 @@ EXPORTS: dict[str, list[str]] = {
         "Example",
         "HarnessError",
         "History",
+        "Interrupted",
         "Observation",
         "Outcome",
         "PROFILES",
@@ -101,6 +103,7 @@ EXPORTS: dict[str, list[str]] = {
         "race",
         "storage_fault",
         "validate",
+        "wait_worker",
         "world_kind",
     ],
     "harness.outcome": [
