@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._clock import Clock, FileClock, ManualClock, SystemClock
+from ._config import RuntimeConfig
 from ._errors import (
     ConcurrencyConflict,
     ConfigError,
@@ -37,7 +38,7 @@ from ._records import (
     Run,
     WorkingState,
 )
-from ._runtime import Runtime, RuntimeConfig, Worker
+from ._runtime import Runtime, Worker
 from ._services import CallContext, ExternalServices, ServiceCapabilities, ServiceResponse
 from ._states import TRANSITIONS, RunStatus, check_transition, is_legal
 

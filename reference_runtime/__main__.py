@@ -20,9 +20,10 @@ import sys
 from typing import Any
 
 from . import crashpoints
+from ._config import RuntimeConfig
 from ._errors import InputError, RuntimeFault, StorageUnavailable
 from ._inputs import MAX_BYTES, MAX_DEPTH, check_name, scan_depth
-from ._runtime import Runtime, RuntimeConfig
+from ._runtime import Runtime
 
 __doc__ = (__doc__ or "").format(depth=MAX_DEPTH, size=f"{MAX_BYTES:,}")
 

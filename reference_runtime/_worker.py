@@ -12,7 +12,8 @@ import os
 from typing import Any
 
 from . import crashpoints
-from ._runtime import Runtime, RuntimeConfig
+from ._config import RuntimeConfig
+from ._runtime import Runtime
 
 
 def main(args: dict[str, Any] | None = None) -> int:
