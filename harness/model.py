@@ -302,7 +302,7 @@ Step = Annotated[
 class Scenario(_Frozen):
     """A workload and a fault schedule: everything needed to replay a run."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = Field(SCHEMA_VERSION, ge=1)
     name: str = "scenario"
     seed: int = 0
     steps: tuple[Step, ...]

@@ -51,6 +51,8 @@ def load_report(folder: Path) -> Report:
     version = raw.get("schema_version", 0)
     if not isinstance(version, int) or isinstance(version, bool):
         raise RunFolderError(f"{path} has schema_version {version!r}, not an integer; {_RERUN}")
+    if version < 0:
+        raise RunFolderError(f"{path} has schema_version {version}, below 0; {_RERUN}")
     if version > REPORT_SCHEMA_VERSION:
         raise RunFolderError(
             f"{folder} was written by a newer harness (report schema {version}, this harness "

@@ -74,3 +74,10 @@ def test_a_property_counterexample_cannot_climb_out_of_the_folder(run_copy: Path
     proc = harness_cli("report", str(run_copy), cwd=run_copy)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "not a path inside the report folder" in proc.stderr
+
+
+def test_a_report_with_a_negative_schema_version_is_refused(run_copy: Path) -> None:
+    _edit(run_copy, schema_version=-1)
+    proc = harness_cli("report", str(run_copy), cwd=run_copy)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "schema_version -1, below 0" in proc.stderr

@@ -130,3 +130,14 @@ def test_a_scenario_file_needs_an_adapter_to_replay_against(tmp_path: Path) -> N
     proc = _harness("replay", str(FILES[0]), cwd=tmp_path)
     assert proc.returncode == 2
     assert "name the adapter to replay it against" in proc.stderr
+
+
+def test_a_negative_schema_version_is_refused(tmp_path: Path) -> None:
+    """Issue 13, defect 6: ``schema_version: -1`` was accepted."""
+    scenario = json.loads(FILES[0].read_text())
+    scenario["schema_version"] = -1
+    path = tmp_path / "minus.json"
+    path.write_text(json.dumps(scenario))
+    proc = _harness("replay", str(path), "--adapter", "reference", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "schema_version" in proc.stderr and "greater than or equal to 1" in proc.stderr
