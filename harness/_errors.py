@@ -9,10 +9,10 @@ exception), and a bug in the harness itself::
     │   ├── AdapterError               -- the adapter raised or broke the contract; exit 2
     │   │   └── AdapterLoadError       -- the adapter cannot be imported or is incomplete
     │   └── RunFolderError             -- a missing, corrupt or too-new run folder
-    ├── Interrupted                    -- SIGINT / SIGTERM stopped the run; exit 130 / 143
     └── HarnessBug (RuntimeError)      -- a bug in the harness: please file an issue
 
-Only a failed property exits 1.
+Only a failed property exits 1. ``Interrupted`` (SIGINT / SIGTERM; exit 130 /
+143) derives from BaseException, like KeyboardInterrupt.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ def is_adapter_fault(exc: BaseException) -> bool:
     )
 
 
-class Interrupted(HarnessError):
-    """A signal (SIGINT, SIGTERM) asked the run to stop."""
+class Interrupted(BaseException):
+    """A signal (SIGINT, SIGTERM) asked the run to stop. A BaseException, like
+    KeyboardInterrupt, so that no ``except Exception`` absorbs it."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(f"interrupted by signal {signum}")

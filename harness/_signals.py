@@ -79,3 +79,12 @@ def interrupted() -> int | None:
     """The signal that interrupted this run, if one did."""
     got: int | None = _state["got"]
     return got
+
+
+def check_interrupted() -> None:
+    """Raise :class:`Interrupted` if a signal came and was lost on the way (a
+    handler's exception raised where Python ignores it, such as inside an
+    ``isinstance`` check): the runner and the engine call this between steps."""
+    got = _state["got"]
+    if got is not None and not _state["shield"]:
+        raise Interrupted(got)

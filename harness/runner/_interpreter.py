@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import nemesis
-from .._signals import shielded
+from .._signals import check_interrupted, shielded
 from ..adapters import Adapter
 from ..model import Scenario
 from ..nemesis import WORKER_TIMEOUT, ScenarioError
@@ -74,6 +74,7 @@ class Interpreter:
         try:
             rec.declaration(self.adapter)
             for step in self.scenario.steps:
+                check_interrupted()
                 handler = STEPS.get(type(step))
                 if handler is None:  # pragma: no cover - the Step union is closed
                     raise ScenarioError(f"unknown step {step!r}")

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from .._errors import HarnessError
 from .._janitor import scratch_dir, sweep_folders
 from .._settings import Settings
-from .._signals import shielded
+from .._signals import check_interrupted, shielded
 from ..adapters._contract import Adapter
 from ..checkers import check_all
 from ..history import History
@@ -250,6 +250,7 @@ class Engine:
             raise fatal[0]
 
     def _search_step(self, outcome: Outcome, scenario: Scenario, *, sampled: bool) -> Example:
+        check_interrupted()
         example = self._run_cached(outcome, scenario)
         outcome.searched += 1
         for name in self._failed(example):
