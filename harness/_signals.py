@@ -75,12 +75,6 @@ def shielded() -> Iterator[None]:
             raise Interrupted(pending)
 
 
-def interrupted() -> int | None:
-    """The signal that interrupted this run, if one did."""
-    got: int | None = _state["got"]
-    return got
-
-
 def check_interrupted() -> None:
     """Raise :class:`Interrupted` if a signal came and was lost on the way (a
     handler's exception raised where Python ignores it, such as inside an

@@ -113,8 +113,6 @@ class _Guarded:
     """Forwards attribute reads and writes to the wrapped object; calls to its
     methods go through :func:`call` and the checks above."""
 
-    _kind = "object"
-
     def __init__(self, inner: Any) -> None:
         object.__setattr__(self, "_inner", inner)
 
