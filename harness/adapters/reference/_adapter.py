@@ -16,8 +16,10 @@ from reference_runtime import TRANSITIONS, MemoryRecord, Provenance, Runtime
 from reference_runtime import crashpoints as cp
 from reference_runtime._records import DEFAULT_TRUST
 from reference_runtime._workflows import Registry, upgrade_approval
+from reference_runtime.store._urls import redact
 
-from ..._janitor import sweep
+from ..._errors import AdapterLoadError
+from ..._janitor import CONNECT_TIMEOUT, sweep
 from ...model import CrashSpec, RunSpec, RunState
 from .._contract import (
     Capability,
@@ -417,12 +419,50 @@ class ReferenceEnvironment:
 _swept: set[tuple[str | None, str | None]] = set()
 
 
+def _reach(option: str, url: str) -> None:
+    """Connect to the server ``url`` names once, or say which option is wrong.
+
+    Every worker, observer and sweep would otherwise fail on its own, deep in
+    a run, with the client library's traceback."""
+    try:
+        if option == "postgres_url":
+            import psycopg
+
+            psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT).close()
+        else:
+            import redis
+
+            client = redis.Redis.from_url(
+                url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT
+            )
+            try:
+                client.ping()
+            finally:
+                client.close()
+    except Exception as exc:
+        example = (
+            "postgresql://user@127.0.0.1:5432/test"
+            if option == "postgres_url"
+            else "redis://127.0.0.1:6379/0"
+        )
+        raise AdapterLoadError(
+            f"{option}={redact(url)!r}: cannot use it ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())}); check the URL (e.g. {example}) and that the "
+            "server is up and reachable from here"
+        ) from exc
+
+
 def _sweep_once(postgres_url: str | None, redis_url: str | None) -> None:
-    """Drop schemas and keys of harness processes that were killed before they
-    could clean up (once per process and service pair)."""
+    """Check that the servers answer, then drop schemas and keys of harness
+    processes that were killed before they could clean up (once per process
+    and service pair)."""
     key = (postgres_url, redis_url)
     if key in _swept or key == (None, None):
         return
+    if postgres_url:
+        _reach("postgres_url", postgres_url)
+    if redis_url:
+        _reach("redis_url", redis_url)
     _swept.add(key)
     sweep(postgres_url, redis_url)
 
