@@ -28,6 +28,7 @@ from .adapters import Adapter
 from .adapters._guard import guard
 from .adapters._loading import load_adapter, validate_adapter
 from .model import Scenario
+from .nemesis import worker_timeout
 from .outcome import Outcome
 from .report import Report, build_report, claim_report_folder, not_tested, write_run
 from .report._folder import keep_file
@@ -117,9 +118,7 @@ class Session:
         self._log = log or (lambda _line: None)
         self._progress = progress
 
-    def run(
-        self, *, exhaustive: str | None = None, regressions: Sequence[Scenario] = ()
-    ) -> Report:
+    def run(self, *, exhaustive: str | None = None, regressions: Sequence[Scenario] = ()) -> Report:
 
         report_dir = Path(self.settings.report_dir)
         # Before anything runs: a folder the harness may not write is refused
@@ -145,6 +144,8 @@ class Session:
             max_episodes=settings.max_episodes,
             # The sites right before effects serve only the targeted schedules.
             aim_effects=settings.targeted and settings.mode == "search",
+            # A profiling worker that never exits is stuck past the budget too.
+            worker_timeout=worker_timeout(settings.budget_seconds),
         )
         self._log(
             f"harness: adapter {adapter.name} {adapter.describe()}, profile {settings.profile}, "

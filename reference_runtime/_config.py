@@ -18,6 +18,12 @@ from ._clock import Clock, FileClock, SystemClock
 from ._errors import ConfigError
 from ._workflows import CURRENT_CODE_VERSION
 
+#: an external call is started only with at least this many seconds of lease left
+LEASE_MARGIN = 1.0
+#: the shortest lease that leaves a worker time to call out after the margin:
+#: with less, every attempt to call gives up and the run never moves on
+MIN_LEASE_SECONDS = 2 * LEASE_MARGIN
+
 
 def _parse_keys(spec: str) -> dict[str, bytes]:
     keys: dict[str, bytes] = {}
@@ -78,8 +84,12 @@ class RuntimeConfig:
             raise ConfigError("queue='redis' needs redis_url (or RR_REDIS_URL)")
         if not (self.clock == "system" or self.clock.startswith("file:")) or self.clock == "file:":
             raise ConfigError(f"clock must be 'system' or 'file:PATH', got {self.clock!r}")
-        if self.lease_seconds <= 0:
-            raise ConfigError(f"lease_seconds must be positive, got {self.lease_seconds}")
+        if not self.lease_seconds >= MIN_LEASE_SECONDS:  # NaN too
+            raise ConfigError(
+                f"lease_seconds must be at least {MIN_LEASE_SECONDS:g}, got {self.lease_seconds}: "
+                f"an external call needs {LEASE_MARGIN:g} s of lease left when it starts, so a "
+                "shorter lease never lets a worker call out"
+            )
         if self.connection_name is not None and not _CONNECTION_NAME.fullmatch(
             self.connection_name
         ):

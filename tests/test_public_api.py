@@ -104,6 +104,7 @@ EXPORTS: dict[str, list[str]] = {
         "storage_fault",
         "validate",
         "wait_worker",
+        "worker_timeout",
         "world_kind",
     ],
     "harness.outcome": [

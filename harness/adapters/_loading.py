@@ -38,6 +38,7 @@ def _reference(opts: Mapping[str, str]) -> Adapter:
         raise AdapterLoadError(f"queue={queue!r}: choose store or redis")
     from reference_runtime import ConfigError
     from reference_runtime._bugs import parse_bugs
+    from reference_runtime._config import MIN_LEASE_SECONDS
 
     try:
         # bug=NAME or bug=NAME,NAME: seeded bugs of the reference runtime
@@ -55,10 +56,11 @@ def _reference(opts: Mapping[str, str]) -> Adapter:
         lease = float(opts.get("lease_seconds", "30"))
     except ValueError as exc:
         raise AdapterLoadError(f"lease_seconds={opts['lease_seconds']!r} is not a number") from exc
-    if not math.isfinite(lease) or not 0.05 <= lease <= 86_400:
+    if not math.isfinite(lease) or not MIN_LEASE_SECONDS <= lease <= 86_400:
         raise AdapterLoadError(
             f"lease_seconds={opts['lease_seconds']!r} is out of range: a worker's lease must "
-            "be a finite number of seconds from 0.05 to 86400"
+            f"be a finite number of seconds from {MIN_LEASE_SECONDS:g} to 86400 (the runtime "
+            "starts an external call only with a second of lease left)"
         )
     return ReferenceAdapter(
         backend, queue, postgres_url=pg, redis_url=rd, lease_seconds=lease, bugs=bugs

@@ -33,6 +33,7 @@ from ._processes import (
     kill_worker,
     race,
     wait_worker,
+    worker_timeout,
 )
 from ._storage import cancel, storage_fault
 from ._validate import needs, validate
@@ -57,5 +58,6 @@ __all__ = [
     "storage_fault",
     "validate",
     "wait_worker",
+    "worker_timeout",
     "world_kind",
 ]

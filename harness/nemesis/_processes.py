@@ -20,6 +20,13 @@ from ._context import ScenarioError, StepContext
 WORKER_TIMEOUT = 120.0
 
 
+def worker_timeout(budget_left: float) -> float:
+    """How long a worker may run before it is killed as stuck: two minutes,
+    or what is left of the budget, but never under 30 s (a worker runs until
+    nothing is runnable: seconds, not minutes)."""
+    return min(WORKER_TIMEOUT, max(30.0, budget_left))
+
+
 def wait_worker(handle: WorkerHandle, timeout: float) -> WorkerExit:
     """Wait for ``handle`` to end or stop; a worker still running after
     ``timeout`` is killed and reported as the adapter's fault (a worker must

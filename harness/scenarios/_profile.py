@@ -25,6 +25,7 @@ from typing import Any
 from .._janitor import scratch
 from ..adapters import Adapter, WorkflowSpec
 from ..model import RunSpec, RunState
+from ..nemesis import WORKER_TIMEOUT, wait_worker
 from ..world import FaultRule
 
 #: worker rounds a profile runs at most (a workflow with one approval needs 2)
@@ -70,9 +71,12 @@ def _traceable(env: Any) -> bool:
     return hasattr(env, "crash_point_trace") and bool(env.crash_points())
 
 
-def _drive(env: Any, workflow: WorkflowSpec) -> tuple[list[list[tuple[str, int]]], int | None]:
+def _drive(
+    env: Any, workflow: WorkflowSpec, timeout: float
+) -> tuple[list[list[tuple[str, int]]], int | None]:
     """Submit one run, run worker rounds delivering its decision after each.
-    Returns the trace per round and the round after the first decision."""
+    Returns the trace per round and the round after the first decision. A
+    worker still running after ``timeout`` seconds is an adapter error."""
     env.trace_crash_points = True
     env.submit(
         RunSpec(run_id="p1", tenant="acme", workflow=workflow.name, input=dict(workflow.inputs[0]))
@@ -81,7 +85,7 @@ def _drive(env: Any, workflow: WorkflowSpec) -> tuple[list[list[tuple[str, int]]
     resume: int | None = None
     seen = 0
     for i in range(ROUNDS):
-        env.start_worker(f"profile-{i}").wait(60.0)
+        wait_worker(env.start_worker(f"profile-{i}"), timeout)
         trace = env.crash_point_trace()
         rounds.append([(site, n) for _worker, site, n in trace[seen:]])
         seen = len(trace)
@@ -98,13 +102,13 @@ def _drive(env: Any, workflow: WorkflowSpec) -> tuple[list[list[tuple[str, int]]
 
 
 def _effect_site(
-    adapter: Adapter, workflow: WorkflowSpec, effect: str, workdir: Path
+    adapter: Adapter, workflow: WorkflowSpec, effect: str, workdir: Path, timeout: float
 ) -> EffectSite | None:
     service, _, action = effect.partition(".")
     env: Any = adapter.open(workdir, seed=0)
     try:
         env.world.arm(FaultRule(service, nth=1, mode="kill_before_apply", action=action or None))
-        rounds, _ = _drive(env, workflow)
+        rounds, _ = _drive(env, workflow, timeout)
         if not env.world.fired():
             return None
         # The kill ends the profile: the killed worker is the last that traced.
@@ -118,17 +122,22 @@ def _effect_site(
 
 
 def profile_workflow(
-    adapter: Adapter, workflow: WorkflowSpec, *, effects: bool = True
+    adapter: Adapter,
+    workflow: WorkflowSpec,
+    *,
+    effects: bool = True,
+    worker_timeout: float = WORKER_TIMEOUT,
 ) -> WorkflowProfile:
     """Profile one workflow (empty when the environment cannot trace). With
     ``effects`` false, the sites right before each effect are not looked for
-    (one run fewer per effect; only the targeted schedules use them)."""
+    (one run fewer per effect; only the targeted schedules use them). A
+    worker still running after ``worker_timeout`` is an adapter error."""
     with scratch("profile") as tmp:
         env: Any = adapter.open(Path(tmp) / "free", seed=0)
         try:
             if not _traceable(env):
                 return WorkflowProfile(workflow.name)
-            rounds, resume = _drive(env, workflow)
+            rounds, resume = _drive(env, workflow, worker_timeout)
         finally:
             env.close()
         hits: dict[str, int] = {}
@@ -137,7 +146,9 @@ def profile_workflow(
                 hits[site] = max(hits.get(site, 0), n)
         sites = []
         for i, effect in enumerate(workflow.effects if effects else ()):
-            found = _effect_site(adapter, workflow, effect, Path(tmp) / f"effect-{i}")
+            found = _effect_site(
+                adapter, workflow, effect, Path(tmp) / f"effect-{i}", worker_timeout
+            )
             if found is not None:
                 sites.append(found)
     return WorkflowProfile(

@@ -12,6 +12,7 @@ from .._janitor import scratch
 from ..adapters import STORAGE_KINDS, Adapter, Capability, WorkflowSpec
 from ..adapters._contract import offered_storage_kinds
 from ..model import RunSpec, StorageKind
+from ..nemesis import WORKER_TIMEOUT
 from ._profile import WorkflowProfile, profile_workflow
 
 TENANTS = ("acme", "globex")
@@ -116,11 +117,13 @@ def probe_universe(
     max_runs: int = 3,
     max_episodes: int = 4,
     aim_effects: bool = True,
+    worker_timeout: float = WORKER_TIMEOUT,
 ) -> Universe:
     """What ``adapter`` offers, read from one throwaway environment, with a
     site profile per workflow. ``aim_effects`` also looks for the site right
     before each effect (the targeted schedules need it; a sampled-only or
-    exhaustive run does not)."""
+    exhaustive run does not). A profiling worker still running after
+    ``worker_timeout`` seconds is an adapter error."""
     with scratch("probe") as tmp:
         env = adapter.open(Path(tmp) / "env", seed=0)
         try:
@@ -130,7 +133,8 @@ def probe_universe(
         finally:
             env.close()
     profiles = {
-        wf.name: profile_workflow(adapter, wf, effects=aim_effects) for wf in adapter.workflows()
+        wf.name: profile_workflow(adapter, wf, effects=aim_effects, worker_timeout=worker_timeout)
+        for wf in adapter.workflows()
     }
     return Universe(
         site_hits={k: p.hits for k, p in profiles.items() if p.hits},

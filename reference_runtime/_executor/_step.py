@@ -21,6 +21,7 @@ from typing import Any, NoReturn, Protocol
 from .. import crashpoints as cp
 from .._artifacts import ArtifactStore
 from .._clock import Clock
+from .._config import LEASE_MARGIN
 from .._records import (
     Approval,
     ArtifactRef,
@@ -48,7 +49,7 @@ class Yield(Exception):
 class ExecutorSettings:
     lease_seconds: float = 30.0
     #: an external call is made only if at least this much lease time remains
-    lease_margin: float = 1.0
+    lease_margin: float = LEASE_MARGIN
     max_attempts: int = 5
     retry_backoff: float = 1.0
     max_steps_per_claim: int = 64

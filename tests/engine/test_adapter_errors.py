@@ -93,6 +93,8 @@ def test_a_module_that_fails_on_import_is_an_adapter_error(tmp_path: Path) -> No
         (["--budget", "0"], "budget=0.0 is out of range"),
         (["--adapter-opt", "lease_seconds=-5"], "lease_seconds='-5' is out of range"),
         (["--adapter-opt", "lease_seconds=nan"], "lease_seconds='nan' is out of range"),
+        # shorter than the margin an external call needs: the run never moved on
+        (["--adapter-opt", "lease_seconds=0.5"], "lease_seconds='0.5' is out of range"),
     ],
 )
 def test_bad_numbers_are_refused_before_anything_runs(

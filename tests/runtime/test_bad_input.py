@@ -301,3 +301,21 @@ def test_the_cli_cancels_a_waiting_run_once_and_refuses_an_unknown_one(d: Deploy
     assert "no run 'ghost' in this store" in ghost.stderr
     assert "Traceback" not in ghost.stderr
     assert store_state(d) == before
+
+
+@pytest.mark.parametrize("lease", [0.5, 1.0, 1.999, float("nan"), 0.0, -5.0])
+def test_a_lease_too_short_to_call_out_is_a_config_error(lease: float) -> None:
+    """With a lease no longer than the margin an external call needs, every
+    attempt to call gave up and re-queued the run: 20,000 claims a worker,
+    and a harness profile that ran for minutes (issue 13)."""
+    with pytest.raises(ConfigError, match="lease_seconds must be at least 2"):
+        RuntimeConfig(store_url="sqlite:///unused.db", lease_seconds=lease)
+
+
+def test_the_shortest_lease_still_lets_an_approved_refund_pay_out(
+    make_deployment: Factory,
+) -> None:
+    d = make_deployment(lease_seconds=2.0)
+    d.submit("refund", REFUND, tenant="acme", run_id="r1")
+    assert d.drive("r1") == "Completed"
+    assert [e.action for e in d.world.effects("payments")] == ["refund"]
