@@ -44,6 +44,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ._signals import shielded
+
 #: scratch folders, Postgres schemas and Redis key prefixes start with these
 FOLDER_PREFIX = "harness-"
 SCHEMA_PREFIX = "rr_"
@@ -84,26 +86,42 @@ def scratch_dir(kind: str = "run", root: Path | None = None) -> Path:
     owned by this process until :func:`remove_scratch` or its death."""
     _forget_removed()
     base = root or Path(tempfile.gettempdir())
-    path = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{kind}-", dir=base))
-    # Locked under a private name, then renamed into place: a sweeper never
-    # finds the lock file unlocked (until then the folder is lock-less and
-    # young, which it leaves alone too).
-    pending = path / f"{LOCK_NAME}.{os.getpid()}"
-    fd = os.open(pending, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    os.rename(pending, path / LOCK_NAME)
-    with _held_lock:
-        _held[path] = fd
+    # Shielded: an interruption between mkdtemp and the lock would leave a
+    # folder no sweeper could ever claim.
+    with shielded():
+        path = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{kind}-", dir=base))
+        # Locked under a private name, then renamed into place: a sweeper never
+        # finds the lock file unlocked (until then the folder is lock-less and
+        # young, which it leaves alone too).
+        pending = path / f"{LOCK_NAME}.{os.getpid()}"
+        fd = os.open(pending, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(pending, path / LOCK_NAME)
+        with _held_lock:
+            _held[path] = fd
     return path
 
 
 def remove_scratch(path: Path) -> None:
-    """Remove a folder made by :func:`scratch_dir` and give up its lock."""
-    shutil.rmtree(path, ignore_errors=True)
-    with _held_lock:
-        fd = _held.pop(path, None)
-    if fd is not None:
-        os.close(fd)
+    """Remove a folder made by :func:`scratch_dir` and give up its lock.
+
+    The lock file goes last, and the whole removal is shielded from an
+    interruption: a folder cut halfway would otherwise be left without its
+    lock file, which no sweeper claims."""
+    with shielded():
+        with contextlib.suppress(OSError):
+            for child in list(path.iterdir()):
+                if child.name == LOCK_NAME:
+                    continue
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+        shutil.rmtree(path, ignore_errors=True)
+        with _held_lock:
+            fd = _held.pop(path, None)
+        if fd is not None:
+            os.close(fd)
 
 
 @contextlib.contextmanager

@@ -107,3 +107,30 @@ def test_a_schema_lease_excludes_a_second_owner_and_is_free_after_release(
     finally:
         lease.release()
     _janitor.SchemaLease(postgres_url, name).release()
+
+
+def test_a_signal_during_scratch_removal_waits_until_the_folder_is_gone(tmp_path: Path) -> None:
+    """A SIGTERM while a profile's scratch folder was being removed cut the
+    ``rmtree`` after it had deleted the lock file: the rest of the folder was
+    left lock-less, swept only an hour later (issue 13). Now the removal
+    finishes first (and the lock file goes last), then the run stops."""
+    import threading
+
+    from harness._errors import Interrupted
+    from harness._signals import handling_signals
+
+    with handling_signals():
+        path = _janitor.scratch_dir("profile", root=tmp_path)
+        for i in range(200):
+            sub = path / f"d{i}"
+            sub.mkdir()
+            for j in range(100):
+                (sub / f"f{j}").touch()
+        threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        started = time.monotonic()
+        with pytest.raises(Interrupted):
+            _janitor.remove_scratch(path)
+            time.sleep(5)  # the signal came after the removal: still raised
+        took = time.monotonic() - started
+    assert not path.exists(), sorted(p.name for p in path.iterdir())[:5]
+    assert took < 5, "the signal arrived during the removal, as intended"
