@@ -27,8 +27,9 @@ from ..adapters._contract import Adapter
 from ..checkers import check_all
 from ..history import History
 from ..model import RunSpec, Scenario, Verdict
+from ..nemesis import worker_timeout
 from ..outcome import Example, Outcome
-from ..runner import WORKER_TIMEOUT, run_scenario
+from ..runner import run_scenario
 from ..scenarios import Universe, targeted
 from ..scenarios import scenarios as scenario_strategy
 
@@ -117,9 +118,7 @@ class Engine:
         self._n += 1
         folder = folder or self.workdir / f"example-{self._n}"
         oracle_path = self.oracle(scenario)
-        result = run_scenario(
-            self.adapter, scenario, folder, worker_timeout=self._worker_timeout()
-        )
+        result = run_scenario(self.adapter, scenario, folder, worker_timeout=self._worker_timeout())
         shutil.copyfile(oracle_path, folder / "oracle.jsonl")
         (folder / "scenario.json").write_text(scenario.model_dump_json(indent=2))
         history = History.load(result.history_path)
@@ -190,7 +189,7 @@ class Engine:
         self._stop = False
 
         for scenario in aimed:
-            if self._over_budget() and outcome.searched > 0:
+            if self.over_budget() and outcome.searched > 0:
                 outcome.budget_cut = True
                 break
             self._search_step(outcome, scenario, sampled=False)
@@ -203,13 +202,10 @@ class Engine:
         return self._finish(outcome, started)
 
     def _worker_timeout(self) -> float:
-        """How long a worker may run before it is killed as stuck: two
-        minutes, or what is left of the budget, but never under 30 s (a
-        worker runs until nothing is runnable: seconds, not minutes)."""
-        left = self.settings.budget_seconds - (time.monotonic() - self._started)
-        return min(WORKER_TIMEOUT, max(30.0, left))
+        return worker_timeout(self.settings.budget_seconds - (time.monotonic() - self._started))
 
-    def _over_budget(self) -> bool:
+    def over_budget(self) -> bool:
+        """Whether the run has spent its --budget (counted from the engine's start)."""
         return time.monotonic() - self._started > self.settings.budget_seconds
 
     def _hypothesis_settings(self, max_examples: int, shrink: bool) -> settings:
@@ -227,12 +223,13 @@ class Engine:
     def _sample(self, outcome: Outcome, universe: Universe, remaining: int) -> None:
         """The sampled part of the search: generation only, never raising, so
         every property goes on being judged after a failure."""
+
         @self._hypothesis_settings(remaining, shrink=False)
         @given(scenario_strategy(universe))
         def probe(scenario: Scenario) -> None:
             if self._stop:
                 return
-            if self._over_budget():
+            if self.over_budget():
                 outcome.budget_cut = True
                 self._stop = True
                 return
@@ -291,7 +288,7 @@ class Engine:
                 outcome.counterexamples[name] = shared
                 continue
             best = first
-            if sampled and self.shrink and not self._over_budget():
+            if sampled and self.shrink and not self.over_budget():
                 best = self._shrink(outcome, universe, name, sampled_max) or first
             outcome.counterexamples[name] = best
 
@@ -312,7 +309,7 @@ class Engine:
             if known is None:
                 # Before the first failure is replayed, a scenario the search
                 # never ran means the replay diverged: run nothing new.
-                if not state["found"] or self._over_budget():
+                if not state["found"] or self.over_budget():
                     return
                 example = self._run_cached(outcome, scenario)
                 known = self._known[key]
@@ -355,4 +352,3 @@ class Engine:
         if self._own_workdir:
             with shielded():
                 shutil.rmtree(self.workdir, ignore_errors=True)
-

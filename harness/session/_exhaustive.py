@@ -34,11 +34,19 @@ def run_exhaustive(engine: Engine, universe: Universe, workflow: str) -> Outcome
     started = time.monotonic()
     sites = list(universe.crash_points)
     nth = 1
-    while sites and nth <= 8:
+    while sites and nth <= 8 and not outcome.budget_cut:
         still_firing = set()
-        for scenario in exhaustive(run_spec, sites, nth):
+        planned = list(exhaustive(run_spec, sites, nth))
+        for i, scenario in enumerate(planned):
+            if engine.over_budget() and outcome.searched > 0:
+                # What this round still had is known; later rounds are not
+                # (they depend on which sites fire), so this is a lower bound.
+                outcome.budget_cut = True
+                outcome.planned = outcome.searched + len(planned) - i
+                break
             example = engine.execute(scenario)
             engine.account(outcome, example)
+            outcome.searched += 1
             site = scenario.steps[1].crash or scenario.steps[3].crash  # type: ignore[union-attr]
             if example.coverage.fired.get("crash_point") and site is not None:
                 still_firing.add(site.site)

@@ -64,7 +64,7 @@ def run_random_kill(engine: Engine, universe: Universe) -> Outcome:
     outcome.families = []
     started = time.monotonic()
     timing: dict[str, float] = {}
-    while outcome.examples < s.max_examples and time.monotonic() - started < s.budget_seconds:
+    while outcome.examples < s.max_examples and not (outcome.examples and engine.over_budget()):
         runs = random_workload(rng, universe)
         workload = Scenario(name="random-kill", steps=(*(Submit(run=r) for r in runs), Quiesce()))
         key = workload.model_dump_json()
@@ -90,5 +90,9 @@ def run_random_kill(engine: Engine, universe: Universe) -> Outcome:
             outcome.stopped_on_first = True
             break
         engine.keep_last(example)
+    outcome.searched = outcome.examples
+    if not outcome.failure and outcome.examples < s.max_examples:
+        outcome.budget_cut = True  # the loop ended on the budget
+        outcome.planned = s.max_examples
     outcome.seconds = time.monotonic() - started
     return outcome

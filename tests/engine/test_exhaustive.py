@@ -47,3 +47,20 @@ def test_exhaustive_mode_names_the_workflows_when_given_an_unknown_one(tmp_path:
     proc = harness_cli("run", "--adapter", "reference", "--exhaustive", "nope", cwd=tmp_path)
     assert proc.returncode == 2
     assert "refund" in proc.stderr and "nope" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "mode", [["--exhaustive", "refund"], ["--mode", "random-kill", "--max-examples", "500"]]
+)
+def test_a_budget_cut_is_honoured_and_said_in_every_mode(mode: list[str], tmp_path: Path) -> None:
+    """--exhaustive ran its ~200 scenarios whatever --budget said, and
+    random-kill stopping on the budget still passed (issue 13)."""
+    proc = harness_cli(
+        "run", "--adapter", "reference", *mode, "--budget", "2", "--report-dir", str(tmp_path),
+        cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["verdict"] == "unknown"
+    assert any("the budget ended the search" in r for r in report["inconclusive"]), report
+    assert 0 < report["scenarios"] < 100
