@@ -25,6 +25,23 @@ _RERUN = "run `harness run --report-dir DIR` again to write a fresh one"
 REPORT_FILES = ("report.json", "report.html", "junit.xml", "summary.md")
 
 
+def _read_json(folder: Path, path: Path) -> Any:
+    """The JSON document at ``path`` of the run folder ``folder``, or a
+    :class:`RunFolderError` saying what is wrong with it."""
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise RunFolderError(
+            f"{folder} is not a complete run folder: {path.name} is missing; {_RERUN}"
+        ) from exc
+    except OSError as exc:  # a directory, no permission, an I/O error
+        raise RunFolderError(f"cannot read {path} ({exc.strerror or exc}); {_RERUN}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunFolderError(f"{path} is corrupt ({exc}); {_RERUN}") from exc
+    except RecursionError as exc:
+        raise RunFolderError(f"{path} is nested too deeply to be a harness file; {_RERUN}") from exc
+
+
 def load_report(folder: Path) -> Report:
     """The report kept in ``folder``, validated.
 
@@ -35,14 +52,7 @@ def load_report(folder: Path) -> Report:
     if not folder.is_dir():
         raise RunFolderError(f"{folder} is not a folder; give the --report-dir of a harness run")
     path = folder / "report.json"
-    try:
-        raw: Any = json.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise RunFolderError(
-            f"{folder} is not a complete run folder: report.json is missing; {_RERUN}"
-        ) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunFolderError(f"{path} is corrupt ({exc}); {_RERUN}") from exc
+    raw = _read_json(folder, path)
     adapter = raw.get("adapter") if isinstance(raw, dict) else None
     if not isinstance(adapter, dict) or not isinstance(adapter.get("spec"), str):
         raise RunFolderError(f"{path} is not a harness report (no adapter.spec); {_RERUN}")
@@ -75,14 +85,7 @@ def load_scenario(folder: Path) -> Scenario:
     """The kept scenario of ``folder`` (the counterexample when the run failed),
     checked like :func:`load_report`."""
     path = folder / "scenario.json"
-    try:
-        raw: Any = json.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise RunFolderError(
-            f"{folder} is not a complete run folder: scenario.json is missing; {_RERUN}"
-        ) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunFolderError(f"{path} is corrupt ({exc}); {_RERUN}") from exc
+    raw = _read_json(folder, path)
     version = raw.get("schema_version", SCHEMA_VERSION) if isinstance(raw, dict) else 0
     if isinstance(version, int) and version > SCHEMA_VERSION:
         raise RunFolderError(
@@ -123,7 +126,7 @@ def load_results(path: Path) -> list[PropertyResult]:
     """The checker results kept at ``path`` (``results.json``); empty if absent
     or unreadable (they only add witnesses to a rendering)."""
     try:
-        raw = json.loads(path.read_text())
+        raw = json.loads(path.read_bytes())
         return [PropertyResult.model_validate(r) for r in raw]
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):
         return []

@@ -66,3 +66,28 @@ def test_a_report_renders_without_its_history_and_says_so(run_copy: Path) -> Non
     assert proc.returncode == 1, proc.stdout + proc.stderr
     html = (run_copy / "report.html").read_text()
     assert "history of this scenario was not kept" in html
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [("report", "report.json"), ("replay", "report.json"), ("replay", "scenario.json")],
+)
+def test_a_run_file_that_cannot_be_read_is_refused_with_exit_2(
+    command: str, name: str, run_copy: Path
+) -> None:
+    """Found by the CLI fuzz: a report.json that is a directory escaped as an
+    IsADirectoryError traceback from ``harness report``."""
+    (run_copy / name).unlink()
+    (run_copy / name).mkdir()
+    proc = harness_cli(command, str(run_copy), cwd=run_copy)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"cannot read {run_copy / name} (Is a directory)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["report", "replay"])
+def test_a_deeply_nested_report_json_is_refused_with_exit_2(command: str, run_copy: Path) -> None:
+    (run_copy / "report.json").write_text("[" * 100_000 + "]" * 100_000)
+    proc = harness_cli(command, str(run_copy), cwd=run_copy)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
