@@ -259,9 +259,10 @@ def _replay_adapter(
     spec, opts = stored.adapter.spec, dict(stored.adapter.options)
     if spec in BUILTIN:
         return spec, opts
-    shown = " ".join(["--adapter", shlex.quote(spec)] + [
-        f"--adapter-opt {shlex.quote(f'{k}={v}')}" for k, v in sorted(opts.items())
-    ])
+    shown = " ".join(
+        ["--adapter", shlex.quote(spec)]
+        + [f"--adapter-opt {shlex.quote(f'{k}={v}')}" for k, v in sorted(opts.items())]
+    )
     if not getattr(ns, "trust_adapter", False):
         raise UsageError(
             f"{folder / 'report.json'} records adapter {spec!r}, which is not built in, and "

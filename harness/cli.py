@@ -151,8 +151,9 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
             print(f"harness: the adapter's traceback is in {exc.saved_to}", file=sys.stderr)
         elif exc.detail:
             last = exc.detail.strip().splitlines()
-            print(f"harness: where: {' | '.join(line.strip() for line in last[-3:])}",
-                  file=sys.stderr)
+            print(
+                f"harness: where: {' | '.join(line.strip() for line in last[-3:])}", file=sys.stderr
+            )
         return EXIT_USAGE
     except UsageError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)

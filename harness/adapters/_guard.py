@@ -165,4 +165,3 @@ def guard(adapter: Any) -> Any:
     if isinstance(adapter, _Guarded):
         return adapter
     return GuardedAdapter(adapter)
-

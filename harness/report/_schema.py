@@ -124,9 +124,7 @@ class Counterexample(_Frozen):
         default_factory=list, description="the properties whose minimal counterexample this is"
     )
     replay: str = Field(description="the shell command that replays it")
-    history: InsidePath = Field(
-        "history.jsonl", description="its history, relative to the report"
-    )
+    history: InsidePath = Field("history.jsonl", description="its history, relative to the report")
 
 
 class OtherFailure(_Frozen):
@@ -138,9 +136,7 @@ class OtherFailure(_Frozen):
     )
     steps: list[str]
     replay: str | None = Field(None, description="the shell command that replays it")
-    folder: InsidePath | None = Field(
-        None, description="where it is kept, relative to the report"
-    )
+    folder: InsidePath | None = Field(None, description="where it is kept, relative to the report")
 
 
 class Report(_Frozen):
@@ -218,4 +214,3 @@ def report_schema() -> dict[str, Any]:
 def report_schema_text() -> str:
     """The shipped ``report.schema.json``'s exact text."""
     return json.dumps(report_schema(), indent=2, sort_keys=True) + "\n"
-
