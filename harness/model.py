@@ -190,12 +190,16 @@ class Approve(_Frozen):
     signature), ``wrong_role``, ``wrong_params`` (signed, for other parameters).
     ``copies`` > 1 delivers the same message again (same message id);
     ``fresh_copies`` > 0 delivers further distinct messages with the same decision.
-    Nothing is delivered if the run does not wait for an approval.
+    ``decision``: ``planned`` (the run's own) or ``opposite`` (the other one:
+    a forged message that approves what the approver will reject tells a
+    runtime that trusts it from one that checks). Nothing is delivered if the
+    run does not wait for an approval.
     """
 
     op: Literal["approve"] = "approve"
     run_id: str
     variant: Literal["valid", "forged", "wrong_role", "wrong_params"] = "valid"
+    decision: Literal["planned", "opposite"] = "planned"
     copies: int = 1
     fresh_copies: int = 0
 

@@ -19,6 +19,8 @@ def approve(ctx: StepContext, step: Approve) -> None:
     env = ctx.env
     spec = ctx.runs.get(step.run_id)
     decision = spec.decision if spec is not None else "approved"
+    if step.decision == "opposite":
+        decision = "rejected" if decision == "approved" else "approved"
     for copy in range(1 + step.fresh_copies):
         mid = ctx.message_id(step.run_id, "decision")
         msg = env.approval_message(step.run_id, decision, step.variant, mid)
@@ -44,11 +46,19 @@ def approve(ctx: StepContext, step: Approve) -> None:
 
 def _deliver(ctx: StepContext, msg: dict[str, Any], variant: str, decision: str) -> None:
     base = {"message_id": msg["message_id"], "run_id": msg["run_id"]}
+    payload = msg.get("payload")
+    approval_id = payload.get("approval_id") if isinstance(payload, dict) else None
     ctx.recorder.record(
         "invoke",
         EventF.DELIVER,
         "runner",
-        {**base, "kind": msg["kind"], "variant": variant, "decision": decision},
+        {
+            **base,
+            "kind": msg["kind"],
+            "variant": variant,
+            "decision": decision,
+            "approval_id": approval_id,
+        },
     )
     try:
         accepted = ctx.env.deliver(msg)

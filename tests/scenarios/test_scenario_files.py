@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.model import Scenario
+from harness.scenarios import load_scenario_file
 from reference_runtime._bugs import BUGS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,8 +93,8 @@ def test_run_with_scenario_files_runs_them_before_the_search(tmp_path: Path) -> 
         cwd=tmp_path,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    kept = json.loads((report_dir / "scenario.json").read_text())
-    expected = json.loads((ROOT / "scenarios" / "reference" / "no-inbox-dedup.json").read_text())
+    kept = Scenario.model_validate_json((report_dir / "scenario.json").read_text())
+    expected = load_scenario_file(ROOT / "scenarios" / "reference" / "no-inbox-dedup.json")
     assert kept == expected
     report = json.loads((report_dir / "report.json").read_text())
     failed = {p["name"] for p in report["properties"] if p["verdict"] == "fail"}
