@@ -166,7 +166,16 @@ def _world_kills(a: _Aim) -> list[Scenario]:
 
 def _messages(a: _Aim) -> list[Scenario]:
     """The decision delivered twice (same message id); and, for the first
-    gated workflow, decisions the runtime must refuse at the door."""
+    gated workflow, decisions the runtime must refuse at the door.
+
+    A refused message carries the *opposite* of the approver's decision: the
+    approver (asked at the final Quiesce) rejects while the forged, wrong-role
+    or wrong-params message approves, so a runtime that trusts it performs an
+    effect nobody genuinely approved. A message carrying the same decision
+    the approver gives would leave a trusting runtime and a checking one
+    indistinguishable. Then once the other way round: the approver approves,
+    a forged message rejects (a trusting runtime cancels the run).
+    """
     if "message" not in a.families:
         return []
     gated = [wf for wf in a.workflows if wf.needs_approval]
@@ -182,12 +191,21 @@ def _messages(a: _Aim) -> list[Scenario]:
     refused = [
         _scenario(
             f"{wf.name}/{variant}_decision",
-            _run(wf),
+            _run(wf).model_copy(update={"decision": "rejected"}),
             RunWorker(worker_id="w1"),
-            Approve(run_id="r1", variant=variant),
+            Approve(run_id="r1", variant=variant, decision="opposite"),
         )
         for wf in gated[:1]
         for variant in ("forged", "wrong_role", "wrong_params")
+    ]
+    refused += [
+        _scenario(
+            f"{wf.name}/forged_rejection",
+            _run(wf),
+            RunWorker(worker_id="w1"),
+            Approve(run_id="r1", variant="forged", decision="opposite"),
+        )
+        for wf in gated[:1]
     ]
     return twice[:1] + refused + twice[1:]
 
