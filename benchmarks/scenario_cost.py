@@ -1,0 +1,170 @@
+"""Where one scenario's time goes, next to the machine's physical limits.
+
+Run: ``python benchmarks/scenario_cost.py [--scenarios 30] [--repeats 3]
+[--adapter-opt KEY=VALUE ...]``
+
+Runs the first ``--scenarios`` targeted schedules of the reference adapter
+(fixed, so every run measures the same work) the way the engine does: the
+fault-free oracle run (once per workload, cached like the engine's), the
+faulted run, then the checkers. Each scenario runs under :mod:`cProfile`, and
+the wall time is split by where it was spent, read from the adapter contract's
+calls (``open`` an environment, ``close`` it, ``start_worker``, wait for a
+worker, ``observe``/``durable_state``, ``submit``/``deliver``), the world's
+fault arming and the checkers; what is left is the harness's own recording and
+stepping. Waiting for a worker is the workers' own time: fork, configuration,
+connections, claims, loads and commits (they run in other processes, so a
+parent's profile sees only the wait).
+
+Printed beside it, measured in the same run (medians of ``--repeats``):
+
+- a bare ``os.fork()`` + SIGKILL + ``waitpid`` from a fresh process, the floor
+  for a worker started and killed;
+- one SQLite commit (WAL, ``synchronous=NORMAL``, as the reference store),
+  the floor for a durable step.
+
+Timed numbers belong here, never in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import platform
+import pstats
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kill_cycles import bare_rate
+
+from harness.adapters._loading import load_adapter
+from harness.checkers import check_all
+from harness.history import History
+from harness.runner import run_scenario
+from harness.scenarios import probe_universe, targeted
+
+#: (function name, file suffix) -> share; the first match of a frame wins.
+#: Matched on the innermost such call, so nested time is not counted twice.
+SHARES = (
+    ("open", "_adapter.py", "environment setup"),
+    ("close", "_adapter.py", "environment teardown"),
+    ("start_worker", "_adapter.py", "worker spawn"),
+    ("wait", "_workers.py", "worker run (fork, claim, load, commits)"),
+    ("observe", "_adapter.py", "observation"),
+    ("durable_state", "_adapter.py", "observation"),
+    ("submit", "_adapter.py", "submit/deliver"),
+    ("deliver", "_adapter.py", "submit/deliver"),
+)
+
+
+def _share_of(stats: pstats.Stats) -> dict[str, float]:
+    """Seconds per share: the cumulative time of the matched functions, with
+    the time of matched functions they call subtracted (no double count)."""
+    raw: dict[tuple[str, int, str], float] = {}
+    names: dict[tuple[str, int, str], str] = {}
+    for func, (_cc, _nc, _tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        filename, _line, name = func
+        for fn, suffix, share in SHARES:
+            if name == fn and filename.endswith(suffix):
+                raw[func] = ct
+                names[func] = share
+                break
+    out: dict[str, float] = defaultdict(float)
+    for func, ct in raw.items():
+        inner = 0.0
+        for callee, (_cc, _nc, _tt, _ct2, callers) in stats.stats.items():  # type: ignore[attr-defined]
+            if callee in raw and func in callers:
+                inner += callers[func][3]
+        out[names[func]] += max(0.0, ct - inner)
+    return out
+
+
+def measure(adapter_opts: dict[str, str], n: int) -> tuple[dict[str, float], int, float]:
+    """(seconds per share over ``n`` scenarios, scenarios run, wall seconds)."""
+    adapter = load_adapter("reference", adapter_opts)
+    universe = probe_universe(adapter)
+    plan = targeted(universe)[:n]
+    shares: dict[str, float] = defaultdict(float)
+    oracles: dict[str, Path] = {}
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="scenario-cost-") as tmp:
+        for i, scenario in enumerate(plan):
+            free = scenario.fault_free(lambda r: dict(r.input))
+            key = free.model_copy(update={"name": ""}).model_dump_json()
+            t0 = time.perf_counter()
+            if key not in oracles:
+                oracles[key] = run_scenario(
+                    adapter, free, Path(tmp) / f"oracle-{i}", history_name="oracle.jsonl"
+                ).history_path
+            shares["oracle (fault-free run, cached per workload)"] += time.perf_counter() - t0
+            profile = cProfile.Profile()
+            t1 = time.perf_counter()
+            profile.enable()
+            result = run_scenario(adapter, scenario, Path(tmp) / f"example-{i}")
+            profile.disable()
+            run_wall = time.perf_counter() - t1
+            split = _share_of(pstats.Stats(profile))
+            for name, seconds in split.items():
+                shares[name] += seconds
+            shares["harness stepping and recording"] += max(0.0, run_wall - sum(split.values()))
+            t2 = time.perf_counter()
+            check_all(History.load(result.history_path), History.load(oracles[key]))
+            shares["checkers"] += time.perf_counter() - t2
+    return dict(shares), len(plan), time.perf_counter() - started
+
+
+def sqlite_commit_seconds(commits: int = 500) -> float:
+    """Seconds per commit of one small row, WAL and synchronous=NORMAL."""
+    with tempfile.TemporaryDirectory(prefix="sqlite-commit-") as tmp:
+        conn = sqlite3.connect(Path(tmp) / "c.db", isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT)")
+        start = time.perf_counter()
+        for k in range(commits):
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO t VALUES (?, ?)", (k, "x" * 200))
+            conn.execute("COMMIT")
+        took = time.perf_counter() - start
+        conn.close()
+    return took / commits
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--scenarios", type=int, default=30)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--adapter-opt", action="append", default=[], metavar="KEY=VALUE")
+    ns = p.parse_args()
+    opts = dict(o.split("=", 1) for o in ns.adapter_opt)
+    print(f"# scenario cost: reference {opts or '(sqlite)'}, {platform.python_version()}")
+    runs = []
+    for r in range(ns.repeats):
+        shares, count, wall = measure(opts, ns.scenarios)
+        runs.append((shares, count, wall))
+        print(f"repeat {r + 1}: {count} scenarios in {wall:.1f} s")
+    count = runs[0][1]
+    names = sorted({k for s, _, _ in runs for k in s}, key=lambda k: -runs[0][0].get(k, 0.0))
+    total = statistics.median(w for _, _, w in runs)
+    print(f"\nmedian of {ns.repeats}: {total / count * 1000:.0f} ms per scenario\n")
+    print("| share | ms per scenario | % |")
+    print("|---|---:|---:|")
+    for name in names:
+        ms = statistics.median(s.get(name, 0.0) for s, _, _ in runs) / count * 1000
+        print(f"| {name} | {ms:.1f} | {ms / (total / count * 1000) * 100:.0f} |")
+    fork_rate = statistics.median(bare_rate(1.0, child_runs=False) for _ in range(ns.repeats))
+    commit = statistics.median(sqlite_commit_seconds() for _ in range(ns.repeats))
+    print("\nphysical limits, same run:")
+    print(f"- bare fork + SIGKILL + waitpid: {1000 / fork_rate:.2f} ms ({fork_rate:.0f}/s)")
+    print(f"- one SQLite commit (WAL, synchronous=NORMAL): {commit * 1000:.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
