@@ -156,19 +156,48 @@ class H:
         decision: str | None = "approved",
         expires_at: float | None = 1000.0,
         approval_id: str | None = None,
+        decided_at: float | None = None,
     ) -> H:
-        return self.add(
-            "info",
-            EventF.APPROVAL,
+        value = {
+            "run_id": run_id,
+            "approval_id": approval_id or f"{run_id}:approval",
+            "action": action,
+            "params_hash": params_hash,
+            "decision": decision,
+            "expires_at": expires_at,
+        }
+        if decided_at is not None:
+            value["decided_at"] = decided_at
+        return self.add("info", EventF.APPROVAL, value)
+
+    def deliver(
+        self,
+        run_id: str,
+        variant: str = "valid",
+        decision: str = "approved",
+        *,
+        approval_id: str | None = None,
+        message_id: str | None = None,
+        accepted: bool = True,
+    ) -> H:
+        """A decision the runner delivered: its invoke (marked), then its ok."""
+        mid = message_id or f"m{len(self.events)}"
+        self.add(
+            "invoke",
+            EventF.DELIVER,
             {
+                "message_id": mid,
                 "run_id": run_id,
-                "approval_id": approval_id or f"{run_id}:approval",
-                "action": action,
-                "params_hash": params_hash,
+                "kind": "approval_decision",
+                "variant": variant,
                 "decision": decision,
-                "expires_at": expires_at,
+                "approval_id": approval_id or f"{run_id}:approval",
             },
         )
+        invoke = self.last
+        self.add("ok", EventF.DELIVER, {"message_id": mid, "run_id": run_id, "accepted": accepted})
+        self.marks.setdefault(f"deliver:{mid}", invoke)
+        return self
 
     def memory(
         self,

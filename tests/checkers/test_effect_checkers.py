@@ -132,7 +132,8 @@ GATED = {REFUND: REFUND}
 
 
 def test_an_effect_approved_for_its_exact_parameters_passes() -> None:
-    h = H().declaration(DECL, needs_approval=GATED).submit("r1").approval("r1", params_hash="h1")
+    h = H().declaration(DECL, needs_approval=GATED).submit("r1").deliver("r1")
+    h.approval("r1", params_hash="h1")
     r = check_approval_integrity(
         h.effect("r1", REFUND, "h1").final("r1", "completed").build(), None
     )
