@@ -76,6 +76,7 @@ EXPORTS: dict[str, list[str]] = {
         "check_all",
         "check_approval_integrity",
         "check_context_rebuild",
+        "check_effects_accounted",
         "check_exactly_once_effects",
         "check_legal_transitions",
         "check_memory_safety",

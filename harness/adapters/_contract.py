@@ -25,6 +25,10 @@ version_switch      ``RunWorker(code_version=...)`` runs older or newer code
 context             ``observe()`` returns the model contexts workers built
 storage_faults      ``storage_fault()`` cuts a worker's database connection
 concurrent_workers  two workers may run at once (pause + continue barriers)
+cancel              ``cancel()``: an operator cancels a run out of band
+durable_state       ``durable_state()``: every run's durable state, normalized
+operations          ``observe()`` returns the runs' ledger entries
+                    (:attr:`Observation.operations`)
 =================  ==========================================================
 
 Optional methods, looked up with ``getattr`` (an environment without them
@@ -61,6 +65,16 @@ class Capability(StrEnum):
     CONCURRENT_WORKERS = "concurrent_workers"
     CANCEL = "cancel"
     DURABLE_STATE = "durable_state"
+    OPERATIONS = "operations"
+
+
+#: The normalized status of a ledger entry (:attr:`Observation.operations`):
+#: ``pending`` the intent is recorded and the call certainly not made;
+#: ``in_doubt`` the call was (or may have been) made and its outcome is not
+#: recorded; ``done`` the runtime holds the call as performed (confirmed, or
+#: found performed by reconciliation); ``failed`` it holds the call as not
+#: performed (refused, or found not performed).
+OPERATION_STATUSES: tuple[str, ...] = ("pending", "in_doubt", "done", "failed")
 
 
 #: Every storage fault kind a scenario may ask for (``StorageFault.kind``).
@@ -108,6 +122,15 @@ class Observation(_Frozen):
     contexts: tuple[dict[str, Any], ...] = ()
     #: approval records: {run_id, approval_id, action, params_hash, decision, expires_at, ...}
     approvals: tuple[dict[str, Any], ...] = ()
+    #: ledger entries, every one (not only the new ones), with the
+    #: ``operations`` capability: {run_id, kind, status, external_ref, and
+    #: optionally op_id, step, request_hash, business_key, raw_status}. ``status`` is one
+    #: of :data:`OPERATION_STATUSES`; ``external_ref`` is the reference the
+    #: runtime recorded for the call (None if it recorded none);
+    #: ``request_hash`` the sha256 of the request's canonical JSON, as the
+    #: world computes it. One entry per logical call; a runtime that keeps
+    #: one entry per attempt may list them all.
+    operations: tuple[dict[str, Any], ...] = ()
 
 
 class WorkerExit(_Frozen):

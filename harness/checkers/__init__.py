@@ -20,6 +20,7 @@ The properties, in report order, are the keys of :data:`CHECKERS`.
 
 from __future__ import annotations
 
+from ._accounted import check_effects_accounted
 from ._approvals import check_approval_integrity
 from ._base import Checker
 from ._context import check_context_rebuild
@@ -38,6 +39,7 @@ __all__ = [
     "check_all",
     "check_approval_integrity",
     "check_context_rebuild",
+    "check_effects_accounted",
     "check_exactly_once_effects",
     "check_legal_transitions",
     "check_memory_safety",

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from ..history import History
 from ..model import PropertyResult, Verdict
+from ._accounted import check_effects_accounted
 from ._approvals import check_approval_integrity
 from ._base import Checker
 from ._context import check_context_rebuild
@@ -28,6 +29,7 @@ CHECKERS: dict[str, Checker] = {
     "migration_safety": check_migration_safety,
     "context_rebuild": check_context_rebuild,
     "state_equivalence": check_state_equivalence,
+    "effects_accounted": check_effects_accounted,
 }
 
 

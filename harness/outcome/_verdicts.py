@@ -34,6 +34,7 @@ NEEDS_CAPABILITY: dict[str, Capability] = {
     "migration_safety": Capability.VERSION_SWITCH,
     "context_rebuild": Capability.CONTEXT,
     "state_equivalence": Capability.DURABLE_STATE,
+    "effects_accounted": Capability.OPERATIONS,
 }
 
 #: The fault family (and the fault kind it arms) a property is exercised by.

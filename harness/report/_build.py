@@ -30,7 +30,9 @@ CAPABILITY_GAPS = {
     Capability.CONTEXT: "context rebuild after resume",
     Capability.STORAGE_FAULTS: "storage connection faults",
     Capability.CONCURRENT_WORKERS: "racing and zombie workers",
+    Capability.CANCEL: "an operator's cancellation while a worker holds the run",
     Capability.DURABLE_STATE: "durable state (conversation, checkpoints, ledger) vs the oracle",
+    Capability.OPERATIONS: "the runtime's ledger vs the effects the world applied",
 }
 
 

@@ -153,27 +153,30 @@ class HistoryRecorder:
         return obs
 
     def finish(self, capabilities: frozenset[Capability]) -> None:
-        """The last events: approvals, every run's final state and, with the
-        ``durable_state`` capability, what each run left in storage."""
+        """The last events: approvals, every run's final state (with the
+        ``operations`` capability, its ledger entries in ``operations``) and,
+        with the ``durable_state`` capability, what each run left in storage."""
         self.sync()
         obs = self.observe()
         for a in obs.approvals:
             self.record("info", EventF.APPROVAL, "runtime", dict(a))
+        ledger: dict[str, list[dict[str, Any]]] = {}
+        for op in obs.operations:
+            ledger.setdefault(str(op.get("run_id")), []).append(dict(op))
         for r in obs.runs:
-            self.record(
-                "info",
-                EventF.FINAL,
-                "runner",
-                {
-                    "run_id": r.run_id,
-                    "tenant": r.tenant,
-                    "state": r.state.value,
-                    "raw_status": r.raw_status,
-                    "output": r.output,
-                    "error": r.error,
-                    "waiting_on": r.waiting_on,
-                },
-            )
+            final: dict[str, Any] = {
+                "run_id": r.run_id,
+                "tenant": r.tenant,
+                "state": r.state.value,
+                "raw_status": r.raw_status,
+                "output": r.output,
+                "error": r.error,
+                "waiting_on": r.waiting_on,
+            }
+            if Capability.OPERATIONS in capabilities:
+                # Absent without the capability: "no view" is not "no entries".
+                final["operations"] = ledger.get(r.run_id, [])
+            self.record("info", EventF.FINAL, "runner", final)
         if Capability.DURABLE_STATE in capabilities:
             durable = self._env().durable_state()
             for run_id, snapshot in sorted(durable.runs.items()):

@@ -25,6 +25,7 @@ NAMES = [
     "migration_safety",
     "context_rebuild",
     "state_equivalence",
+    "effects_accounted",
 ]
 
 
@@ -34,7 +35,7 @@ def test_the_public_names_are_sorted_and_all_exist() -> None:
         assert hasattr(checkers, name)
 
 
-def test_the_registry_holds_the_nine_properties_in_report_order() -> None:
+def test_the_registry_holds_the_ten_properties_in_report_order() -> None:
     assert list(CHECKERS) == NAMES
     for name, fn in CHECKERS.items():
         assert fn.__name__ == f"check_{name}"

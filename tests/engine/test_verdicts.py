@@ -196,13 +196,14 @@ TestToy = resilience_suite("examples.minimal_adapter.adapter:ToyAdapter", keyed=
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-rs", "--harness-profile", "dev", "--harness-seed", "3"
     )
-    result.assert_outcomes(passed=4, skipped=5)
+    result.assert_outcomes(passed=4, skipped=6)
     for name, capability in [
         ("approval_integrity", "approvals"),
         ("memory_safety", "memory_injection"),
         ("migration_safety", "version_switch"),
         ("context_rebuild", "context"),
         ("state_equivalence", "durable_state"),
+        ("effects_accounted", "operations"),
     ]:
         result.stdout.fnmatch_lines(
             [f"SKIPPED*{name} not tested: the adapter does not declare the {capability}*"]

@@ -74,7 +74,7 @@ def test_summary_md_with_hostile_strings_escapes_html_and_keeps_its_table(
     assert "\x00" not in text and "\x1b" not in text
     assert not re.search("[\ud800-\udfff]", text)
     rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert len(rows) == 9
+    assert len(rows) == 10
     for row in rows:
         cells = re.split(r"(?<!\\)\|", row)
         assert len(cells) == 5, row  # "", property, verdict, message, ""

@@ -46,6 +46,17 @@ NEEDS_APPROVAL = {
     "provisioning.create_account": "provisioning.create_account",
 }
 
+#: The ledger's statuses, normalized (see ``OPERATION_STATUSES`` in the contract):
+#: a ``sent`` mark or an ``unknown`` outcome may have reached the service.
+OPERATION_STATUS = {
+    "prepared": "pending",
+    "sent": "in_doubt",
+    "unknown": "in_doubt",
+    "confirmed": "done",
+    "reconciled": "done",
+    "failed": "failed",
+}
+
 #: Fields of the reference runtime's durable state that differ between two
 #: correct runs of one workload (ids, times, attempt counters).
 VOLATILE = (
@@ -257,8 +268,23 @@ class ReferenceEnvironment:
         store = self.d.runtime.store
         runs = []
         approvals: list[dict[str, Any]] = []
+        operations: list[dict[str, Any]] = []
         for run in store.list_runs():
             snap = store.load(run.run_id)
+            operations += (
+                {
+                    "run_id": op.run_id,
+                    "op_id": op.op_id,
+                    "step": op.step,
+                    "kind": op.kind,
+                    "request_hash": op.request_hash,
+                    "business_key": op.business_key,
+                    "status": OPERATION_STATUS.get(op.status.value, "in_doubt"),
+                    "raw_status": op.status.value,
+                    "external_ref": op.external_ref,
+                }
+                for op in snap.operations
+            )
             waiting = None
             for a in snap.approvals:
                 effective = upgrade_approval(self._registry, run.workflow, a)
@@ -314,6 +340,7 @@ class ReferenceEnvironment:
             transitions=transitions,
             contexts=self._new_contexts(),
             approvals=tuple(approvals),
+            operations=tuple(operations),
         )
 
     def durable_state(self) -> DurableState:
@@ -486,6 +513,7 @@ class ReferenceAdapter:
             Capability.CONCURRENT_WORKERS,
             Capability.CANCEL,
             Capability.DURABLE_STATE,
+            Capability.OPERATIONS,
         }
     )
 
