@@ -26,6 +26,7 @@ Clock = Callable[[], float]
 #: What the record says for a fault that fires before the service processes the request.
 _BEFORE_APPLY: dict[str | None, Outcome] = {
     "reject": "rejected",
+    "unavailable": "rejected",
     "timeout_before_apply": "unknown_not_applied",
     "kill_before_apply": "killed_before_apply",
 }
@@ -150,7 +151,7 @@ class WorldClient(OnWorldFile):
     ) -> tuple[Outcome, Processed, int]:
         mode = None if matched is None else matched[0].rule.mode
         outcome: Outcome
-        if mode in ("reject", "timeout_before_apply", "kill_before_apply"):
+        if mode in _BEFORE_APPLY:
             assert matched is not None
             done = Processed(
                 applied=False,

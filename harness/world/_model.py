@@ -165,6 +165,7 @@ class RequestRecord:
 
 FaultMode = Literal[
     "reject",
+    "unavailable",
     "timeout_before_apply",
     "apply_then_timeout",
     "slow",
@@ -187,6 +188,12 @@ class FaultRule:
     counted. A rule fires at most once. Modes:
 
     * ``reject`` -- raise :class:`Rejected`; nothing is applied;
+    * ``unavailable`` -- as ``reject`` (nothing applied, :class:`Rejected`
+      raised), but the service is down rather than refusing this request:
+      one rule per call of an outage, so a persistent outage is several
+      rules on consecutive calls, and a history can tell the runs an outage
+      touched (whose giving up is legitimate) from those a single
+      rejection hit;
     * ``timeout_before_apply`` -- raise :class:`Unknown`; nothing is applied;
     * ``apply_then_timeout`` -- process and commit the request, then raise
       :class:`Unknown`;

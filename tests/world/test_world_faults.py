@@ -225,3 +225,34 @@ def test_an_after_apply_fault_on_a_reused_key_records_the_refusal_and_no_effect(
     assert (last.outcome, last.applied) == ("unknown_applied", False)
     assert last.error is not None and "first used with a different request" in last.error
     assert len(world.effects()) == 1
+
+
+def test_unavailable_turns_the_call_away_like_a_rejection_and_names_its_mode(
+    world: World, client: WorldClient, caller: Caller
+) -> None:
+    rule_id = world.arm(FaultRule("payments", nth=1, mode="unavailable"))
+
+    with pytest.raises(Rejected, match=r"injected fault: unavailable \(rule 1\)"):
+        client.call("payments", "charge", CHARGE, idempotency_key="k", caller=caller)
+
+    [record] = world.requests()
+    assert (record.outcome, record.applied, record.rule_id) == ("rejected", False, rule_id)
+    [fired] = world.fired()
+    assert (fired.mode, fired.run_id, fired.request_seq) == ("unavailable", "r1", record.seq)
+    assert world.effects() == []
+
+
+def test_an_outage_is_one_rule_per_call_and_the_service_comes_back_after_it(
+    world: World, client: WorldClient, caller: Caller
+) -> None:
+    for nth in (1, 2, 3):
+        world.arm(FaultRule("payments", nth=nth, mode="unavailable"))
+
+    for _ in range(3):
+        with pytest.raises(Rejected):
+            client.call("payments", "charge", CHARGE, idempotency_key="k", caller=caller)
+    response = client.call("payments", "charge", CHARGE, idempotency_key="k", caller=caller)
+
+    assert not response.deduplicated
+    assert [f.nth for f in world.fired()] == [1, 2, 3]
+    assert len(world.effects()) == 1
