@@ -211,7 +211,9 @@ class AdvanceClock(_Frozen):
 
 class ArmWorldFault(_Frozen):
     """Arm a fault at the world: modes as in :class:`harness.world.FaultRule`
-    (``delay`` only for ``slow``)."""
+    (``delay`` only for ``slow``). ``calls`` > 1 fires it on that many
+    consecutive calls from the ``nth`` on: a persistent outage (mode
+    ``unavailable``) is every call of a service failing for a while."""
 
     op: Literal["arm_world_fault"] = "arm_world_fault"
     service: str
@@ -219,6 +221,7 @@ class ArmWorldFault(_Frozen):
     nth: int = 1
     mode: str
     delay: float = 0.0
+    calls: int = Field(1, ge=1, le=1000)
 
 
 class KillAfter(_Frozen):
@@ -247,15 +250,38 @@ class RaceWorkers(_Frozen):
 
 
 class InjectMemory(_Frozen):
-    """Plant a memory record: ``kind`` says what is wrong with it."""
+    """Plant a memory record: ``kind`` says what is wrong with it.
+
+    ``stale``: an older version, then the newer one that supersedes it;
+    ``stale_reordered``: the same two versions arriving out of order (the
+    newer first, the older late): the older must still never be read.
+    ``expires_in`` (``expired`` only): the record is live when planted and
+    expires that many seconds later, so it is expired only once the clock
+    has moved past it (without it, it expired a second before planting).
+    """
 
     op: Literal["inject_memory"] = "inject_memory"
     tenant: str
     namespace: str
     key: str
     value: Any
-    kind: Literal["poisoned", "cross_tenant", "expired", "stale", "trusted"]
+    kind: Literal["poisoned", "cross_tenant", "expired", "stale", "stale_reordered", "trusted"]
     provenance: Literal["user_supplied", "system_verified", "tool_output"] = "user_supplied"
+    expires_in: float | None = Field(None, gt=0)
+    #: the key is one the run writes itself: anything planted there, even a
+    #: record it must never read, may legitimately change what it writes
+    #: (its version numbers), so the tenant's runs are named by the fault
+    at_written_key: bool = False
+
+
+class ReleaseWorkers(_Frozen):
+    """Continue several paused workers at once (SIGCONT to each before
+    waiting for any): workers held at the same crash point are released
+    together from that barrier and work the same runs truly concurrently.
+    Needs the ``concurrent_workers`` capability."""
+
+    op: Literal["release_workers"] = "release_workers"
+    worker_ids: tuple[str, ...]
 
 
 #: ``pg_terminate``: end the worker's Postgres sessions (``pg_terminate_backend``);
@@ -292,6 +318,7 @@ Step = Annotated[
     | KillWorker
     | KillAfter
     | RaceWorkers
+    | ReleaseWorkers
     | Approve
     | AdvanceClock
     | ArmWorldFault
@@ -364,6 +391,8 @@ def describe_step(step: BaseModel) -> str:
         return f"start worker {step.worker_id}, SIGKILL it after {step.delay * 1000:.0f} ms"
     if isinstance(step, RaceWorkers):
         return f"start workers {', '.join(step.worker_ids)} at once"
+    if isinstance(step, ReleaseWorkers):
+        return f"release paused workers {', '.join(step.worker_ids)} at once"
     if isinstance(step, Approve):
         copies = f" x{step.copies}" if step.copies > 1 else ""
         fresh = f" (+{step.fresh_copies} more messages)" if step.fresh_copies else ""
@@ -374,9 +403,12 @@ def describe_step(step: BaseModel) -> str:
     if isinstance(step, ArmWorldFault):
         action = f".{step.action}" if step.action else ""
         delay = f" ({step.delay:g} s)" if step.delay else ""
-        return f"arm world fault {step.mode}{delay} on call {step.nth} of {step.service}{action}"
+        calls = f"calls {step.nth}..{step.nth + step.calls - 1}" if step.calls > 1 else None
+        where = calls or f"call {step.nth}"
+        return f"arm world fault {step.mode}{delay} on {where} of {step.service}{action}"
     if isinstance(step, InjectMemory):
-        return f"plant {step.kind} memory {step.namespace}/{step.key} for {step.tenant}"
+        lapse = f" expiring in {step.expires_in:g} s" if step.expires_in else ""
+        return f"plant {step.kind} memory {step.namespace}/{step.key} for {step.tenant}{lapse}"
     if isinstance(step, StorageFault):
         return f"storage fault {step.kind}"
     if isinstance(step, Cancel):

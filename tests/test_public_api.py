@@ -87,6 +87,7 @@ EXPORTS: dict[str, list[str]] = {
         "merge_verdicts",
     ],
     "harness.nemesis": [
+        "OUTAGE_MODE",
         "Recorder",
         "ScenarioError",
         "StepContext",
@@ -100,8 +101,10 @@ EXPORTS: dict[str, list[str]] = {
         "inject_memory",
         "kill_after",
         "kill_worker",
+        "name_outage_runs",
         "needs",
         "race",
+        "release",
         "storage_fault",
         "validate",
         "wait_worker",
@@ -163,6 +166,7 @@ EXPORTS: dict[str, list[str]] = {
         "validate",
     ],
     "harness.scenarios": [
+        "Commit",
         "EffectSite",
         "FAMILIES",
         "ScenarioFileError",

@@ -4,11 +4,12 @@ faults are ones the adapter can take.
 One module per fault family:
 
 =================  =========================================================
-``_processes``      kill, continue after a pause, kill at a random moment, race
+``_processes``      kill, continue after a pause, kill at a random moment, race,
+                    release paused workers together from a barrier
 ``_clock``          virtual time jumps and the lease wait after a kill
 ``_storage``        cut storage connections; an operator's cancellation
 ``_memory``         records planted in long-term memory
-``_world``          fault rules armed at the world's services
+``_world``          fault rules armed at the world's services, outages
 ``_messages``       forged, wrong and duplicated approval decisions
 ``_validate``       capabilities each step needs, checked before a run
 =================  =========================================================
@@ -32,14 +33,16 @@ from ._processes import (
     kill_after,
     kill_worker,
     race,
+    release,
     wait_worker,
     worker_timeout,
 )
 from ._storage import cancel, storage_fault
 from ._validate import needs, validate
-from ._world import arm_world_fault, world_kind
+from ._world import OUTAGE_MODE, arm_world_fault, name_outage_runs, world_kind
 
 __all__ = [
+    "OUTAGE_MODE",
     "WORKER_TIMEOUT",
     "Recorder",
     "ScenarioError",
@@ -53,8 +56,10 @@ __all__ = [
     "inject_memory",
     "kill_after",
     "kill_worker",
+    "name_outage_runs",
     "needs",
     "race",
+    "release",
     "storage_fault",
     "validate",
     "wait_worker",

@@ -7,7 +7,8 @@ from ._context import StepContext
 
 
 def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
-    """Plant a poisoned, cross-tenant, expired, stale or trusted record."""
+    """Plant a poisoned, cross-tenant, expired, stale (in or out of order)
+    or trusted record."""
     env = ctx.env
     now = env.now()
     owner = step.tenant
@@ -18,9 +19,8 @@ def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
         owner = f"{step.tenant}-other"
         tenant = owner
     elif step.kind == "expired":
-        expires_at = now - 1.0
-    elif step.kind == "stale":
-        version = 1
+        # Already expired, or live until the clock moves past expires_in.
+        expires_at = now - 1.0 if step.expires_in is None else now + step.expires_in
     memory_id = f"planted:{step.kind}:{tenant}:{step.namespace}:{step.key}:v{version}"
     record = {
         "tenant": tenant,
@@ -32,21 +32,38 @@ def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
         "version": version,
         "expires_at": expires_at,
     }
+    stale = step.kind in ("stale", "stale_reordered")
+    newer = {
+        **record,
+        "version": 2,
+        "memory_id": memory_id[:-1] + "2",
+        "value": {"superseded": step.value},
+    }
+    if step.kind == "stale_reordered":
+        # The newer version lands first, the older one late: arrival order
+        # must not decide which version is current.
+        env.inject_memory(newer)
     env.inject_memory(record)
     if step.kind == "stale":
-        newer = {
-            **record,
-            "version": 2,
-            "memory_id": memory_id[:-1] + "2",
-            "value": {"superseded": step.value},
-        }
         env.inject_memory(newer)
+    # Recorded as what it is to a reader: a stale (superseded) version,
+    # whatever order it arrived in; ``arrival`` says which.
+    kind = "stale" if stale else step.kind
+    extra = {"arrival": "late"} if step.kind == "stale_reordered" else {}
     ctx.recorder.record(
-        "info", EventF.MEMORY, "nemesis", {**record, "kind": step.kind, "owner_tenant": owner}
+        "info",
+        EventF.MEMORY,
+        "nemesis",
+        {**record, "kind": kind, "owner_tenant": owner, **extra},
     )
     # Records a run may legitimately read (its own tenant's, live) change
     # its context and maybe its outcome; cross-tenant and expired ones must
     # change nothing, so their runs stay under every comparison.
-    visible = step.kind in ("poisoned", "stale", "trusted")
+    visible = step.at_written_key or step.kind in (
+        "poisoned",
+        "stale",
+        "stale_reordered",
+        "trusted",
+    )
     runs = sorted(r.run_id for r in ctx.runs.values() if visible and r.tenant == step.tenant)
     ctx.recorder.fault("memory", True, memory_kind=step.kind, tenant=step.tenant, runs=runs)

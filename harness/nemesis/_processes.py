@@ -1,4 +1,5 @@
-"""Process faults: kill, continue after a pause, kill at a random moment, race.
+"""Process faults: kill, continue after a pause, kill at a random moment, race,
+release workers together from a barrier.
 
 A pause is armed as a crash point of a worker the runner starts; these
 handlers act on the paused worker (``ctx.paused``) or start workers of their
@@ -13,7 +14,7 @@ import time
 
 from .._errors import AdapterError
 from ..adapters import WorkerExit, WorkerHandle
-from ..model import ContinueWorker, EventF, KillAfter, KillWorker, RaceWorkers
+from ..model import ContinueWorker, EventF, KillAfter, KillWorker, RaceWorkers, ReleaseWorkers
 from ._context import ScenarioError, StepContext
 
 #: Longest a single worker may run before the harness calls it stuck.
@@ -92,5 +93,26 @@ def race(ctx: StepContext, step: RaceWorkers) -> None:
     handles = [ctx.start(worker_id) for worker_id in step.worker_ids]
     # No runs named: a race must change no outcome.
     ctx.recorder.fault("race", True, workers=list(step.worker_ids))
+    for handle in handles:
+        ctx.await_worker(handle)
+
+
+def release(ctx: StepContext, step: ReleaseWorkers) -> None:
+    """SIGCONT every paused worker named before waiting for any: released
+    together from the crash point that held them, they work at once."""
+    handles = []
+    for worker_id in step.worker_ids:
+        handle = ctx.paused.pop(worker_id, None)
+        if handle is None:
+            _not_paused(ctx, worker_id)
+            continue
+        handles.append(handle)
+    # No runs named: a race must change no outcome. Fired only when at
+    # least two workers really were held at the barrier.
+    ctx.recorder.fault(
+        "race", len(handles) > 1, workers=[h.worker_id for h in handles], barrier=True
+    )
+    for handle in handles:
+        handle.cont()
     for handle in handles:
         ctx.await_worker(handle)

@@ -16,6 +16,7 @@ from ..model import (
     Cancel,
     InjectMemory,
     RaceWorkers,
+    ReleaseWorkers,
     RunWorker,
     Scenario,
     StorageFault,
@@ -33,6 +34,10 @@ _NEEDS: dict[type, tuple[Capability, str]] = {
     RaceWorkers: (
         Capability.CONCURRENT_WORKERS,
         "racing workers need the concurrent_workers capability",
+    ),
+    ReleaseWorkers: (
+        Capability.CONCURRENT_WORKERS,
+        "releasing workers together needs the concurrent_workers capability",
     ),
     StorageFault: (
         Capability.STORAGE_FAULTS,

@@ -1,5 +1,5 @@
 """World faults: a rule armed at a simulated service (reject, time out,
-slow down, or kill the caller at the effect boundary)."""
+slow down, be unavailable, or kill the caller at the effect boundary)."""
 
 from __future__ import annotations
 
@@ -7,28 +7,66 @@ from ..model import ArmWorldFault, EventF
 from ..world import FaultRule
 from ._context import StepContext
 
+#: The mode of a persistent outage's rules (see :func:`name_outage_runs`).
+OUTAGE_MODE = "unavailable"
+
 
 def world_kind(mode: str) -> str:
     """The coverage kind of a world fault rule's mode."""
+    if mode == OUTAGE_MODE:
+        return "outage"
     return "effect_boundary" if mode.startswith("kill_") else "world_fault"
 
 
 def arm_world_fault(ctx: StepContext, step: ArmWorldFault) -> None:
-    """Arm the rule; the world records when it fires (the runner syncs that
-    into the history), so a rule that never fires shows as armed > fired."""
+    """Arm the rule (one per call, for ``calls`` consecutive calls); the
+    world records when each fires (the runner syncs that into the history),
+    so a rule that never fires shows as armed > fired."""
     world = ctx.env.world
     # ``nth`` counts from now: the world numbers calls from its creation.
     done = world.calls(step.service, step.action)
-    world.arm(
-        FaultRule(
-            step.service,
-            nth=done + step.nth,
-            mode=step.mode,  # type: ignore[arg-type]
-            action=step.action,
-            delay=step.delay,
+    for i in range(step.calls):
+        world.arm(
+            FaultRule(
+                step.service,
+                nth=done + step.nth + i,
+                mode=step.mode,  # type: ignore[arg-type]
+                action=step.action,
+                delay=step.delay,
+            )
         )
-    )
-    ctx.recorder.arm(world_kind(step.mode))
+        ctx.recorder.arm(world_kind(step.mode))
     ctx.recorder.record(
         "info", EventF.NOTE, "nemesis", {"text": "world fault armed", **step.model_dump()}
+    )
+
+
+def name_outage_runs(ctx: StepContext) -> None:
+    """Once the scenario's steps are done: name, in one ``outage`` fault
+    event, the runs a persistent outage turned away. A run that gives up
+    after its retries is right to (the fault-free run never met the
+    outage), so the comparisons with the oracle leave it out. A run the
+    scenario did not submit (a child a run spawned) was turned away on
+    behalf of a submitted run of its tenant: those are named too, since
+    their outcome follows the child's."""
+    fired = [f for f in ctx.env.world.fired() if f.mode == OUTAGE_MODE]
+    if not fired:
+        return
+    touched = {f.run_id for f in fired if f.run_id is not None}
+    runs = {r for r in touched if r in ctx.runs}
+    tenants = {f.tenant for f in fired if f.run_id not in ctx.runs}
+    runs |= {r.run_id for r in ctx.runs.values() if r.tenant in tenants}
+    services = sorted({f.service for f in fired})
+    ctx.recorder.record(
+        "info",
+        EventF.FAULT,
+        "nemesis",
+        {
+            "kind": "outage",
+            "fired": True,
+            "services": services,
+            "calls": len(fired),
+            "touched": sorted(touched),
+            "runs": sorted(runs),
+        },
     )

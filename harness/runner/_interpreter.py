@@ -80,6 +80,7 @@ class Interpreter:
                     raise ScenarioError(f"unknown step {step!r}")
                 handler(ctx, step)
                 rec.sync()
+            nemesis.name_outage_runs(ctx)
             rec.finish(self.adapter.capabilities)
         finally:
             with shielded():  # workers killed, deployment closed, even if interrupted
