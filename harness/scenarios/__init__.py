@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ._exhaustive import exhaustive
 from ._files import ScenarioFileError, load_scenario_file, scenario_files
-from ._profile import EffectSite, WorkflowProfile, profile_workflow
+from ._profile import Commit, EffectSite, WorkflowProfile, profile_workflow
 from ._strategies import episode, run_specs, scenarios
 from ._targeted import targeted
 from ._universe import FAMILIES, TENANTS, Universe, probe_universe
@@ -23,6 +23,7 @@ from ._universe import FAMILIES, TENANTS, Universe, probe_universe
 __all__ = [
     "FAMILIES",
     "TENANTS",
+    "Commit",
     "EffectSite",
     "ScenarioFileError",
     "Universe",

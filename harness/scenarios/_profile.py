@@ -11,6 +11,17 @@ killed worker passed is *the site right before the effect* -- where a worker
 paused past its lease becomes a zombie about to call, and where a worker
 killed leaves an intent without a call.
 
+The profile also says where each *commit* ends (:meth:`WorkflowProfile.commits`):
+a commit is a run of consecutive in-transaction crash points (those that are
+declared but not pausable), and the kill right after it lands at the next
+crash point the worker passes. A commit is a *hand-off* when, before the
+worker commits again, its loop comes round to its first crash point again
+and finds more to do in the same round: the commit made another run
+runnable or handed it a message (a child spawned, a child's completion
+delivered to its parent). And it keeps the memory records (namespace, key)
+the fault-free run read in its contexts: with nothing planted, those are
+records the run wrote itself.
+
 Nothing here knows a runtime's site names: only the order of sites and the
 world's own effect boundary are used.
 """
@@ -48,6 +59,22 @@ class EffectSite:
 
 
 @dataclass(frozen=True)
+class Commit:
+    """One commit a fault-free worker made: where it ends, and where a kill
+    right after it lands."""
+
+    #: the worker round it happened in (see :attr:`EffectSite.round`)
+    round: int
+    #: the (site, hit) of its last in-transaction crash point
+    last: tuple[str, int]
+    #: the (site, hit) the worker passes next: a kill there is a kill right
+    #: after the commit (None: the round ended with it)
+    after: tuple[str, int] | None
+    #: it handed work or a message to another run (see the module docstring)
+    handoff: bool = False
+
+
+@dataclass(frozen=True)
 class WorkflowProfile:
     """What one fault-free run of a workflow passes."""
 
@@ -59,6 +86,31 @@ class WorkflowProfile:
     #: the round after the first decision was delivered (0 with no approval)
     resume_round: int = 0
     effect_sites: tuple[EffectSite, ...] = ()
+    #: (namespace, key) of the memory records the fault-free run read
+    memory_keys: tuple[tuple[str, str], ...] = ()
+
+    def commits(self, in_txn: frozenset[str]) -> tuple[Commit, ...]:
+        """Every commit of the fault-free run, round by round, in order.
+        ``in_txn``: the crash points inside a transaction (a commit is a run
+        of them; without any, nothing can be told apart: no commits)."""
+        out: list[Commit] = []
+        for r, trace in enumerate(self.rounds):
+            if not trace:
+                continue
+            entry = trace[0][0]
+            ends = [
+                i
+                for i, (site, _) in enumerate(trace)
+                if site in in_txn and (i + 1 == len(trace) or trace[i + 1][0] not in in_txn)
+            ]
+            for k, i in enumerate(ends):
+                after = trace[i + 1] if i + 1 < len(trace) else None
+                upto = ends[k + 1] if k + 1 < len(ends) else len(trace)
+                handoff = k + 1 < len(ends) and any(
+                    site == entry for site, _ in trace[i + 1 : upto]
+                )
+                out.append(Commit(r, trace[i], after, handoff))
+        return tuple(out)
 
     def resume_sites(self) -> tuple[tuple[str, int], ...]:
         """The (site, hit) pairs of the worker that resumes after the decision."""
@@ -72,11 +124,15 @@ def _traceable(env: Any) -> bool:
 
 
 def _drive(
-    env: Any, workflow: WorkflowSpec, timeout: float
+    env: Any,
+    workflow: WorkflowSpec,
+    timeout: float,
+    contexts: list[Mapping[str, Any]] | None = None,
 ) -> tuple[list[list[tuple[str, int]]], int | None]:
     """Submit one run, run worker rounds delivering its decision after each.
-    Returns the trace per round and the round after the first decision. A
-    worker still running after ``timeout`` seconds is an adapter error."""
+    Returns the trace per round and the round after the first decision
+    (and adds the contexts observed to ``contexts``). A worker still
+    running after ``timeout`` seconds is an adapter error."""
     env.trace_crash_points = True
     env.submit(
         RunSpec(run_id="p1", tenant="acme", workflow=workflow.name, input=dict(workflow.inputs[0]))
@@ -89,7 +145,10 @@ def _drive(
         trace = env.crash_point_trace()
         rounds.append([(site, n) for _worker, site, n in trace[seen:]])
         seen = len(trace)
-        waiting = [r for r in env.observe().runs if r.state is RunState.WAITING_APPROVAL]
+        obs = env.observe()
+        if contexts is not None:
+            contexts.extend(obs.contexts)
+        waiting = [r for r in obs.runs if r.state is RunState.WAITING_APPROVAL]
         for r in waiting:
             msg = env.approval_message(r.run_id, "approved", "valid", f"profile:{i}")
             if msg is not None:
@@ -137,7 +196,8 @@ def profile_workflow(
         try:
             if not _traceable(env):
                 return WorkflowProfile(workflow.name)
-            rounds, resume = _drive(env, workflow, worker_timeout)
+            contexts: list[Mapping[str, Any]] = []
+            rounds, resume = _drive(env, workflow, worker_timeout, contexts)
         finally:
             env.close()
         hits: dict[str, int] = {}
@@ -157,4 +217,22 @@ def profile_workflow(
         rounds=tuple(tuple(t) for t in rounds),
         resume_round=resume or 0,
         effect_sites=tuple(sites),
+        memory_keys=_memory_keys(contexts),
     )
+
+
+def _memory_keys(contexts: list[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """(namespace, key) of every memory record the contexts list, in first
+    seen order. Read from each context's ``context.memory`` entries, where
+    an adapter that reports the records a context holds puts them; an
+    adapter that does not gives none (and no schedule plants at them)."""
+    seen: dict[tuple[str, str], None] = {}
+    for c in contexts:
+        inner = c.get("context")
+        records = inner.get("memory") if isinstance(inner, Mapping) else None
+        for rec in records if isinstance(records, list) else ():
+            if isinstance(rec, Mapping):
+                ns, key = rec.get("namespace"), rec.get("key")
+                if isinstance(ns, str) and isinstance(key, str):
+                    seen[(ns, key)] = None
+    return tuple(seen)

@@ -40,6 +40,7 @@ from ..model import (
     CrashSpec,
     InjectMemory,
     Quiesce,
+    ReleaseWorkers,
     RunSpec,
     RunWorker,
     Scenario,
@@ -47,7 +48,7 @@ from ..model import (
     StorageFault,
     Submit,
 )
-from ._profile import EffectSite, WorkflowProfile
+from ._profile import Commit, EffectSite, WorkflowProfile
 from ._strategies import _memory_target
 from ._universe import Universe
 
@@ -57,6 +58,23 @@ OUTAGE_SECONDS = 90_000.0
 MAX_TXN_SITES = 8
 #: boundaries before an effect at which a zombie is paused, nearest first
 ZOMBIE_SITES = 4
+#: the world fault modes tried at every effect besides ``kill_after_apply``
+#: (its own category, first), in the order they are tried
+WORLD_MODES = ("apply_then_timeout", "timeout_before_apply", "reject", "kill_before_apply", "slow")
+#: how long a ``slow`` world fault holds the call (one worker: a delay, no race)
+SLOW_SECONDS = 0.05
+#: consecutive calls a persistent outage turns away: more than any sane
+#: retry limit, and more than the quiesce rounds, so retries that never
+#: stop are still retrying when the scenario ends
+OUTAGE_CALLS = 32
+#: every kind of planted memory, each before and after the clock moves
+#: (not ``trusted``: a live, verified record of the tenant's own is no fault,
+#: and may rightly change what the run is allowed to do)
+MEMORY_KINDS = ("poisoned", "cross_tenant", "expired", "stale", "stale_reordered")
+#: memory schedules at most, first each (kind, when, key) once
+MAX_MEMORY = 20
+#: kills right after a commit at most (hand-offs first)
+MAX_COMMIT_KILLS = 30
 
 
 def _run(wf: WorkflowSpec, *, code_version: int | None = None) -> RunSpec:
@@ -130,6 +148,11 @@ def targeted(u: Universe) -> list[Scenario]:
         _zombies(aim),
         middles,
         _storage_cuts(aim),
+        _world_modes(aim),
+        _service_outages(aim),
+        _memory_clock(aim),
+        _commit_kills(aim),
+        _barriers(aim),
     ]
     out: list[Scenario] = []
     seen: set[str] = set()
@@ -414,6 +437,162 @@ def _kills_before(a: _Aim) -> list[Scenario]:
             for wf in a.workflows
         ]
     )
+
+
+def _world_modes(a: _Aim) -> list[Scenario]:
+    """Every other world fault mode at every effect: the service applied the
+    call and then timed out, timed out before applying, refused it, the
+    world killed the caller before applying, the call was slow. All modes
+    at one effect before the next effect's."""
+    if "world" not in a.families:
+        return []
+    return _interleave(
+        [
+            [
+                _scenario(
+                    f"{wf.name}/{mode}/{eff}",
+                    _run(wf),
+                    ArmWorldFault(
+                        service=eff.partition(".")[0],
+                        action=eff.partition(".")[2] or None,
+                        mode=mode,
+                        delay=SLOW_SECONDS if mode == "slow" else 0.0,
+                    ),
+                    RunWorker(worker_id="w1"),
+                )
+                for eff in wf.effects
+                for mode in WORLD_MODES
+            ]
+            for wf in a.workflows
+        ]
+    )
+
+
+def _service_outages(a: _Aim) -> list[Scenario]:
+    """A persistent outage: every call of one service turned away, for more
+    calls than any retry limit. A run that gives up is right to; one that
+    retries for ever, or reports success, is not. Each service once, on
+    the first workflow that calls it."""
+    if "world" not in a.families:
+        return []
+    out: list[Scenario] = []
+    seen: set[str] = set()
+    for wf in a.workflows:
+        for eff in wf.effects:
+            service = eff.partition(".")[0]
+            if service in seen:
+                continue
+            seen.add(service)
+            out.append(
+                _scenario(
+                    f"{wf.name}/service_down/{service}",
+                    _run(wf),
+                    ArmWorldFault(service=service, mode="unavailable", calls=OUTAGE_CALLS),
+                    RunWorker(worker_id="w1"),
+                )
+            )
+    return out
+
+
+def _memory_clock(a: _Aim) -> list[Scenario]:
+    """Every kind of planted memory, planted before the clock moves and
+    after it has moved, at a key the run reads and at keys it writes (the
+    records its fault-free run read back: see the site profile). Before:
+    an ``expired`` record is still live when planted and lapses as the
+    clock moves. After: it expired just now, by the moved clock. Each
+    (kind, when, key) once before any is tried on another workflow."""
+    if "memory" not in a.families or Capability.CLOCK not in a.u.capabilities:
+        return []
+    step = a.u.lease_seconds + 1
+    by_variant: dict[tuple[str, str, str], list[Scenario]] = {}
+    for wf in a.workflows:
+        run = _run(wf)
+        namespace, key, value = _memory_target(run)
+        targets = [("reads", namespace, key, value)]
+        targets += [("writes", ns, k, {"planted": True}) for ns, k in a.profile(wf).memory_keys[:1]]
+        for kind in MEMORY_KINDS:
+            for when in ("before", "after"):
+                for target, ns, k, v in targets:
+                    plant = InjectMemory(
+                        tenant=run.tenant,
+                        namespace=ns,
+                        key=k,
+                        value=v,
+                        kind=kind,
+                        provenance="user_supplied" if kind == "poisoned" else "system_verified",
+                        expires_in=step / 2 if kind == "expired" and when == "before" else None,
+                        at_written_key=target == "writes",
+                    )
+                    clock = AdvanceClock(seconds=step)
+                    steps = (plant, clock) if when == "before" else (clock, plant)
+                    by_variant.setdefault((kind, when, target), []).append(
+                        _scenario(
+                            f"{wf.name}/memory_{when}_clock/{kind}/{target}/{ns}/{k}",
+                            run,
+                            *steps,
+                            RunWorker(worker_id="w1"),
+                        )
+                    )
+    return _interleave(list(by_variant.values()))[:MAX_MEMORY]
+
+
+def _commit_kills(a: _Aim) -> list[Scenario]:
+    """A kill right after every commit of a fault-free run: first the
+    commits that hand work or a message to another run (a child spawned, a
+    child's completion delivered), then every other, breadth-first across
+    workflows (each workflow's first commit, then each one's second...)."""
+    if "crash" not in a.families or not a.in_txn:
+        return []
+    handoffs: list[list[Scenario]] = []
+    others: list[list[Scenario]] = []
+    for wf in a.workflows:
+        p = a.profile(wf)
+        commits = [c for c in p.commits(a.in_txn) if c.after is not None]
+        handoffs.append([_kill_after(a, wf, c) for c in commits if c.handoff])
+        others.append([_kill_after(a, wf, c) for c in commits if not c.handoff])
+    return (_interleave(handoffs) + _interleave(others))[:MAX_COMMIT_KILLS]
+
+
+def _kill_after(a: _Aim, wf: WorkflowSpec, c: Commit) -> Scenario:
+    assert c.after is not None
+    site, n = c.after
+    kind = "handoff" if c.handoff else "commit"
+    return _scenario(
+        f"{wf.name}/kill_after_{kind}/r{c.round}/{c.last[0]}@{c.last[1]}",
+        _run(wf),
+        *_rounds(c.round, a.approvals),
+        RunWorker(worker_id="w1", crash=CrashSpec(site=site, nth=n)),
+    )
+
+
+def _barriers(a: _Aim) -> list[Scenario]:
+    """Two workers held at the first crash point of a round (before either
+    has claimed anything), then released together: they race for the same
+    run truly at once, so a claim that is not atomic (a lost row lock, a
+    read-then-write without one) lets both work it. The round that starts
+    the run, then the one that resumes it after the decision."""
+    if "race" not in a.families or not a.pausable:
+        return []
+    out: list[Scenario] = []
+    for wf in a.workflows:
+        p = a.profile(wf)
+        for r in sorted({0, p.resume_round}):
+            if r >= len(p.rounds):
+                continue
+            first = next(((s, n) for s, n in p.rounds[r] if s in a.pausable), None)
+            if first is None:
+                continue
+            out.append(
+                _scenario(
+                    f"{wf.name}/barrier_race/r{r}/{first[0]}@{first[1]}",
+                    _run(wf),
+                    *_rounds(r, a.approvals),
+                    _paused("b1", *first),
+                    _paused("b2", *first),
+                    ReleaseWorkers(worker_ids=("b1", "b2")),
+                )
+            )
+    return out
 
 
 def _before_last_commit(

@@ -94,11 +94,10 @@ class Universe:
                     continue
                 if fam in ("zombie", "operator") and not self.pause_points:
                     continue
-                # With pause points, zombie barriers race workers by event;
-                # a slowed effect is the timing-based fallback without them.
-                if fam == "race" and (
-                    Capability.CONCURRENT_WORKERS not in caps or self.pause_points
-                ):
+                # With pause points, workers held at one are released
+                # together (a barrier: the targeted schedules); a slowed
+                # effect is the timing-based race, with or without them.
+                if fam == "race" and Capability.CONCURRENT_WORKERS not in caps:
                     continue
                 if fam == "storage" and not (
                     self.offered_storage_kinds()

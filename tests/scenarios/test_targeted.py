@@ -4,10 +4,28 @@ the capabilities offered."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.adapters._contract import Capability, WorkflowSpec
 from harness.adapters._loading import load_adapter
-from harness.model import Cancel, InjectMemory, RunWorker
-from harness.scenarios import EffectSite, Universe, WorkflowProfile, profile_workflow, targeted
+from harness.model import (
+    AdvanceClock,
+    ArmWorldFault,
+    Cancel,
+    CrashSpec,
+    InjectMemory,
+    ReleaseWorkers,
+    RunWorker,
+)
+from harness.scenarios import (
+    Commit,
+    EffectSite,
+    Universe,
+    WorkflowProfile,
+    profile_workflow,
+    targeted,
+)
+from harness.scenarios._targeted import MEMORY_KINDS, OUTAGE_CALLS, WORLD_MODES
 
 CAPS = frozenset(Capability) - {Capability.STORAGE_FAULTS}
 
@@ -35,12 +53,13 @@ PROFILES = {
 
 
 def universe(caps: frozenset[Capability] = CAPS, **kw: object) -> Universe:
+    profiles = kw.pop("profiles", PROFILES)
     return Universe(
         workflows=(LOOK, PAY),
         crash_points=("a", "b", "c", "d", "e", "f", "tx1", "tx2"),
         pause_points=("a", "b", "c", "d", "e", "f"),
         capabilities=caps,
-        profiles=PROFILES,
+        profiles=profiles,  # type: ignore[arg-type]
         site_hits={k: p.hits for k, p in PROFILES.items()},
         **kw,  # type: ignore[arg-type]
     )
@@ -86,6 +105,11 @@ def test_the_first_round_holds_one_scenario_of_every_category() -> None:
         "cancel_while_held",
         "kill_before",
         "zombie_before",
+        "apply_then_timeout",
+        "service_down",
+        "memory_before_clock",
+        "kill_after_commit",
+        "barrier_race",
     }
     assert set(kinds[: len(first_round)]) == first_round
     # within a category, the variants before the same variant elsewhere
@@ -121,3 +145,111 @@ def test_the_profile_of_a_real_runtime_finds_the_site_right_before_each_effect()
     assert first.approach[-1] == (first.site, first.nth)
     # the approach is the resume round's trace up to that site
     assert profile.resume_sites()[: len(first.approach)] == first.approach
+
+
+def test_every_world_fault_mode_is_aimed_at_every_declared_effect() -> None:
+    scenarios = targeted(universe())
+    armed = {
+        (s.runs[0].workflow, f"{x.service}.{x.action}", x.mode)
+        for s in scenarios
+        for x in s.steps
+        if isinstance(x, ArmWorldFault) and x.calls == 1
+    }
+    for wf in (LOOK, PAY):
+        for effect in wf.effects:
+            for mode in (*WORLD_MODES, "kill_after_apply"):
+                assert (wf.name, effect, mode) in armed
+    # all modes at one effect before the same mode at another
+    modes = [n.split("/")[2] for n in (s.name for s in scenarios)]
+    pay = [n for n, s in zip(modes, scenarios, strict=True) if s.name.endswith("/bank.pay")]
+    assert [m for m in pay if m in WORLD_MODES] == list(WORLD_MODES)
+
+
+def test_a_persistent_outage_turns_every_call_of_each_service_away() -> None:
+    outages = [s for s in targeted(universe()) if "/service_down/" in s.name]
+    assert [s.name for s in outages] == [
+        "targeted/pay/service_down/bank",
+        "targeted/look/service_down/mail",
+    ]
+    for s in outages:
+        [arm] = [x for x in s.steps if isinstance(x, ArmWorldFault)]
+        assert (arm.mode, arm.action, arm.calls) == ("unavailable", None, OUTAGE_CALLS)
+
+
+def test_every_memory_kind_is_planted_before_and_after_the_clock_at_read_and_written_keys() -> None:
+    look = replace(PROFILES["look"], memory_keys=(("notes/t", "n-0"),))
+    u = universe(profiles={**PROFILES, "look": look})
+    seen = set()
+    for s in targeted(u):
+        if "_clock/" not in s.name:
+            continue
+        ops = [type(x) for x in s.steps]
+        plant = next(x for x in s.steps if isinstance(x, InjectMemory))
+        when = "before" if ops.index(InjectMemory) < ops.index(AdvanceClock) else "after"
+        assert f"memory_{when}_clock" in s.name
+        # the run starts only once both have happened
+        assert ops.index(RunWorker) > max(ops.index(InjectMemory), ops.index(AdvanceClock))
+        written = (plant.namespace, plant.key) == ("notes/t", "n-0")
+        assert plant.at_written_key == written
+        if plant.kind == "expired":
+            # before: live when planted, lapsed once the clock moved
+            assert (plant.expires_in is not None) == (when == "before")
+        seen.add((plant.kind, when, written))
+    for kind in MEMORY_KINDS:
+        for when in ("before", "after"):
+            assert (kind, when, False) in seen
+            assert (kind, when, True) in seen
+
+
+def test_commits_and_hand_offs_are_told_from_the_trace_alone() -> None:
+    # a worker commits (tx1, tx2), its loop comes round again ('a') and works
+    # another run: that commit handed work over; the last one did not.
+    trace = (("a", 1), ("tx1", 1), ("tx2", 1), ("b", 1), ("a", 2), ("tx1", 2), ("tx2", 2))
+    trace += (("c", 1), ("a", 3))
+    p = WorkflowProfile("w", rounds=(trace,))
+    assert p.commits(frozenset({"tx1", "tx2"})) == (
+        Commit(0, ("tx2", 1), ("b", 1), handoff=True),
+        Commit(0, ("tx2", 2), ("c", 1), handoff=False),
+    )
+    assert p.commits(frozenset()) == ()
+
+
+def test_a_kill_lands_right_after_every_commit_hand_offs_first() -> None:
+    trace = (("a", 1), ("tx1", 1), ("tx2", 1), ("b", 1), ("a", 2), ("tx1", 2), ("tx2", 2))
+    trace += (("c", 1), ("a", 3))
+    look = replace(PROFILES["look"], rounds=(trace,))
+    kills = [
+        s
+        for s in targeted(universe(profiles={**PROFILES, "look": look}))
+        if "/kill_after_handoff/" in s.name or "/kill_after_commit/" in s.name
+    ]
+    assert kills[0].name == "targeted/look/kill_after_handoff/r0/tx2@1"
+    crash = [x.crash for x in kills[0].steps if isinstance(x, RunWorker)]
+    assert crash == [CrashSpec(site="b", nth=1)]
+    names = {s.name for s in kills}
+    # pay: one commit in round 0, one in round 1 (after its decision)
+    assert {
+        "targeted/pay/kill_after_commit/r0/tx2@1",
+        "targeted/pay/kill_after_commit/r1/tx2@1",
+    } <= names
+    assert "targeted/look/kill_after_commit/r0/tx2@2" in names
+
+
+def test_workers_held_at_a_barrier_are_released_together_alongside_pause_points() -> None:
+    u = universe()
+    assert "race" in u.enabled()  # pause points no longer switch it off
+    races = [s for s in targeted(u) if "/barrier_race/" in s.name]
+    assert [s.name for s in races] == [
+        "targeted/pay/barrier_race/r0/a@1",
+        "targeted/pay/barrier_race/r1/a@1",
+        "targeted/look/barrier_race/r0/a@1",
+    ]
+    steps = races[1].steps
+    held = [x for x in steps if isinstance(x, RunWorker) and x.crash is not None]
+    assert [(x.worker_id, x.crash) for x in held] == [
+        ("b1", CrashSpec(site="a", nth=1, action="pause")),
+        ("b2", CrashSpec(site="a", nth=1, action="pause")),
+    ]
+    assert steps[-2] == ReleaseWorkers(worker_ids=("b1", "b2"))
+    without = universe(CAPS - {Capability.CONCURRENT_WORKERS})
+    assert not [s for s in targeted(without) if "/barrier_race/" in s.name]
