@@ -94,6 +94,10 @@ class Universe:
                     continue
                 if fam in ("zombie", "operator") and not self.pause_points:
                     continue
+                # A zombie outlives its lease by a clock jump (AdvanceClock):
+                # without the clock its episode is a scenario the adapter refuses.
+                if fam == "zombie" and Capability.CLOCK not in caps:
+                    continue
                 # With pause points, workers held at one are released
                 # together (a barrier: the targeted schedules); a slowed
                 # effect is the timing-based race, with or without them.
