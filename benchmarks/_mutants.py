@@ -208,3 +208,50 @@ def ci_args(*extra: str, budget: float, stop_on_first: bool = True) -> list[str]
     if stop_on_first:
         args.append("--stop-on-first")
     return [*args, *extra]
+
+
+_EXECUTE = """
+import json, sys
+from pathlib import Path
+from harness import Engine, load_settings
+from harness.adapters._loading import load_adapter
+from harness.model import Scenario
+opts, scenario, work = json.loads(sys.argv[1]), json.loads(sys.argv[2]), Path(sys.argv[3])
+engine = Engine(load_adapter("reference", opts), load_settings("ci"), workdir=work)
+example = engine.execute(Scenario.model_validate(scenario), folder=work / "example")
+print(json.dumps([r.name for r in example.results if r.verdict.value == "fail"]))
+"""
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One scenario run on a copy: the properties it failed and its history."""
+
+    failed: list[str]
+    history: Path  # history.jsonl of the run
+
+
+def execute(
+    pythonpath: Path,
+    scenario: dict[str, Any],
+    workdir: Path,
+    opts: dict[str, str] | None = None,
+    *,
+    timeout: float = 300,
+) -> Execution:
+    """Run one scenario (no search) on the copy in ``pythonpath``, judged by
+    every property; the history is kept in ``workdir/example``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _EXECUTE, json.dumps(opts or {}), json.dumps(scenario), workdir],
+        cwd=pythonpath,
+        env=harness_env(pythonpath),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"scenario did not run (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    failed = json.loads(proc.stdout.strip().splitlines()[-1])
+    return Execution(failed, workdir / "example" / "history.jsonl")

@@ -1,0 +1,516 @@
+"""Hand-written mutants: realistic mistakes outside the seeded catalogue.
+
+Each mutant is a small source change (old text -> new text, applied exactly
+once) to a *copy* of ``reference_runtime/``; the ``ci`` profile runs on the
+copy (``benchmarks/_mutants.py``: ``PYTHONPATH`` names the copy, and the
+harness and its fork-server workers import it) with ``--stop-on-first`` and
+must fail it with a counterexample of at most 8 steps. The real runtime is
+never touched.
+
+The mutants are grouped by the four classes of issue 11, each a reason a
+mistake slips past a harness tuned to its own catalogue:
+
+1. fault combinations the harness can express but never draws;
+2. the shared-oracle blind spot (a mistake on the fault-free path);
+3. authority taken from the runtime's own records;
+4. faults the harness cannot inject yet.
+
+A mutant the ``ci`` profile does not catch today is marked
+``xfail(strict=True)``: when the harness learns to catch it the test fails
+as XPASS and the marker must go. Each mistake was written as its author would
+make it, not to fit what the harness checks.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from unittest.mock import ANY
+
+import pytest
+
+from harness.history import History
+
+
+def _load_mutants() -> ModuleType:
+    # benchmarks/ is a folder of scripts, not a package: load the shared
+    # mechanism by path, under a name of its own.
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_mutants.py"
+    spec = importlib.util.spec_from_file_location("benchmarks_mutants", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+mutants = _load_mutants()
+Edit = mutants.Edit
+
+#: the bound on a counterexample, as for the seeded bugs (test_seeded_bugs.py)
+MAX_STEPS = 8
+
+#: per run: the search's budget, and the subprocess's bound (probe, start-up,
+#: shrinking and a loaded machine on top)
+BUDGET = 90
+TIMEOUT = 400
+
+
+@dataclass(frozen=True)
+class HandMutant:
+    name: str
+    klass: int
+    why: str  # the mistake, as its author would put it
+    edits: tuple[Edit, ...]
+    opts: tuple[str, ...] = ()  # --adapter-opt values
+    caught: bool = False  # does the ci profile catch it today?
+
+
+MUTANTS = (
+    # -- 1. fault combinations the harness can express but never draws --------
+    HandMutant(
+        "resend-after-timeout-without-key",
+        1,
+        "a worker that died mid-call (SENT) cannot know, but a call that timed out "
+        "did not happen: resend it",
+        (
+            Edit(
+                "_executor/_effects.py",
+                "if not can_resend and op.status is not OS.PREPARED and at_most_once:",
+                "if not can_resend and op.status is OS.SENT and at_most_once:",
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
+        "memory-read-as-of-last-checkpoint",
+        1,
+        "rebuild the model's context as of the run's last checkpoint, so that a "
+        "resumed run sees what it saw (expired memory is then read after the clock moved)",
+        (
+            Edit(
+                "_executor/_loop.py",
+                "lambda ns, trust, t: sc.store.read_memory(run.tenant, ns, t, min_trust=trust),",
+                "lambda ns, trust, t: sc.store.read_memory(\n"
+                "                run.tenant, ns, run.updated_at, min_trust=trust\n"
+                "            ),",
+            ),
+        ),
+    ),
+    # -- 2. the shared-oracle blind spot ----------------------------------------
+    HandMutant(
+        "refund-output-reads-the-wrong-field",
+        2,
+        "the refund's reference is in the response (a typo: 'ref', not 'external_ref')",
+        (
+            Edit(
+                "_policies.py",
+                'return Complete(output={"refund": ctx.tool_results.get("refund", {})'
+                '.get("external_ref")})',
+                'return Complete(output={"refund": ctx.tool_results.get("refund", {}).get("ref")})',
+            ),
+        ),
+    ),
+    HandMutant(
+        "ledger-status-never-updated",
+        2,
+        "record the service's answer on the ledger entry (and forget its status)",
+        (
+            Edit(
+                "_executor/_effects.py",
+                '            "status": status,\n            "external_ref": response.external_ref,',
+                '            "external_ref": response.external_ref,',
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
+        "memory-dedup-across-tenants",
+        2,
+        "a write of what the key already holds is skipped (the tenant filter "
+        "forgotten: read_memory_unfiltered returns every tenant's records)",
+        (
+            Edit(
+                "_executor/_local_steps.py",
+                "if r.tenant == run.tenant and r.key == a.key",
+                "if r.key == a.key",
+            ),
+        ),
+        caught=True,
+    ),
+    # -- 3. authority taken from the runtime's own records ----------------------
+    HandMutant(
+        "signature-presence-only",
+        3,
+        "refuse a decision without a signature (the comparison with the expected one forgotten)",
+        (
+            Edit(
+                "_approvals.py",
+                "if not message.signature or not hmac.compare_digest(expected, message.signature):",
+                "if not message.signature:",
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
+        "approver-role-not-checked",
+        3,
+        "the tenant's key signed it: the role is the tenant's business",
+        (
+            Edit(
+                "_approvals.py",
+                "if role != approval.approver_role:",
+                "if not role:",
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
+        "decision-params-not-compared",
+        3,
+        "the decision names the parameters it approved: check that it names some",
+        (
+            Edit(
+                "_executor/_approval_steps.py",
+                "if vd.params_hash != approval.params_hash:",
+                "if not vd.params_hash:",
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
+        "late-decision-recorded-approved",
+        3,
+        "expiry is enforced by the re-check right before the effect: no need to check "
+        "it when the decision comes in",
+        (
+            Edit(
+                "_executor/_approval_steps.py",
+                "                elif is_expired(approval, now):\n"
+                '                    reason = f"the decision arrived after expiry '
+                '({approval.expires_at})"\n',
+                "",
+            ),
+        ),
+    ),
+    # -- 4. faults the harness cannot inject yet --------------------------------
+    HandMutant(
+        "retry-counter-not-persisted",
+        4,
+        "back off exponentially (the attempt count computed, but not written back)",
+        (
+            Edit(
+                "_executor/_step.py",
+                "            attempt=attempt,\n            wake_at=self.now() + delay,",
+                "            wake_at=self.now() + delay,",
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
+        "memory-last-write-wins",
+        4,
+        "the newest record is the last one written",
+        (
+            Edit(
+                "store/_sql/_memory.py",
+                "(PARTITION BY key ORDER BY version DESC, seq DESC)",
+                "(PARTITION BY key ORDER BY seq DESC)",
+            ),
+        ),
+        caught=True,
+    ),
+)
+
+#: Postgres-only: needs truly concurrent workers on a real row lock
+ROW_LOCK = HandMutant(
+    "no-row-lock-on-postgres",
+    4,
+    "the version check catches a lost update: no need for FOR UPDATE",
+    (
+        Edit(
+            "store/postgres.py",
+            'return f" FOR UPDATE OF {of}" if of else " FOR UPDATE"',
+            'return ""',
+        ),
+    ),
+    opts=("backend=postgres",),
+)
+
+
+def _ci(
+    copy: Path, report: Path, opts: tuple[str, ...], budget: int = BUDGET, *extra: str
+) -> mutants.HarnessRun:
+    args = list(extra)
+    for o in opts:
+        args += ["--adapter-opt", o]
+    return mutants.run_harness(copy, report, mutants.ci_args(*args, budget=budget), timeout=TIMEOUT)
+
+
+def _caught(m: HandMutant, tmp_path: Path, budget: int = BUDGET) -> None:
+    copy = mutants.mutated_copy(tmp_path / "src", m.edits)
+    run = _ci(copy, tmp_path / "report", m.opts, budget)
+    assert run.returncode == 1, f"{m.name} ({m.why}) not caught:\n{run.tail()}"
+    scenario = run.counterexample()
+    assert scenario is not None, run.tail()
+    assert len(scenario["steps"]) <= MAX_STEPS, (scenario, run.tail())
+
+
+def _params(ms: tuple[HandMutant, ...]) -> list[object]:
+    out = []
+    for m in ms:
+        marks = []
+        if not m.caught:
+            marks.append(
+                pytest.mark.xfail(strict=True, reason=f"issue 11: class {m.klass} not yet caught")
+            )
+        out.append(pytest.param(m, id=m.name, marks=marks))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("m", _params(MUTANTS))
+def test_the_ci_profile_catches_a_hand_written_mutant(m: HandMutant, tmp_path: Path) -> None:
+    _caught(m, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.parametrize("m", _params((ROW_LOCK,)))
+def test_the_ci_profile_catches_a_lost_row_lock_on_postgres(
+    m: HandMutant, tmp_path: Path, postgres_url: str
+) -> None:
+    _caught(m, tmp_path, budget=180)
+
+
+@pytest.mark.parametrize("m", [*MUTANTS, ROW_LOCK], ids=lambda m: m.name)
+def test_each_mutant_applies_exactly_once_to_the_current_runtime(
+    m: HandMutant, tmp_path: Path
+) -> None:
+    copy = mutants.mutated_copy(tmp_path, m.edits)
+    for edit in m.edits:
+        text = (copy / "reference_runtime" / edit.path).read_text()
+        original = (mutants.SOURCE / edit.path).read_text()
+        assert text != original
+        compile(text, edit.path, "exec")
+
+
+def test_an_edit_that_does_not_apply_once_is_refused(tmp_path: Path) -> None:
+    copy = mutants.copy_runtime(tmp_path)
+    with pytest.raises(mutants.EditDoesNotApply, match="occurs 0 times"):
+        Edit("_approvals.py", "no such text", "x").apply(copy / "reference_runtime")
+    with pytest.raises(mutants.EditDoesNotApply, match="times, expected once"):
+        Edit("_approvals.py", "\n", "x").apply(copy / "reference_runtime")
+
+
+def test_the_copy_is_what_the_harness_and_its_workers_import(tmp_path: Path) -> None:
+    log = tmp_path / "imports.log"
+    copy = mutants.mutated_copy(tmp_path / "src", [mutants.import_probe(log)])
+    expected = str(copy / "reference_runtime" / "__init__.py")
+    # The harness process itself, started as run_harness starts it.
+    here = subprocess.run(
+        [sys.executable, "-c", "import reference_runtime; print(reference_runtime.__file__)"],
+        cwd=copy,
+        env=mutants.harness_env(copy),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert here.stdout.strip() == expected
+    # Its workers, forked from the fork server: each writes what it imported.
+    run = _ci(copy, tmp_path / "report", (), 30, "--max-examples", "3")
+    assert run.returncode is not None, run.tail()
+    lines = log.read_text().splitlines()
+    assert len(lines) >= 2, run.tail()
+    assert {line.split(" ", 1)[1] for line in lines} == {expected}
+
+
+@pytest.mark.slow
+def test_the_unmutated_copy_passes_the_same_run(tmp_path: Path) -> None:
+    copy = mutants.mutated_copy(tmp_path / "src")
+    run = _ci(copy, tmp_path / "report", ())
+    assert run.returncode == 0, run.tail()
+
+
+# -- each mutant really changes behaviour -----------------------------------------
+#
+# One hand-written scenario per mutant, run once (no search) on the mutated
+# copy and on the correct one: the evidence read from the history (what the
+# world did, what the runtime recorded) must differ as the mistake says. This
+# keeps a mutant honest when the runtime changes under it, whether or not the
+# harness catches it today.
+
+
+def _submit(workflow: str, inp: dict[str, Any], decision: str = "approved") -> dict[str, Any]:
+    run = {"run_id": "r1", "tenant": "acme", "workflow": workflow, "input": inp}
+    return {"op": "submit", "run": {**run, "decision": decision}}
+
+
+RESEARCH = _submit("research", {"topic": "tides", "sources": 2, "requester": "u-1"})
+REFUND = {"customer_id": "c-1", "amount_cents": 1250, "currency": "EUR"}
+QUIESCE = {"op": "quiesce", "approve_waits": True}
+
+
+def _world_calls(h: History, kind: str, *, applied: bool | None = None) -> int:
+    return sum(
+        1
+        for e in h.by_f("effect")
+        if e.value.get("kind") == kind and (applied is None or e.value.get("applied") is applied)
+    )
+
+
+def _read_keys(h: History) -> set[str]:
+    return {f["key"] for e in h.by_f("context") for f in e.value["context"]["memory"]}
+
+
+def _actions(h: History) -> list[str]:
+    return [e.value["action"] for e in h.by_f("transition")]
+
+
+def _refund_decided_by(variant: str) -> list[dict[str, Any]]:
+    # The approver rejects; a decision of the opposite (approve) arrives first,
+    # forged or signed for the wrong role or parameters.
+    return [
+        _submit("refund", REFUND, decision="rejected"),
+        {"op": "run_worker", "worker_id": "w1"},
+        {"op": "approve", "run_id": "r1", "variant": variant, "decision": "opposite"},
+        {"op": "run_worker", "worker_id": "w2"},
+        QUIESCE,
+    ]
+
+
+def _applied_refunds(h: History) -> int:
+    return _world_calls(h, "payments.refund", applied=True)
+
+
+DEMOS: dict[str, tuple[list[dict[str, Any]], Callable[[History], Any], Any, Any]] = {
+    # name: (steps, evidence, on the correct runtime, on the mutant)
+    "resend-after-timeout-without-key": (
+        [
+            RESEARCH,
+            {
+                "op": "arm_world_fault",
+                "service": "email",
+                "action": "send",
+                "nth": 1,
+                "mode": "apply_then_timeout",
+            },
+            {"op": "run_worker", "worker_id": "w1"},
+            QUIESCE,
+        ],
+        lambda h: _world_calls(h, "email.send", applied=True),
+        1,  # then it waits for an operator: an at-most-once email
+        2,  # the report mailed twice
+    ),
+    "memory-read-as-of-last-checkpoint": (
+        [
+            RESEARCH,
+            # one commit, then the worker dies
+            {
+                "op": "run_worker",
+                "worker_id": "w1",
+                "crash": {"site": "before_step_commit", "nth": 2, "action": "kill"},
+            },
+            {"op": "advance_clock", "seconds": 60},
+            # expired a second ago: after the run's last commit, before now
+            {
+                "op": "inject_memory",
+                "tenant": "acme",
+                "namespace": "research/tides",
+                "key": "planted",
+                "value": "an expired finding",
+                "kind": "expired",
+            },
+            {"op": "run_worker", "worker_id": "w2"},
+            QUIESCE,
+        ],
+        lambda h: "planted" in _read_keys(h),
+        False,
+        True,
+    ),
+    "refund-output-reads-the-wrong-field": (
+        [_submit("refund", REFUND), {"op": "run_worker", "worker_id": "w1"}, QUIESCE],
+        lambda h: (_applied_refunds(h), h.finals()["r1"].value["output"]["refund"] is None),
+        (1, False),
+        (1, True),  # the world refunded; the run reports no refund
+    ),
+    "ledger-status-never-updated": (
+        [_submit("refund", REFUND), {"op": "run_worker", "worker_id": "w1"}, QUIESCE],
+        lambda h: sorted(o["raw_status"] for o in h.finals()["r1"].value["operations"]),
+        ["confirmed", "confirmed"],  # the refund, the e-mail
+        ["prepared", "sent"],  # both done in the world, neither on the ledger
+    ),
+    "memory-dedup-across-tenants": (
+        [
+            RESEARCH,
+            {"op": "run_worker", "worker_id": "w1"},
+            {"op": "submit", "run": {**RESEARCH["run"], "run_id": "r2", "tenant": "globex"}},
+            {"op": "run_worker", "worker_id": "w2"},
+            QUIESCE,
+        ],
+        lambda h: h.finals()["r2"].value["output"],
+        {"report": ANY, "findings": 2},
+        {"report": ANY, "findings": 0},  # the tenant's own findings were never written
+    ),
+    "signature-presence-only": (
+        _refund_decided_by("forged"),
+        _applied_refunds,
+        0,
+        1,  # refunded on a forged approval the approver never gave
+    ),
+    "approver-role-not-checked": (_refund_decided_by("wrong_role"), _applied_refunds, 0, 1),
+    "decision-params-not-compared": (_refund_decided_by("wrong_params"), _applied_refunds, 0, 1),
+    "late-decision-recorded-approved": (
+        [
+            _submit("refund", REFUND),
+            {"op": "run_worker", "worker_id": "w1"},
+            {"op": "advance_clock", "seconds": 3601},  # past approval_ttl
+            {"op": "approve", "run_id": "r1"},
+            {"op": "run_worker", "worker_id": "w2"},
+            QUIESCE,
+        ],
+        lambda h: ("decision" in _actions(h), _applied_refunds(h)),
+        (False, 0),  # the late decision is ignored: approval_expired
+        (True, 0),  # recorded as approved; the re-check before the refund masks it
+    ),
+    "retry-counter-not-persisted": (
+        [
+            _submit("refund", REFUND),
+            *(
+                {
+                    "op": "arm_world_fault",
+                    "service": "payments",
+                    "action": "refund",
+                    "nth": n,
+                    "mode": "reject",
+                }
+                for n in range(1, 7)
+            ),
+            {"op": "run_worker", "worker_id": "w1"},
+            QUIESCE,
+        ],
+        lambda h: (_world_calls(h, "payments.refund"), h.finals()["r1"].value["state"]),
+        (5, "failed"),  # max_attempts = 5: it gives up
+        (7, "completed"),  # six rejections, seven calls: it never gives up
+    ),
+}
+
+
+@pytest.mark.parametrize("m", [m for m in MUTANTS if m.name in DEMOS], ids=lambda m: m.name)
+def test_each_mutant_misbehaves_where_the_correct_runtime_does_not(
+    m: HandMutant, tmp_path: Path
+) -> None:
+    steps, evidence, correct, wrong = DEMOS[m.name]
+    scenario = {"name": f"demo/{m.name}", "steps": steps}
+    got = {}
+    for label, edits in (("correct", ()), ("mutant", m.edits)):
+        copy = mutants.mutated_copy(tmp_path / label / "src", edits)
+        run = mutants.execute(copy, scenario, tmp_path / label / "work")
+        got[label] = evidence(History.load(run.history))
+    assert (got["correct"], got["mutant"]) == (correct, wrong), m.why
