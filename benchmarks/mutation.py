@@ -353,7 +353,10 @@ def run_phase(
             pass
         if result["outcome"] == "incompetent":
             lines = [ln for ln in run.stderr.splitlines() + run.stdout.splitlines() if ln.strip()]
-            result["why"] = next((ln for ln in lines if "error" in ln.lower()), lines[-1:] or "")
+            result["why"] = next(
+                (ln for ln in lines if ln.startswith(("inconclusive", "harness: error"))),
+                lines[-1] if lines else "",
+            )
     return result
 
 
@@ -454,7 +457,9 @@ def summary(rows: Sequence[Row], phases: Sequence[str]) -> str:
         lines.append("\nnot judged:")
         for r, p in others:
             res = r.results[p]
-            why = res.get("why", f"exit {res.get('returncode')}")
+            why = f"exit {res.get('returncode')}"
+            if isinstance(res.get("why"), str) and not res["why"].startswith("report:"):
+                why += f": {res['why']}"
             lines.append(
                 f"  {p:8} {res['outcome']:11} reference_runtime/{r.mutant.path}:"
                 f"{r.mutant.line} {r.change}  [{why}]"

@@ -142,7 +142,6 @@ MUTANTS = (
                 "if r.key == a.key",
             ),
         ),
-        caught=True,
     ),
     # -- 3. authority taken from the runtime's own records ----------------------
     HandMutant(
@@ -286,7 +285,8 @@ def test_the_ci_profile_catches_a_hand_written_mutant(m: HandMutant, tmp_path: P
 def test_the_ci_profile_catches_a_lost_row_lock_on_postgres(
     m: HandMutant, tmp_path: Path, postgres_url: str
 ) -> None:
-    _caught(m, tmp_path, budget=180)
+    # A scenario costs about four times as much on Postgres.
+    _caught(m, tmp_path, budget=120)
 
 
 @pytest.mark.parametrize("m", [*MUTANTS, ROW_LOCK], ids=lambda m: m.name)
