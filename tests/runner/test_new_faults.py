@@ -143,3 +143,34 @@ def test_workers_held_at_one_crash_point_are_released_together(tmp_path: Path) -
     assert history.finals()["r1"].value["state"] == "completed"
     bad = {n: r.message for n, r in results.items() if r.verdict is Verdict.FAIL}
     assert not bad
+
+
+def test_a_kill_right_after_a_hand_off_commit_fires_and_the_runs_recover(tmp_path: Path) -> None:
+    env = ADAPTER.open(tmp_path / "probe", seed=0)
+    try:
+        in_txn = frozenset(env.crash_points()) - frozenset(env.pause_points())
+    finally:
+        env.close()
+    flows = {w.name: w for w in ADAPTER.workflows()}
+    # procurement delegates to a child run and waits for its result; refund
+    # hands nothing to another run
+    commits = profile_workflow(ADAPTER, flows["procurement"], effects=False).commits(in_txn)
+    handoffs = [c for c in commits if c.handoff]
+    assert len(handoffs) == 2  # the child spawned; the child's result delivered
+    refund = profile_workflow(ADAPTER, flows["refund"], effects=False).commits(in_txn)
+    assert refund and not [c for c in refund if c.handoff]
+    last = handoffs[-1]
+    assert last.after is not None and last.round == 0
+    spec = RunSpec(
+        run_id="r1", tenant="acme", workflow="procurement", input={"item": "bolts", "quantity": 3}
+    )
+    history, results = run(
+        tmp_path,
+        spec,
+        RunWorker(worker_id="w1", crash=CrashSpec(site=last.after[0], nth=last.after[1])),
+    )
+    [crash] = history.faults("crash_point")
+    assert crash.value["fired"] is True
+    assert history.finals()["r1"].value["state"] == "completed"
+    bad = {n: r.message for n, r in results.items() if r.verdict is Verdict.FAIL}
+    assert not bad
