@@ -369,6 +369,15 @@ def _read_keys(h: History) -> set[str]:
     return {f["key"] for e in h.by_f("context") for f in e.value["context"]["memory"]}
 
 
+def _read_versions(h: History, key: str) -> set[int]:
+    return {
+        f["version"]
+        for e in h.by_f("context")
+        for f in e.value["context"]["memory"]
+        if f["key"] == key
+    }
+
+
 def _actions(h: History) -> list[str]:
     return [e.value["action"] for e in h.by_f("transition")]
 
@@ -478,6 +487,25 @@ DEMOS: dict[str, tuple[list[dict[str, Any]], Callable[[History], Any], Any, Any]
         lambda h: ("decision" in _actions(h), _applied_refunds(h)),
         (False, 0),  # the late decision is ignored: approval_expired
         (True, 0),  # recorded as approved; the re-check before the refund masks it
+    ),
+    "memory-last-write-wins": (
+        [
+            RESEARCH,
+            # v2 lands first, v1 late
+            {
+                "op": "inject_memory",
+                "tenant": "acme",
+                "namespace": "research/tides",
+                "key": "planted",
+                "value": "a finding",
+                "kind": "stale_reordered",
+            },
+            {"op": "run_worker", "worker_id": "w1"},
+            QUIESCE,
+        ],
+        lambda h: _read_versions(h, "planted"),
+        {2},
+        {1},  # the superseded version, because it was written last
     ),
     "retry-counter-not-persisted": (
         [
