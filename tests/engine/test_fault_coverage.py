@@ -67,7 +67,8 @@ def test_armed_world_rules_that_never_fire_show_as_armed_not_fired(
 ) -> None:
     for kind, counts in faults.items():
         assert 0 <= counts["fired"] <= counts["armed"], kind
-    # A rule armed for a call no worker makes (the run already finished) stays
-    # unfired: world rules are world faults and effect-boundary kills alike.
-    rules = [faults[k] for k in ("world_fault", "effect_boundary") if k in faults]
+    # A rule armed for a call no worker makes (the run already finished, or
+    # gave up during an outage) stays unfired: world rules are world faults,
+    # effect-boundary kills and outages alike.
+    rules = [faults[k] for k in ("world_fault", "effect_boundary", "outage") if k in faults]
     assert sum(r["armed"] for r in rules) > sum(r["fired"] for r in rules)
