@@ -55,7 +55,9 @@ class _Entry:
 
 @guarded(NAME)
 def check_effects_accounted(history: History, oracle: History | None) -> PropertyResult:
-    """Every effect the world applied for a completed run is in the runtime's
+    """A completed run's ledger names every effect the world applied for it, and no other.
+
+    Every effect the world applied for a completed run is in the runtime's
     account, and the account names no effect the world did not apply.
 
     Judged for runs that ended ``completed`` only (a cancelled, failed or
