@@ -7,9 +7,23 @@ workers drain the queue). Everything is drawn from data the adapter declares
 -- its workflows, its crash points, its capabilities -- so a strategy never
 asks for what the runtime cannot do. Lists shrink towards fewer runs and
 fewer, simpler episodes, so a failure ends as a short readable counterexample.
+
+Swarm testing (Groce et al., "Swarm Testing", ISSTA 2012): each scenario
+first draws its :class:`Swarm`, a random subset of the enabled fault families
+(each with a weight) and of each family's kinds (world modes, memory kinds,
+message variants), then draws every episode from that subset only. Uniform
+mixing spreads a scenario's few episodes over every family, so two faults of
+one kind rarely meet; a swarm of one or two kinds gives long runs of them,
+which is where combination bugs are (a kill during the recovery of a kill, a
+second reject after a retried timeout). A swarm shrinks towards one family
+and one kind (the first enabled), so a counterexample also says which
+faults it needs.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
@@ -36,6 +50,101 @@ from ._universe import TENANTS, Universe
 #: How long the ``race`` family slows the first worker's effect: long enough
 #: for a second worker to start and read the same state meanwhile.
 RACE_DELAY = 1.0
+
+#: Per family, the kinds a swarm picks a subset of (a family not listed has
+#: one kind). The order is the shrink order: the first kind is the simplest.
+FAMILY_KINDS: dict[str, tuple[str, ...]] = {
+    "world": (
+        "reject",
+        "timeout_before_apply",
+        "apply_then_timeout",
+        "kill_before_apply",
+        "kill_after_apply",
+    ),
+    "memory": ("poisoned", "cross_tenant", "expired", "stale"),
+    "message": ("valid", "forged", "wrong_role", "wrong_params"),
+}
+
+#: A swarm gives each of its families a weight from 1 to this: how often an
+#: episode is of that family, relative to the others in the swarm.
+MAX_WEIGHT = 4
+
+
+@dataclass(frozen=True)
+class Swarm:
+    """The fault features one scenario may use: a subset of the universe's
+    enabled families, each with a weight, and per family a subset of its
+    kinds (:data:`FAMILY_KINDS`)."""
+
+    families: tuple[str, ...]
+    weights: tuple[int, ...] = ()
+    kinds: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def kinds_of(self, family: str) -> tuple[str, ...]:
+        """The kinds of ``family`` this swarm allows (every kind if unsaid)."""
+        return self.kinds.get(family) or FAMILY_KINDS.get(family, ())
+
+    def describe(self) -> str:
+        """``crash, world[reject,kill_after_apply]``: the scenario's name."""
+        parts = []
+        for fam in self.families:
+            kinds = self.kinds.get(fam)
+            shown = f"[{','.join(kinds)}]" if kinds and kinds != FAMILY_KINDS.get(fam) else ""
+            parts.append(fam + shown)
+        return ", ".join(parts)
+
+
+def _subset(items: tuple[str, ...]) -> st.SearchStrategy[tuple[str, ...]]:
+    """A non-empty subset of ``items`` in their order. Each item is in with
+    probability 1/2 (Groce et al.'s coin per feature), so subsets of every
+    size are drawn; it shrinks towards the first item alone."""
+
+    def keep(flags: list[bool]) -> tuple[str, ...]:
+        chosen = tuple(i for i, on in zip(items, flags, strict=True) if on)
+        return chosen or items[:1]
+
+    return st.lists(st.booleans(), min_size=len(items), max_size=len(items)).map(keep)
+
+
+@st.composite
+def swarms(draw: st.DrawFn, u: Universe) -> Swarm:
+    """A swarm over ``u``'s enabled families (empty when none is enabled)."""
+    enabled = u.enabled()
+    if not enabled:
+        return Swarm(families=())
+    families = draw(_subset(enabled))
+    # A weight and a kind subset for every enabled family, in or out: the
+    # draws keep their places when the shrinker drops a family, so what
+    # follows them (the episodes) is read back unchanged.
+    weight = {fam: draw(st.integers(1, MAX_WEIGHT)) for fam in enabled}
+    kinds = {fam: draw(_subset(FAMILY_KINDS[fam])) for fam in enabled if fam in FAMILY_KINDS}
+    return Swarm(
+        families=families,
+        weights=tuple(weight[fam] for fam in families),
+        kinds={fam: k for fam, k in kinds.items() if fam in families},
+    )
+
+
+def _family(draw: st.DrawFn, u: Universe, swarm: Swarm) -> str:
+    """One family of the swarm, by weight.
+
+    Drawn as a slot of a fixed table (every enabled family, ``MAX_WEIGHT``
+    slots each) that the swarm's families and weights open, not as an index
+    into the swarm: switching another family off then leaves this draw as
+    it was, so the shrinker can drop every family an example does not need.
+    """
+    weights = swarm.weights or (1,) * len(swarm.families)
+    weight = dict(zip(swarm.families, weights, strict=True))
+    order = [*u.enabled(), *(f for f in swarm.families if f not in u.enabled())]
+    slots = [(fam, k) for fam in order for k in range(MAX_WEIGHT)]
+    fam, _ = draw(st.sampled_from(slots).filter(lambda slot: slot[1] < weight.get(slot[0], 0)))
+    return fam
+
+
+def _kind(draw: st.DrawFn, swarm: Swarm, family: str) -> str:
+    """One kind of ``family`` that the swarm allows (stable as ``_family``)."""
+    allowed = swarm.kinds_of(family)
+    return draw(st.sampled_from(FAMILY_KINDS[family]).filter(lambda k: k in allowed))
 
 
 @st.composite
@@ -82,19 +191,33 @@ def _crash(
 
 
 @st.composite
-def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> list[Step]:
-    """One fault episode; ``n`` makes worker ids unique within the scenario."""
-    family = draw(st.sampled_from(u.enabled()))
+def episode(
+    draw: st.DrawFn,
+    u: Universe,
+    runs: tuple[RunSpec, ...],
+    n: int,
+    swarm: Swarm | None = None,
+) -> list[Step]:
+    """One fault episode of a family (and kinds) of ``swarm`` (default: every
+    enabled family, every kind); ``n`` makes worker ids unique within the
+    scenario."""
+    swarm = swarm or Swarm(families=u.enabled())
+    family = _family(draw, u, swarm)
     run_ids = [r.run_id for r in runs]
     if family == "crash":
         # A worker killed at a crash point, then possibly a kill during recovery.
+        # A worker killed at a crash point, then possibly kills during recovery:
+        # each recovering worker may be killed in turn (a chain that shrinks
+        # to none), the long runs of one fault that swarms favour.
         crash = _crash(draw, u, runs=runs)
         steps: list[Step] = [
             *_approved_first(draw, u, run_ids, n),
             RunWorker(worker_id=f"w{n}", crash=crash),
         ]
-        if draw(st.booleans()):
-            steps.append(RunWorker(worker_id=f"w{n}r", crash=_crash(draw, u, runs=runs)))
+        chain = draw(st.integers(min_value=0, max_value=2))
+        for k in range(chain):
+            tag = "r" * (k + 1)
+            steps.append(RunWorker(worker_id=f"w{n}{tag}", crash=_crash(draw, u, runs=runs)))
         return steps
     if family == "zombie":
         # A paused worker outlives its lease; another takes over; it wakes up.
@@ -112,12 +235,16 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
             ContinueWorker(worker_id=f"o{n}"),
         ]
     if family == "message":
-        variant = draw(st.sampled_from(("valid", "forged", "wrong_role", "wrong_params")))
+        variant = _kind(draw, swarm, "message")
+        # An invalid message may carry the opposite of the approver's
+        # decision: a runtime that trusts it then does what was refused.
+        opposite = variant != "valid" and draw(st.booleans())
         return [
             RunWorker(worker_id=f"w{n}"),
             Approve(
                 run_id=draw(st.sampled_from(run_ids)),
                 variant=variant,
+                decision="opposite" if opposite else "planned",
                 copies=draw(st.integers(min_value=1, max_value=3)),
                 fresh_copies=draw(st.integers(min_value=0, max_value=1)),
             ),
@@ -136,23 +263,21 @@ def episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> 
     if family == "world":
         kind = draw(st.sampled_from(wf_effects or ["payments.charge"]))
         service, _, action = kind.partition(".")
-        mode = draw(
-            st.sampled_from(
-                (
-                    "reject",
-                    "timeout_before_apply",
-                    "apply_then_timeout",
-                    "kill_before_apply",
-                    "kill_after_apply",
-                )
-            )
-        )
+        mode = _kind(draw, swarm, "world")
+        # Mostly the first call from now; sometimes a later one (a retry, the
+        # next run's call), so a fault also lands after a recovery.
+        nth = draw(st.sampled_from((1, 1, 1, 1, 2, 3)))
+        # After a decision only when a run waits for one, and not often: an
+        # ungated run would be done before the fault is armed.
+        waits = any(wf.needs_approval for r in runs for wf in u.workflows if wf.name == r.workflow)
+        first = _approved_first(draw, u, run_ids, n) if waits and draw(st.booleans()) else []
         return [
-            ArmWorldFault(service=service, action=action, nth=1, mode=mode),
+            *first,
+            ArmWorldFault(service=service, action=action, nth=nth, mode=mode),
             RunWorker(worker_id=f"w{n}"),
         ]
     if family == "memory":
-        kind = draw(st.sampled_from(("poisoned", "cross_tenant", "expired", "stale")))
+        kind = _kind(draw, swarm, "memory")
         # Poison is planted where it could do harm: as a stand-in for an
         # approval, so for a run whose workflow asks for one (if any does).
         gated = tuple(
@@ -260,11 +385,16 @@ def _memory_target(run: RunSpec) -> tuple[str, str, object]:
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, u: Universe) -> Scenario:
+def scenarios(draw: st.DrawFn, u: Universe, swarm: Swarm | None = None) -> Scenario:
+    """A workload, then 1 to ``u.max_episodes`` episodes of one swarm (drawn
+    first, unless given), then a quiesce. The scenario's name is its swarm.
+    With no family enabled, the workload alone runs (and quiesces)."""
+    swarm = swarm if swarm is not None else draw(swarms(u))
     runs = draw(run_specs(u))
     steps: list[Step] = [Submit(run=r) for r in runs]
-    n_episodes = draw(st.integers(min_value=1, max_value=u.max_episodes))
-    for i in range(n_episodes):
-        steps.extend(draw(episode(u, runs, i)))
+    if swarm.families:
+        n_episodes = draw(st.integers(min_value=1, max_value=u.max_episodes))
+        for i in range(n_episodes):
+            steps.extend(draw(episode(u, runs, i, swarm)))
     steps.append(Quiesce())
-    return Scenario(name="generated", steps=tuple(steps))
+    return Scenario(name=f"swarm: {swarm.describe() or 'none'}", steps=tuple(steps))

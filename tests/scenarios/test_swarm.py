@@ -1,0 +1,184 @@
+"""Swarm testing: each sampled scenario draws a subset of the enabled fault
+families and kinds, then draws its episodes from that subset only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import find, given, settings
+from hypothesis import strategies as st
+
+from harness.adapters import Capability, WorkflowSpec
+from harness.model import (
+    AdvanceClock,
+    Approve,
+    ArmWorldFault,
+    Cancel,
+    InjectMemory,
+    Quiesce,
+    RaceWorkers,
+    RunWorker,
+    Scenario,
+    StorageFault,
+    Submit,
+)
+from harness.nemesis import validate
+from harness.scenarios import Universe, scenarios
+from harness.scenarios._strategies import FAMILY_KINDS, Swarm, swarms
+
+WORKFLOWS = (
+    WorkflowSpec(
+        name="refund",
+        inputs=({"order": "o-1", "amount_cents": 500},),
+        effects=("payments.refund", "email.send"),
+        needs_approval=True,
+    ),
+    WorkflowSpec(name="digest", inputs=({"topic": "tides"},), effects=("email.send",)),
+)
+BETWEEN = ("after_intent_commit", "before_effect")
+INSIDE = ("checkpoint_stmt_1",)
+LEASE = 30.0
+
+
+def universe(capabilities: frozenset[Capability] = frozenset(Capability), **kw: Any) -> Universe:
+    base: dict[str, Any] = {
+        "workflows": WORKFLOWS,
+        "crash_points": (*BETWEEN, *INSIDE) if Capability.CRASH_POINTS in capabilities else (),
+        "pause_points": BETWEEN if Capability.CRASH_POINTS in capabilities else (),
+        "capabilities": capabilities,
+        "lease_seconds": LEASE,
+        "storage_kinds": ("pg_terminate",),
+    }
+    return Universe(**{**base, **kw})
+
+
+def families_used(scenario: Scenario) -> set[str]:
+    """The fault families a scenario's steps show, each by a step only that
+    family draws (a valid single approval is also the crash and world
+    families' way to bring runs past their approval, so it shows none)."""
+    used: set[str] = set()
+    for step in scenario.steps:
+        if isinstance(step, RunWorker):
+            if step.code_version is not None:
+                used.add("migration")
+            elif step.worker_id.startswith("z"):
+                used.add("zombie")
+            elif step.crash is not None and step.crash.action == "kill":
+                used.add("crash")
+        elif isinstance(step, Cancel):
+            used.add("operator")
+        elif isinstance(step, StorageFault):
+            used.add("storage")
+        elif isinstance(step, RaceWorkers):
+            used.add("race")
+        elif isinstance(step, InjectMemory):
+            used.add("memory")
+        elif isinstance(step, ArmWorldFault) and step.mode != "slow":
+            used.add("world")
+        elif isinstance(step, AdvanceClock) and step.seconds != LEASE + 1:
+            used.add("late_approval")
+        elif isinstance(step, Approve) and (
+            step.variant != "valid" or step.copies > 1 or step.fresh_copies
+        ):
+            used.add("message")
+    return used
+
+
+def kinds_used(scenario: Scenario) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {"world": set(), "memory": set(), "message": set()}
+    for step in scenario.steps:
+        if isinstance(step, ArmWorldFault) and step.mode != "slow":
+            out["world"].add(step.mode)
+        elif isinstance(step, InjectMemory):
+            out["memory"].add(step.kind)
+        elif isinstance(step, Approve) and step.variant != "valid":
+            out["message"].add(step.variant)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_scenario_uses_only_the_families_and_kinds_of_its_swarm(data: st.DataObject) -> None:
+    u = universe(families=("crash", "zombie", "message", "late_approval", "world", "memory"))
+    swarm: Swarm = data.draw(swarms(u))
+    assert swarm.families and set(swarm.families) <= set(u.enabled())
+    assert len(swarm.weights) == len(swarm.families)
+    scenario: Scenario = data.draw(scenarios(u, swarm=swarm))
+    assert families_used(scenario) <= set(swarm.families), (swarm, scenario.describe())
+    for family, kinds in kinds_used(scenario).items():
+        assert kinds <= set(swarm.kinds_of(family)), (family, swarm, scenario.describe())
+    assert scenario.name == f"swarm: {swarm.describe()}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_every_scenario_is_valid_for_what_the_adapter_declares(data: st.DataObject) -> None:
+    caps = frozenset(data.draw(st.sets(st.sampled_from(list(Capability)))))
+    u = universe(caps)
+    scenario: Scenario = data.draw(scenarios(u))
+    validate(scenario, caps)  # raises ScenarioError naming a step the adapter cannot take
+    assert isinstance(scenario.steps[-1], Quiesce)
+    for step in scenario.steps:
+        if isinstance(step, RunWorker):
+            assert step.code_version is None or Capability.VERSION_SWITCH in caps
+            if step.crash is not None:
+                # (the storage family also holds a worker inside a transaction)
+                assert step.crash.site in u.crash_points
+        if isinstance(step, Submit):
+            assert step.run.code_version is None or Capability.VERSION_SWITCH in caps
+        if isinstance(step, Approve) and step.variant != "valid":
+            assert Capability.APPROVALS in caps
+    if not u.enabled():
+        assert scenario.name == "swarm: none" and len(families_used(scenario)) == 0
+
+
+def test_swarms_of_every_size_are_drawn_and_kinds_are_subsets_too() -> None:
+    u = universe()
+    sizes: set[int] = set()
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(swarms(u))
+    def collect(swarm: Swarm) -> None:
+        sizes.add(len(swarm.families))
+        for fam, kinds in swarm.kinds.items():
+            assert kinds and set(kinds) <= set(FAMILY_KINDS[fam])
+
+    collect()
+    assert {1, 2, 3, 4} <= sizes, sizes
+
+
+def test_a_failure_that_needs_one_kind_shrinks_to_a_swarm_of_that_kind_alone() -> None:
+    u = universe()
+    found = find(
+        scenarios(u),
+        lambda s: any(isinstance(x, InjectMemory) and x.kind == "stale" for x in s.steps),
+        settings=settings(max_examples=2000, database=None),
+    )
+    assert found.name == "swarm: memory[stale]", found.name
+    assert families_used(found) == {"memory"}
+    assert len(found.runs) == 1
+    # one episode: plant the record, run a worker; then quiesce
+    assert len(found.steps) == 1 + 2 + 1, found.describe()
+
+
+def test_a_failure_that_needs_two_families_keeps_exactly_those_two() -> None:
+    u = universe()
+    found = find(
+        scenarios(u),
+        lambda s: {"crash", "world"} <= families_used(s),
+        settings=settings(max_examples=2000, database=None),
+    )
+    assert families_used(found) == {"crash", "world"}, found.describe()
+    assert found.name.startswith("swarm: crash, world"), found.name
+
+
+def test_a_swarm_of_one_family_draws_a_long_run_of_it() -> None:
+    """What uniform mixing rarely draws: several episodes of one kind in a row."""
+    u = universe()
+    found = find(
+        scenarios(u),
+        lambda s: sum(isinstance(x, ArmWorldFault) and x.mode != "slow" for x in s.steps) >= 3,
+        settings=settings(max_examples=2000, database=None),
+    )
+    assert families_used(found) == {"world"}, found.describe()
+    assert len({s.mode for s in found.steps if isinstance(s, ArmWorldFault)}) == 1
