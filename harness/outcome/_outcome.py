@@ -29,6 +29,9 @@ class Example:
     folder: Path
     coverage: Coverage
     seconds: float
+    #: the (fault, workflow, run state) combinations its history fired (see
+    #: ``harness.session._coverage``): what the sampled search steers by
+    combinations: frozenset[tuple[str, str, str]] = frozenset()
 
     @property
     def failed(self) -> bool:
@@ -70,6 +73,8 @@ class Outcome:
     #: per crash point site: how often armed and fired (summed over examples)
     sites_armed: Counter[str] = field(default_factory=Counter)
     sites_fired: Counter[str] = field(default_factory=Counter)
+    #: every (fault, workflow, run state) combination an example fired
+    combinations: set[tuple[str, str, str]] = field(default_factory=set)
     #: per fault kind, and per crash point as ``crash_point:SITE``: in how
     #: many examples it fired, and in how many of those a property failed
     fired_in: Counter[str] = field(default_factory=Counter)
@@ -135,6 +140,7 @@ class Outcome:
         fired = [k for k, n in cov.fired.items() if n]
         fired += [f"crash_point:{site}" for site, n in cov.sites_fired.items() if n]
         self.fired_in.update(fired)
+        self.combinations |= example.combinations
         if example.failed:
             self.failed_after.update(fired)
             if self.first_failure_seconds is None:

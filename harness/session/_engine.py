@@ -2,10 +2,13 @@
 
 One *example* is a scenario executed in a fresh environment, its history
 checked by every property against the history of the same workload run
-without faults (the oracle, cached per workload). The search runs the
-targeted schedules, then Hypothesis-sampled scenarios, judging every property
-over all of them, then shrinks one counterexample per failing property. What
-it found is summed in an :class:`~harness.outcome.Outcome`.
+without faults (the oracle, cached per workload; each tenant's runs in a
+deployment of their own, see ``_oracle``). The search runs the targeted
+schedules, then Hypothesis-sampled scenarios (swarms of fault kinds, steered
+by ``hypothesis.target`` towards new (fault, run state) combinations, see
+``_coverage``), judging every property over all of them, then shrinks one
+counterexample per failing property. What it found is summed in an
+:class:`~harness.outcome.Outcome`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 
 from .._errors import HarnessError
 from .._janitor import scratch_dir, sweep_folders
@@ -32,6 +35,13 @@ from ..outcome import Example, Outcome
 from ..runner import run_scenario
 from ..scenarios import Universe, targeted
 from ..scenarios import scenarios as scenario_strategy
+from ._coverage import combinations
+from ._oracle import merge_histories, tenant_parts
+
+#: The ``hypothesis.target`` labels the sampled search reports per example:
+#: how many (fault, workflow, run state) combinations it fired, and how many
+#: of those no earlier example had fired.
+TARGETS = ("fault/state combinations", "new fault/state combinations")
 
 
 class _Found(Exception):
@@ -66,6 +76,14 @@ class Engine:
             sweep_folders()  # what harness processes killed before us left behind
         self.workdir = workdir or scratch_dir()
         self._oracles: dict[str, Path] = {}
+        #: one tenant's fault-free runs, by what runs (shared by workloads)
+        self._tenant_oracles: dict[str, Path] = {}
+        #: every combination fired so far, and each sampled scenario's
+        #: target scores, per time it was drawn (a scenario drawn again
+        #: finds nothing new): the shrink pass replays them as they were, so
+        #: Hypothesis takes the same path
+        self._seen: set[tuple[str, str, str]] = set()
+        self._scores: dict[str, list[tuple[float, ...]]] = {}
         self._n = 0
         self._progress = progress
         self.last_example: Example | None = None
@@ -88,23 +106,42 @@ class Engine:
     # -- one example ---------------------------------------------------------
 
     def oracle(self, scenario: Scenario) -> Path:
-        """History of the scenario's workload without faults (cached)."""
+        """History of the scenario's workload without faults (cached).
+
+        Each tenant's runs run in a deployment of their own, and the
+        histories are merged into one (:func:`merge_histories`): a run's
+        fault-free result then depends on its own tenant's data only, so a
+        runtime that lets one tenant's data change another's result differs
+        from its oracle instead of agreeing with it.
+        """
         free = scenario.fault_free(self._migrated_input)
-        # Keyed by what runs (submissions and seed), not by the name: the
-        # targeted schedules of one workflow, and the shrinks of one example,
-        # share one fault-free run.
-        key = free.model_copy(update={"name": ""}).model_dump_json()
+        key = _key(free)
         if key not in self._oracles:
+            parts = tenant_parts(free)
             folder = self.workdir / f"oracle-{len(self._oracles)}"
-            result = run_scenario(
-                self.adapter,
-                free,
-                folder,
-                history_name="oracle.jsonl",
-                worker_timeout=self._worker_timeout(),
-            )
-            self._oracles[key] = result.history_path
+            if len(parts) == 1:
+                self._oracles[key] = self._run_oracle(free, folder)
+            else:
+                paths = [(t, self._tenant_oracle(part)) for t, part in parts]
+                self._oracles[key] = merge_histories(paths, folder / "oracle.jsonl")
         return self._oracles[key]
+
+    def _tenant_oracle(self, part: Scenario) -> Path:
+        key = _key(part)
+        if key not in self._tenant_oracles:
+            folder = self.workdir / f"tenant-oracle-{len(self._tenant_oracles)}"
+            self._tenant_oracles[key] = self._run_oracle(part, folder)
+        return self._tenant_oracles[key]
+
+    def _run_oracle(self, free: Scenario, folder: Path) -> Path:
+        result = run_scenario(
+            self.adapter,
+            free,
+            folder,
+            history_name="oracle.jsonl",
+            worker_timeout=self._worker_timeout(),
+        )
+        return result.history_path
 
     def _migrated_input(self, run: RunSpec) -> dict[str, Any]:
         """A run an older release accepted, as the oracle submits it to today's
@@ -124,7 +161,9 @@ class Engine:
         history = History.load(result.history_path)
         oracle = History.load(oracle_path)
         results = check_all(history, oracle)
-        return Example(scenario, results, folder, result.coverage, result.seconds)
+        return Example(
+            scenario, results, folder, result.coverage, result.seconds, combinations(history)
+        )
 
     # -- the search ------------------------------------------------------------
 
@@ -186,6 +225,8 @@ class Engine:
         #: per property, the first failing example and whether it was sampled
         self._first = {}
         self._known = {}
+        self._seen = set()
+        self._scores = {}
         self._stop = False
 
         for scenario in aimed:
@@ -209,6 +250,11 @@ class Engine:
         return time.monotonic() - self._started > self.settings.budget_seconds
 
     def _hypothesis_settings(self, max_examples: int, shrink: bool) -> settings:
+        # Phase.target: past half the examples, Hypothesis hill-climbs from
+        # the example with the best score of each target label (mutating its
+        # choices); without it, target() only records. The shrink pass must
+        # replay the same phases to reach the same examples.
+        phases = (Phase.generate, Phase.target)
         return settings(
             max_examples=max_examples,
             derandomize=False,
@@ -216,7 +262,7 @@ class Engine:
             deadline=None,
             report_multiple_bugs=False,
             verbosity=Verbosity.quiet,
-            phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+            phases=(*phases, Phase.shrink) if shrink else phases,
             suppress_health_check=list(HealthCheck),
         )
 
@@ -234,22 +280,35 @@ class Engine:
                 self._stop = True
                 return
             try:
-                self._search_step(outcome, scenario, sampled=True)
+                example = self._search_step(outcome, scenario, sampled=True)
             except HarnessError as exc:
                 # Raised out of Hypothesis it would be taken for a failing
                 # example (replayed, shrunk): stop, and raise it after.
                 fatal.append(exc)
                 self._stop = True
+                return
+            self._target(scenario, example)
 
         fatal: list[HarnessError] = []
         seed(self.seed)(probe)()
         if fatal:
             raise fatal[0]
 
+    def _target(self, scenario: Scenario, example: Example) -> None:
+        """Report the example's coverage scores to Hypothesis (see ``TARGETS``)."""
+        new = example.combinations - self._seen
+        self._seen |= example.combinations
+        scores = (float(len(example.combinations)), float(len(new)))
+        self._scores.setdefault(scenario.model_dump_json(), []).append(scores)
+        for label, score in zip(TARGETS, scores, strict=True):
+            target(score, label=label)
+
     def _search_step(self, outcome: Outcome, scenario: Scenario, *, sampled: bool) -> Example:
         check_interrupted()
         example = self._run_cached(outcome, scenario)
         outcome.searched += 1
+        if not sampled:
+            self._seen |= example.combinations  # old ground for the sampled phase
         for name in self._failed(example):
             if name not in self._first:
                 self._first[name] = (example, sampled)
@@ -300,12 +359,20 @@ class Engine:
         then let Hypothesis shrink it. The smallest failing example seen."""
         best: list[Example] = []
         state = {"found": False}
+        drawn: dict[str, int] = {}
 
         @self._hypothesis_settings(max_examples, shrink=True)
         @given(scenario_strategy(universe))
         def probe(scenario: Scenario) -> None:
             key = scenario.model_dump_json()
             known = self._known.get(key)
+            # Each time as the search reported it, or Hypothesis's targeting
+            # takes another path and the replay never reaches the failure.
+            n = drawn[key] = drawn.get(key, -1) + 1
+            reported = self._scores.get(key, [])
+            if n < len(reported):
+                for label, score in zip(TARGETS, reported[n], strict=True):
+                    target(score, label=label)
             if known is None:
                 # Before the first failure is replayed, a scenario the search
                 # never ran means the replay diverged: run nothing new.
@@ -352,3 +419,10 @@ class Engine:
         if self._own_workdir:
             with shielded():
                 shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _key(scenario: Scenario) -> str:
+    """A fault-free scenario's cache key: what runs (submissions and seed),
+    not its name, so the targeted schedules of one workflow, and the shrinks
+    of one example, share one fault-free run."""
+    return scenario.model_copy(update={"name": ""}).model_dump_json()
