@@ -120,3 +120,26 @@ def test_a_hole_in_one_tenant_s_oracle_stays_a_problem_of_the_merged_one(tmp_pat
     carried = [json.loads(line) for line in (tmp_path / "merged.jsonl").read_text().splitlines()]
     said = [c["problem"] for c in carried if "problem" in c]
     assert any("where 3 was expected" in p for p in said), said
+
+
+def _search(adapter: TenantAdapter, tmp_path: Path) -> set[str]:
+    """The sampled phase alone (12 scenarios of the dev profile, seed 0):
+    the properties it found failing."""
+    from harness import probe_universe
+
+    settings = load_settings("dev", seed=0, max_examples=12).with_(targeted=False)
+    universe = probe_universe(adapter, max_runs=settings.max_runs, aim_effects=False)
+    engine = Engine(adapter, settings, workdir=tmp_path / "search", shrink=False)
+    try:
+        outcome = engine.run(universe)
+    finally:
+        engine.close()
+    assert outcome.searched == 12
+    return {name for name, ex in outcome.counterexamples.items()}
+
+
+def test_the_sampled_search_finds_the_cross_tenant_mistake_and_passes_the_fix(
+    tmp_path: Path,
+) -> None:
+    assert "resume_equivalence" in _search(TenantAdapter(shared=True), tmp_path / "shared")
+    assert _search(TenantAdapter(shared=False), tmp_path / "scoped") == set()
