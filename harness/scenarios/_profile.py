@@ -35,6 +35,7 @@ from typing import Any
 
 from .._janitor import scratch
 from ..adapters import Adapter, WorkflowSpec
+from ..adapters._guard import call
 from ..model import RunSpec, RunState
 from ..nemesis import WORKER_TIMEOUT, wait_worker
 from ..world import FaultRule
@@ -134,8 +135,14 @@ def _drive(
     (and adds the contexts observed to ``contexts``). A worker still
     running after ``timeout`` seconds is an adapter error."""
     env.trace_crash_points = True
-    env.submit(
-        RunSpec(run_id="p1", tenant="acme", workflow=workflow.name, input=dict(workflow.inputs[0]))
+    # Nothing is faulted here: a runtime that refuses the workflow's own
+    # first input, or its approver's valid decision, is broken (or its
+    # adapter is), and the search could not aim anywhere.
+    where = f"the fault-free profile run of workflow {workflow.name!r}: submit"
+    call(
+        where,
+        env.submit,
+        RunSpec(run_id="p1", tenant="acme", workflow=workflow.name, input=dict(workflow.inputs[0])),
     )
     rounds: list[list[tuple[str, int]]] = []
     resume: int | None = None
@@ -152,7 +159,12 @@ def _drive(
         for r in waiting:
             msg = env.approval_message(r.run_id, "approved", "valid", f"profile:{i}")
             if msg is not None:
-                env.deliver(msg)
+                call(
+                    f"the fault-free profile run of workflow {workflow.name!r}: deliver of "
+                    "the approver's valid decision",
+                    env.deliver,
+                    msg,
+                )
                 if resume is None:
                     resume = i + 1
         if not waiting:

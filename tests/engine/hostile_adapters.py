@@ -10,6 +10,8 @@ from typing import Any
 
 from examples.minimal_adapter.adapter import ToyAdapter, ToyEnvironment
 from harness.adapters import ForkServerWorker, Observation, shared_fork_server
+from harness.adapters.reference import ReferenceAdapter
+from harness.adapters.reference._adapter import ReferenceEnvironment
 from harness.model import CrashSpec
 
 if os.environ.get("HOSTILE_IMPORT_BOOM"):
@@ -108,3 +110,16 @@ class _Stuck(ToyEnvironment):
 class StuckWorker(ToyAdapter):
     def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
         return _Stuck(workdir, self.keyed)
+
+
+class _DeliverRaises(ReferenceEnvironment):
+    def deliver(self, message: dict[str, Any]) -> bool:
+        raise ValueError("the runtime refuses every decision")
+
+
+class DeliverRaises(ReferenceAdapter):
+    """A runtime broken on its fault-free path: it raised out of the site
+    profile as a traceback, exit 1 (found by a generated mutant)."""
+
+    def open(self, workdir: Path, *, seed: int) -> ReferenceEnvironment:
+        return _DeliverRaises(self, workdir)

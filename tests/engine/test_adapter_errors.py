@@ -55,6 +55,11 @@ def _run(adapter: str, tmp_path: Path, **env: str) -> subprocess.CompletedProces
         ("ObserveGarbage", "returned dict, not a harness.adapters.Observation"),
         ("CloseRaises", "close() raised OSError: close failed"),
         ("MisspelledTarget", "wroker_main"),
+        (
+            "DeliverRaises",
+            "the fault-free profile run of workflow 'refund': deliver of the approver's "
+            "valid decision raised ValueError: the runtime refuses every decision",
+        ),
     ],
 )
 def test_a_misbehaving_adapter_is_an_adapter_error(adapter: str, says: str, tmp_path: Path) -> None:
