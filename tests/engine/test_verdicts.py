@@ -133,7 +133,7 @@ def _two_bugs_sampled(folder: Path, *extra: str) -> dict[str, Any]:
         "--profile",
         "dev",
         "--seed",
-        "2",
+        "8",
         "--no-targeted",
         "--max-examples",
         "40",
