@@ -183,7 +183,11 @@ class RunContext:
             # Progress is any new checkpoint, not a change of status: a run
             # can advance many steps and still be Running.
             runs = tuple((r.run_id, r.raw_status, r.error) for r in obs.runs)
-            state = (self.recorder.transitions, runs)
+            # A world fault that fired this round is movement too: a run
+            # turned away by an outage stays as it was until the outage heals
+            # (a worker that simply fails and leaves the run for the next one
+            # is a fair way to retry).
+            state = (self.recorder.transitions, runs, len(self.env.world.fired()))
             idle = not delivered and not exit_.killed and state == last
             if idle and not self._tick(obs):
                 return
