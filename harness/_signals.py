@@ -58,7 +58,10 @@ def handling_signals() -> Iterator[None]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-        _state["installed"] = False
+        # The signal belonged to this block, which has now ended (by raising
+        # Interrupted, caught by the caller): later code in the same process,
+        # another harness run under pytest, must not see it as its own.
+        _state.update(installed=False, got=None, pending=None)
 
 
 @contextlib.contextmanager

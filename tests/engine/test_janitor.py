@@ -134,3 +134,8 @@ def test_a_signal_during_scratch_removal_waits_until_the_folder_is_gone(tmp_path
         took = time.monotonic() - started
     assert not path.exists(), sorted(p.name for p in path.iterdir())[:5]
     assert took < 5, "the signal arrived during the removal, as intended"
+    # The signal ended that block; the next harness run in this process (the
+    # rest of a pytest session) must not be stopped by it.
+    from harness._signals import check_interrupted
+
+    check_interrupted()
