@@ -94,6 +94,11 @@ class WorkflowSpec(_Frozen):
     needs_approval: bool = False
     #: effect kinds ("service.action") this workflow performs when it succeeds
     effects: tuple[str, ...] = ()
+    #: the most calls a run makes to one service action that keeps refusing
+    #: (its first try and its retries) before it gives up; None: no limit
+    #: declared (retrying until the service is back is then a fair policy).
+    #: Declared, it is checked by ``progress`` under a persistent outage.
+    retry_limit: int | None = Field(default=None, ge=1)
 
 
 class RunView(_Frozen):

@@ -18,7 +18,10 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
     a ``final`` event -- submitted or spawned, e.g. a child run -- is in a
     terminal state (``completed``, ``failed``, ``cancelled``) or a legitimate
     wait (``waiting_approval``, ``waiting_event``, ``needs_operator``,
-    ``parked``). ``running``, ``pending`` and ``unknown`` are *stuck*. A run
+    ``parked``). ``running``, ``pending`` and ``unknown`` are *stuck*. Under
+    a persistent outage, a run whose workflow declares a ``retry_limit``
+    is not refused more often than that by one service action (*retries
+    past its limit*: a retry counter that is lost, say, retries for ever). A run
     whose submission ended ``info`` (may have happened) and has no final
     event is counted as unconfirmed, not lost. The oracle is not used.
 
@@ -29,6 +32,7 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
     """
     f = Findings(NAME)
     f.zero("runs", "terminal", "waiting", "lost", "stuck")
+    _retry_limits(history, f)
     submissions = history.submissions()
     finals = history.finals()
     submitted = [r for r, t in submissions.items() if t == "ok"]
@@ -73,3 +77,23 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
         f"{f.counts['waiting']} in a legitimate wait; none lost, none stuck",
         evidence=f.counts["runs"] + f.counts["lost"],
     )
+
+
+def _retry_limits(history: History, f: Findings) -> None:
+    """Each run an outage refused, against the retry limit it declares."""
+    for event in history.faults("outage"):
+        limits = event.value.get("retry_limits") or {}
+        for run_id, per in (event.value.get("refused") or {}).items():
+            limit = limits.get(run_id)
+            if limit is None:
+                continue
+            f.count("retry_limits_checked")
+            for action, n in sorted(per.items()):
+                if n > limit:
+                    f.fail(
+                        f"run {run_id} called {action} {n} times while the service "
+                        f"refused every call, more than the {limit} its workflow "
+                        "declares (retry_limit): its retries do not stop where they should",
+                        [event.index],
+                    )
+                    f.count("past_retry_limit")

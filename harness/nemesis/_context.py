@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..adapters import Capability, Environment, Observation, WorkerExit, WorkerHandle
+from ..adapters import Adapter, Capability, Environment, Observation, WorkerExit, WorkerHandle
 from ..model import CrashSpec, EventF, RunSpec
 
 
@@ -62,6 +62,11 @@ class StepContext(Protocol):
 
     @property
     def env(self) -> Environment: ...
+
+    @property
+    def adapter(self) -> Adapter:
+        """The adapter (its declared workflows, e.g. their retry limits)."""
+        ...
 
     @property
     def capabilities(self) -> frozenset[Capability]:

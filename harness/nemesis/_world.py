@@ -57,6 +57,23 @@ def name_outage_runs(ctx: StepContext) -> None:
     tenants = {f.tenant for f in fired if f.run_id not in ctx.runs}
     runs |= {r.run_id for r in ctx.runs.values() if r.tenant in tenants}
     services = sorted({f.service for f in fired})
+    # Per run, how many calls of each service action were turned away, and
+    # the retry limit its workflow declares: ``progress`` holds a run that
+    # was refused more often than its own limit allows (retries that do not
+    # stop where the runtime says they do).
+    refused: dict[str, dict[str, int]] = {}
+    for f in fired:
+        if f.run_id is not None:
+            per = refused.setdefault(f.run_id, {})
+            # a service-wide rule (action "*") counts calls to the service
+            what = f.service if f.action == "*" else f"{f.service}.{f.action}"
+            per[what] = per.get(what, 0) + 1
+    limits = {w.name: w.retry_limit for w in ctx.adapter.workflows()}
+    retry_limits = {
+        r: limits.get(ctx.runs[r].workflow)
+        for r in refused
+        if r in ctx.runs and limits.get(ctx.runs[r].workflow) is not None
+    }
     ctx.recorder.record(
         "info",
         EventF.FAULT,
@@ -68,5 +85,7 @@ def name_outage_runs(ctx: StepContext) -> None:
             "calls": len(fired),
             "touched": sorted(touched),
             "runs": sorted(runs),
+            "refused": refused,
+            "retry_limits": retry_limits,
         },
     )

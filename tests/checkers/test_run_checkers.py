@@ -6,7 +6,7 @@ import pytest
 from history_builder import TABLE, H
 
 from harness.checkers import check_legal_transitions, check_progress
-from harness.model import Verdict
+from harness.model import EventF, Verdict
 
 # -- progress -------------------------------------------------------------------------
 
@@ -53,6 +53,35 @@ def test_a_history_with_no_final_event_at_all_is_unknown_not_all_lost() -> None:
 def test_a_final_state_that_is_not_normalized_is_unknown() -> None:
     r = check_progress(H().submit("r1").final("r1", "Running").build(), None)
     assert r.verdict is Verdict.UNKNOWN
+
+
+def _outage(refused: int, limit: int | None) -> H:
+    value = {
+        "kind": "outage",
+        "fired": True,
+        "services": ["payments"],
+        "runs": ["r1"],
+        "refused": {"r1": {"payments.refund": refused}},
+        "retry_limits": {} if limit is None else {"r1": limit},
+    }
+    return H().submit("r1").add("info", EventF.FAULT, value, "nemesis").mark("o")
+
+
+def test_a_run_refused_more_often_than_its_declared_retry_limit_fails_progress() -> None:
+    b = _outage(refused=8, limit=5).final("r1", "completed")
+    r = check_progress(b.build(), None)
+    assert r.verdict is Verdict.FAIL
+    assert r.witness == (b.marks["o"],)
+    assert "payments.refund 8 times" in r.message and "retry_limit" in r.message
+
+
+@pytest.mark.parametrize(("refused", "limit"), [(5, 5), (8, None)])
+def test_a_run_within_its_retry_limit_or_without_one_makes_progress(
+    refused: int, limit: int | None
+) -> None:
+    r = check_progress(_outage(refused, limit).final("r1", "failed").build(), None)
+    assert r.verdict is Verdict.PASS, r.message
+    assert r.counts.get("retry_limits_checked", 0) == (limit is not None)
 
 
 # -- legal_transitions ---------------------------------------------------------------

@@ -67,6 +67,11 @@ def test_a_persistent_outage_makes_the_run_give_up_and_names_it(tmp_path: Path) 
     [named] = [e for e in history.faults("outage") if "runs" in e.value]
     assert named.value["runs"] == ["r1"] and named.value["services"] == ["payments"]
     assert history.finals()["r1"].value["state"] == "failed"
+    # it gave up where its workflow says it does (retry_limit), no later
+    limit = named.value["retry_limits"]["r1"]
+    assert 1 < named.value["refused"]["r1"]["payments"] <= limit
+    assert results["progress"].verdict is Verdict.PASS, results["progress"].message
+    assert results["progress"].counts["retry_limits_checked"] == 1
     # the oracle completed it; giving up during an outage is no divergence
     for name in ("resume_equivalence", "state_equivalence"):
         assert results[name].verdict is Verdict.PASS, results[name].message

@@ -14,6 +14,7 @@ from typing import Any
 
 from reference_runtime import TRANSITIONS, MemoryRecord, Provenance, Runtime
 from reference_runtime import crashpoints as cp
+from reference_runtime._config import RuntimeConfig
 from reference_runtime._records import DEFAULT_TRUST
 from reference_runtime._workflows import Registry, upgrade_approval
 from reference_runtime.store._urls import redact
@@ -74,6 +75,9 @@ VOLATILE = (
     "deadline",
 )
 
+#: a step refused by a service is tried this many times, then its run fails
+RETRY_LIMIT = RuntimeConfig.max_attempts
+
 WORKFLOWS = (
     WorkflowSpec(
         name="refund",
@@ -83,22 +87,26 @@ WORKFLOWS = (
         ),
         needs_approval=True,
         effects=("payments.refund", "email.notify"),
+        retry_limit=RETRY_LIMIT,
     ),
     WorkflowSpec(
         name="onboarding",
         inputs=({"customer_id": "k-1", "plan": "gold"}, {"customer_id": "k-2"}),
         needs_approval=True,
         effects=("identity.verify", "provisioning.create_account", "email.notify"),
+        retry_limit=RETRY_LIMIT,
     ),
     WorkflowSpec(
         name="research",
         inputs=({"topic": "tides", "sources": 2, "requester": "u-1"},),
         effects=("email.send",),
+        retry_limit=RETRY_LIMIT,
     ),
     WorkflowSpec(
         name="procurement",
         inputs=({"item": "bolts", "quantity": 3},),
         effects=("payments.charge",),
+        retry_limit=RETRY_LIMIT,
     ),
 )
 
