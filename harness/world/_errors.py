@@ -17,9 +17,15 @@ world file: fix the calling code), and a capability the service does not have::
 caller lost sight of the request. ``NotSupported`` inherits
 :class:`NotImplementedError`, which is what an ``ExternalServices.lookup`` of
 the reference runtime's contract raises for a missing lookup.
+
+Every one of them survives ``pickle`` (runtimes such as DBOS pickle a step's
+exception to record it): the ones with their own ``__init__`` say how to
+rebuild themselves in ``__reduce__``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class WorldError(Exception):
@@ -32,6 +38,11 @@ class ServiceFault(WorldError):
     def __init__(self, service: str, action: str, reason: str) -> None:
         self.service, self.action, self.reason = service, action, reason
         super().__init__(f"{service}.{action}: {reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default rebuilds from ``args`` (the one message), which this
+        # ``__init__`` does not take; attributes set later travel as state.
+        return (type(self), (self.service, self.action, self.reason), dict(vars(self)))
 
 
 class Rejected(ServiceFault):
@@ -62,6 +73,9 @@ class NotSupported(WorldError, NotImplementedError):
             f"service {service!r} does not support {feature}; "
             f"check capabilities({service!r}) before asking"
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.service, self.feature), dict(vars(self)))
 
 
 class WorldUsageError(WorldError, ValueError):
