@@ -213,6 +213,7 @@ EXPORTS: dict[str, list[str]] = {
         "SERVICES",
         "ServiceCounts",
         "ServiceFault",
+        "ServiceKind",
         "Unknown",
         "World",
         "WorldClient",
@@ -221,6 +222,7 @@ EXPORTS: dict[str, list[str]] = {
         "canonical_json",
         "open_world",
         "request_hash",
+        "service_catalogue",
         "sign",
     ],
     "reference_runtime": [

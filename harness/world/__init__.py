@@ -43,7 +43,7 @@ from ._model import (
     canonical_json,
     request_hash,
 )
-from ._services import SERVICES
+from ._services import SERVICES, ServiceKind, service_catalogue
 from ._world import ENV_WORLD_PATH, World, open_world
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "Response",
     "ServiceCounts",
     "ServiceFault",
+    "ServiceKind",
     "Unknown",
     "World",
     "WorldClient",
@@ -77,5 +78,6 @@ __all__ = [
     "canonical_json",
     "open_world",
     "request_hash",
+    "service_catalogue",
     "sign",
 ]

@@ -79,6 +79,47 @@ SERVICES: dict[str, ServiceSpec] = {
 }
 
 
+@dataclass(frozen=True)
+class ServiceKind:
+    """One effect kind the world offers (``service.action``), as an adapter
+    declares it in ``WorkflowSpec.effects`` and ``Declarations.delivery``."""
+
+    service: str
+    action: str
+    #: the ``status`` the service answers when it applies the request
+    status: str
+    #: what the service offers for deduplication and reconciliation
+    capabilities: Capabilities
+
+    @property
+    def kind(self) -> str:
+        return f"{self.service}.{self.action}"
+
+    @property
+    def delivery(self) -> str:
+        """What the world does with the same request sent twice: what a
+        runtime can build its delivery promise for this kind on."""
+        caps = self.capabilities
+        if not caps.side_effect:
+            return "no effect (a read): a repeat changes nothing"
+        if caps.idempotency_keys:
+            return "a repeat with the same idempotency key is deduplicated"
+        if caps.lookup_by_business_key:
+            return "every call is a new effect; look up by business key before a retry"
+        return "every call is a new effect; nothing to reconcile with"
+
+
+def service_catalogue() -> tuple[ServiceKind, ...]:
+    """Every effect kind the world offers, service by service (in the order
+    of :data:`SERVICES`), each with its answer and capabilities: what an
+    adapter may name in ``WorkflowSpec.effects`` (``harness list services``)."""
+    return tuple(
+        ServiceKind(spec.name, action, status, spec.capabilities)
+        for spec in SERVICES.values()
+        for action, status in spec.actions.items()
+    )
+
+
 def service_spec(service: str, action: str | None = None) -> ServiceSpec:
     """The spec of ``service``; checks ``action`` too when given."""
     spec = SERVICES.get(service)
