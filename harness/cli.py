@@ -6,7 +6,7 @@
                 [--mode search|random-kill] [--stop-on-first] [--scenario FILE ...]
     harness replay DIR | FILE --adapter NAME [--adapter-opt KEY=VALUE ...]
     harness report DIR
-    harness list adapters|faults|properties|bugs
+    harness list adapters|faults|properties|bugs|services
 
 Exit codes: 0 every property the adapter's capabilities allow was exercised
 and held; 1 a property failed (or replay reproduced the failure); 2 usage,
@@ -116,7 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     rr.add_argument("dir", type=Path)
     ls = sub.add_parser("list", help="list what exists")
-    ls.add_argument("what", choices=["adapters", "faults", "properties", "bugs"])
+    ls.add_argument("what", choices=["adapters", "faults", "properties", "bugs", "services"])
     return p
 
 
@@ -194,6 +194,8 @@ def _list(what: str, out: TextIO) -> int:
         }
         for fam in FAMILIES:
             print(f"{fam:14} {docs[fam]}", file=out)
+    elif what == "services":
+        _list_services(out)
     elif what == "bugs":
         from reference_runtime._bugs import BUGS
 
@@ -210,6 +212,29 @@ def _list(what: str, out: TextIO) -> int:
             doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
             print(f"{name:22} {doc}", file=out)
     return EXIT_OK
+
+
+def _list_services(out: TextIO) -> None:
+    """The world's effect kinds: what ``WorkflowSpec.effects`` may name."""
+    from .world import service_catalogue
+
+    print(
+        "effect kinds of the world's services (name them in WorkflowSpec.effects and "
+        "Declarations.delivery):",
+        file=out,
+    )
+    print(f"  {'kind':27} {'answers':10} {'idempotency keys':17} {'lookup':16} delivery", file=out)
+    for k in service_catalogue():
+        caps = k.capabilities
+        lookup = (
+            "by key"
+            if caps.lookup_by_key
+            else "by business key"
+            if caps.lookup_by_business_key
+            else "none"
+        )
+        keys = "yes" if caps.idempotency_keys else "no (ignored)"
+        print(f"  {k.kind:27} {k.status:10} {keys:17} {lookup:16} {k.delivery}", file=out)
 
 
 if __name__ == "__main__":  # pragma: no cover
