@@ -9,6 +9,7 @@ or exception turned into an exit status, stdio flushed, ``os._exit``.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import importlib
 import json
 import os
@@ -44,12 +45,41 @@ def resolve(target: str) -> Target:
     TypeError if the attribute is not callable.
     """
     module_name, _, attr = target.partition(":")
-    obj: object = importlib.import_module(module_name)
+    try:
+        obj: object = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module_name + ".").startswith(exc.name + "."):
+            raise  # the module exists; something it imports does not
+        raise ModuleNotFoundError(
+            f"No module named {exc.name!r}: check the spelling of the target's module, and "
+            "that its folder is on the harness's sys.path (PYTHONPATH)",
+            name=exc.name,
+        ) from None
+    where = module_name
     for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise AttributeError(
+                f"{'module' if where == module_name else 'object'} {where!r} has no attribute "
+                f"{part!r}{_did_you_mean(obj, part, target, attr)}"
+            ) from None
         obj = getattr(obj, part)
+        where = f"{where}:{part}" if where == module_name else f"{where}.{part}"
     if not callable(obj):
         raise TypeError(f"{target} is a {type(obj).__name__}, not a function")
     return obj
+
+
+def _did_you_mean(obj: object, part: str, target: str, attr: str) -> str:
+    """``; did you mean 'module:name'?`` for the callables of ``obj`` whose
+    names are close to the missing ``part`` (empty when none is)."""
+    names = [n for n in dir(obj) if not n.startswith("__") and callable(getattr(obj, n, None))]
+    close = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+    if not close:
+        return ""
+    head, _, _ = target.rpartition(":" + attr)
+    fixed = attr.split(".")
+    fixed[fixed.index(part)] = close[0]
+    return f"; did you mean {head + ':' + '.'.join(fixed)!r}?"
 
 
 def describe_failure(exc: BaseException) -> str:

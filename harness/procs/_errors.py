@@ -36,11 +36,27 @@ class TargetError(RunnerError, ValueError):
 
     def __init__(self, target: str, detail: str) -> None:
         self.target, self.detail = target, detail
+        reason = _reason(detail)
+        # What and how to fix on the first line (a one-line report shows only
+        # that); the traceback of a failed import after it.
+        trace = detail.rstrip() if detail.strip() != reason else ""
         super().__init__(
-            f"cannot start worker target {target!r}: {detail.rstrip()}\n"
-            "A target is 'package.module:function', importable from the harness's sys.path, "
-            "and the function takes one dict argument."
+            f"cannot start worker target {target!r}: {reason} (fix the target given to "
+            "spawn(): a target is 'package.module:function', importable from the harness's "
+            "sys.path, and the function takes one dict argument)" + (f"\n{trace}" if trace else "")
         )
+
+
+def _reason(detail: str) -> str:
+    """The error a failed import's traceback ends with (``detail`` itself
+    when it is not a traceback)."""
+    lines = [ln.rstrip() for ln in detail.strip().splitlines() if ln.strip()]
+    if not lines:
+        return "no reason given"
+    if not lines[0].startswith("Traceback"):
+        return " ".join(ln.strip() for ln in lines)
+    errors = [ln for ln in lines[1:] if not ln[0].isspace()]
+    return errors[-1] if errors else lines[-1].strip()
 
 
 class PreloadError(RunnerError, ImportError):
