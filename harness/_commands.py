@@ -271,3 +271,91 @@ def _replay_adapter(
         )
     _line(out, f"harness: importing the recorded adapter ({shown}), as --trust-adapter allows")
     return spec, opts
+
+
+def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
+    """``harness check-adapter SPEC``: load the adapter as ``harness run``
+    does, probe each workflow without faults, and say in plain words what is
+    right and wrong with it; 0 when all is well, 2 naming the cause."""
+    from .report import not_tested
+    from .session._check import check_workflows
+
+    opts = parse_opts(ns.adapter_opt)
+    adapter = guard(load_adapter(ns.spec, opts))
+    caps = sorted(c.value for c in adapter.capabilities)
+    _line(out, f"harness: checking adapter {adapter.name} {adapter.describe()} ({ns.spec})")
+    _line(out, f"  capabilities: {', '.join(caps) or 'none declared'}")
+    engine = Engine(adapter, load_settings(ns.profile))
+    try:
+        checks = check_workflows(adapter, engine)
+    finally:
+        engine.close()
+    for check in checks:
+        _render_check(out, check)
+    gaps = not_tested(adapter)
+    if gaps:
+        _line(out, "left untested (capabilities the adapter does not declare):")
+        for gap in gaps:
+            _line(out, f"  {gap['capability']:19} {gap['what']}")
+    bad = [c for c in checks if not c.ok]
+    if not bad:
+        _line(
+            out,
+            f"harness: adapter {adapter.name} is ready: {len(checks)} workflow(s) ran without "
+            "faults as declared (next: "
+            + shlex.join(["harness", "run", "--adapter", ns.spec, *_opt_words(ns.adapter_opt)])
+            + ")",
+        )
+        return 0
+    causes = "; ".join(f"workflow {c.workflow!r}: {', '.join(c.causes)}" for c in bad)
+    verdict = f"harness: adapter check failed ({causes})"
+    _line(out, verdict)
+    print(verdict, file=sys.stderr)
+    return 2
+
+
+def _opt_words(pairs: list[str]) -> list[str]:
+    return [w for pair in pairs for w in ("--adapter-opt", pair)]
+
+
+def _render_check(out: TextIO, check: Any) -> None:
+    """One workflow's block of ``harness check-adapter``."""
+    status = "ok" if check.ok else f"PROBLEM: {', '.join(check.causes)}"
+    _line(out, f"workflow {check.workflow}: {status}")
+    declared = ", ".join(check.declared) or "none"
+    # in the order declared, then the rest
+    order = [k for k in check.declared if k in check.performed]
+    performed = ", ".join(order + [k for k in check.performed if k not in order]) or "none"
+    same = " (as declared)" if set(check.declared) == set(check.performed) else ""
+    if check.ran:
+        _line(out, f"  effects: declared {declared}; performed {performed}{same}")
+    else:
+        _line(out, f"  effects: declared {declared}; not run (the adapter raised first)")
+    for run in check.runs:
+        ended = run.state or "no state reported"
+        raw = f" (raw status {run.raw_status!r})" if run.raw_status is not None else ""
+        how = "" if run.settled else ": neither terminal nor a legitimate wait"
+        err = f"; {run.error}" if run.error else ""
+        _line(out, f"  run {run.run_id} {run.input}: ended {ended}{raw}{how}{err}")
+    if check.transitions is not None:
+        _line(out, f"  transitions: {check.transitions.verdict.value}: {check.transitions.message}")
+    crashed = f", {len(check.crashes)} crashed" if check.crashes else ", none crashed"
+    if check.workers:
+        _line(out, f"  workers: {check.workers} started{crashed}")
+    for crash in check.crashes[:3]:
+        _line(out, f"    worker {crash.worker_id} {crash.exit}")
+    if check.crash_points is not None:
+        sites = len(check.crash_points)
+        hits = sum(check.crash_points.values())
+        _line(
+            out,
+            f"  crash points: {sites} passed ({hits} hits) on the fault-free path"
+            if sites
+            else "  crash points: none passed on the fault-free path (crash_point_trace() "
+            "gives nothing: no targeted schedule can be aimed)",
+        )
+    for cause in check.causes:
+        for problem in check.problems[cause]:
+            _line(out, f"  {cause}: {problem}")
+    for text in check.log_tail:
+        _line(out, f"    | {text}")

@@ -6,6 +6,7 @@
                 [--mode search|random-kill] [--stop-on-first] [--scenario FILE ...]
     harness replay DIR | FILE --adapter NAME [--adapter-opt KEY=VALUE ...]
     harness report DIR
+    harness check-adapter NAME|module:attr [--adapter-opt KEY=VALUE ...]
     harness list adapters|faults|properties|bugs|services
 
 Exit codes: 0 every property the adapter's capabilities allow was exercised
@@ -115,6 +116,14 @@ def _parser() -> argparse.ArgumentParser:
         "report", help="re-render report.json/html, junit.xml and summary.md of a run folder"
     )
     rr.add_argument("dir", type=Path)
+    ca = sub.add_parser(
+        "check-adapter",
+        help="run each workflow of an adapter once without faults and say what is wrong "
+        "with the adapter, in plain words (exit 0: ready; 2: the cause is printed)",
+    )
+    ca.add_argument("spec", metavar="ADAPTER", help="'reference' or 'package.module:attr'")
+    ca.add_argument("--adapter-opt", action="append", default=[], metavar="KEY=VALUE")
+    ca.add_argument("--profile", choices=list(PROFILES))
     ls = sub.add_parser("list", help="list what exists")
     ls.add_argument("what", choices=["adapters", "faults", "properties", "bugs", "services"])
     return p
@@ -130,11 +139,13 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
     try:
         if ns.command == "list":
             return _list(ns.what, out)
-        from ._commands import replay, report, run
+        from ._commands import check_adapter, replay, report, run
 
         with handling_signals():
             if ns.command == "run":
                 return run(ns, out)
+            if ns.command == "check-adapter":
+                return check_adapter(ns, out)
             if ns.command == "report":
                 return report(ns.dir, out)
             return replay(ns, out)

@@ -56,10 +56,19 @@ def check_declarations(adapter: Adapter, run_oracle: Callable[[Scenario], Path])
 def workflow_problems(wf: WorkflowSpec, scenario: Scenario, history: History) -> list[str]:
     """What ``history`` (the fault-free run of ``scenario``, ``wf``'s inputs)
     contradicts in ``wf``."""
+    return effect_problems(wf, history) + finish_problems(wf, scenario, history)
+
+
+def performed_effects(history: History) -> set[str]:
+    """The effect kinds (``service.action``) the world received in ``history``."""
+    return {str(e.value.get("kind")) for e in history.by_f(EventF.EFFECT) if e.value.get("kind")}
+
+
+def effect_problems(wf: WorkflowSpec, history: History) -> list[str]:
+    """Where the effect kinds ``wf`` declares differ from those its fault-free
+    run (``history``) performed."""
     out: list[str] = []
-    performed = {
-        str(e.value.get("kind")) for e in history.by_f(EventF.EFFECT) if e.value.get("kind")
-    }
+    performed = performed_effects(history)
     declared = set(wf.effects)
     never = sorted(declared - performed)
     if never:
@@ -75,6 +84,13 @@ def workflow_problems(wf: WorkflowSpec, scenario: Scenario, history: History) ->
             f"workflow {wf.name!r} performed effect kind(s) {', '.join(undeclared)} that it "
             "does not declare, so no fault is aimed at them: add them to WorkflowSpec.effects"
         )
+    return out
+
+
+def finish_problems(wf: WorkflowSpec, scenario: Scenario, history: History) -> list[str]:
+    """The runs of ``scenario`` that ended neither terminal nor in a
+    legitimate wait in its fault-free run (``history``)."""
+    out: list[str] = []
     finals = history.finals()
     for run in scenario.runs:
         final = finals.get(run.run_id)

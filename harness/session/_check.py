@@ -1,0 +1,261 @@
+"""Checking an adapter before any search (``harness check-adapter``).
+
+Each workflow runs once per example input without faults -- the same probe
+a search runs before it starts (:func:`probe_scenario`, through the engine's
+oracle) -- and its history is read for what an adapter under development
+gets wrong: effect kinds declared but not performed (or the reverse), runs
+that end neither terminal nor in a legitimate wait, transitions its own
+state machine forbids (the ``legal_transitions`` checker, on that history),
+and workers that crash. With crash points, the site profile a search aims
+its targeted schedules by is taken too (:func:`profile_workflow`), so a
+runtime that breaks there is found now rather than at the start of a run.
+
+Nothing here decides how it is shown: :class:`WorkflowCheck` holds the
+facts and the causes, the CLI renders them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .._errors import AdapterError, UsageError
+from ..adapters._contract import Adapter, Capability, WorkflowSpec
+from ..checkers import check_legal_transitions
+from ..checkers._base import final_state
+from ..history import History
+from ..model import EventF, PropertyResult, Verdict
+from ..nemesis import worker_timeout
+from ..scenarios import profile_workflow
+from ._engine import Engine
+from ._probe import effect_problems, finish_problems, performed_effects, probe_scenario
+
+#: the causes a check names, in the order they are reported
+WRONG_EFFECTS = "wrong effect declaration"
+CRASHING_WORKER = "crashing worker"
+ILLEGAL_TRANSITIONS = "illegal transitions"
+UNJUDGED_TRANSITIONS = "transitions that cannot be judged"
+UNFINISHED = "runs that do not finish"
+ADAPTER_ERROR = "adapter error"
+CAUSES: tuple[str, ...] = (
+    ADAPTER_ERROR,
+    CRASHING_WORKER,
+    WRONG_EFFECTS,
+    ILLEGAL_TRANSITIONS,
+    UNJUDGED_TRANSITIONS,
+    UNFINISHED,
+)
+
+#: lines of a crashed worker's log shown
+LOG_LINES = 12
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How one probe run ended."""
+
+    run_id: str
+    input: dict[str, object]
+    #: the normalized state (None: the adapter reported none)
+    state: str | None
+    raw_status: str | None
+    #: terminal, or a legitimate wait
+    settled: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerCrash:
+    """A worker that ended other than by exiting 0, in a run without faults."""
+
+    worker_id: str
+    exit: str
+
+
+@dataclass
+class WorkflowCheck:
+    """What the fault-free probe of one workflow showed."""
+
+    workflow: str
+    declared: tuple[str, ...]
+    #: the probe ran to its end (False: the adapter raised first)
+    ran: bool = False
+    performed: tuple[str, ...] = ()
+    runs: tuple[RunEnd, ...] = ()
+    #: workers started, and those that crashed
+    workers: int = 0
+    crashes: tuple[WorkerCrash, ...] = ()
+    #: the last lines of the workers' log(s) the deployment left, when one crashed
+    log_tail: tuple[str, ...] = ()
+    #: where the log was read (None: none found)
+    log_path: Path | None = None
+    transitions: PropertyResult | None = None
+    #: crash points the site profile passed, per site (None: not profiled)
+    crash_points: dict[str, int] | None = None
+    #: cause -> the problems found, in words
+    problems: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, cause: str, problem: str) -> None:
+        self.problems.setdefault(cause, []).append(problem)
+
+    @property
+    def causes(self) -> list[str]:
+        return [c for c in CAUSES if self.problems.get(c)]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check_workflows(adapter: Adapter, engine: Engine) -> list[WorkflowCheck]:
+    """Probe every workflow of ``adapter`` (guarded) with ``engine``'s
+    fault-free oracle; one :class:`WorkflowCheck` each. An adapter error in
+    one workflow is that workflow's problem; the others are still checked."""
+    return [check_workflow(adapter, engine, wf) for wf in adapter.workflows()]
+
+
+def check_workflow(adapter: Adapter, engine: Engine, wf: WorkflowSpec) -> WorkflowCheck:
+    out = WorkflowCheck(wf.name, tuple(wf.effects))
+    scenario = probe_scenario(wf)
+    try:
+        path = engine.oracle(scenario)
+    except AdapterError as exc:
+        out.add(ADAPTER_ERROR, _adapter_error(exc))
+        return out
+    except UsageError as exc:  # e.g. a scenario the adapter cannot run
+        out.add(ADAPTER_ERROR, str(exc))
+        return out
+    history = History.load(path)
+    out.ran = True
+    out.performed = tuple(sorted(performed_effects(history)))
+    out.runs = _run_ends(scenario.runs, history)
+    _workers(out, history, path.parent / "env")
+    if out.crashes and len(out.crashes) == out.workers:
+        # Nothing ran: what the runs did not do follows from the crash.
+        out.add(
+            CRASHING_WORKER,
+            "so no run did anything (performed: "
+            f"{', '.join(out.performed) or 'none'}): fix the crash, then check again",
+        )
+    else:
+        for problem in effect_problems(wf, history):
+            out.add(WRONG_EFFECTS, problem)
+    out.transitions = check_legal_transitions(history, None)
+    if out.transitions.verdict is Verdict.FAIL:
+        out.add(ILLEGAL_TRANSITIONS, out.transitions.message)
+    elif out.transitions.verdict is Verdict.UNKNOWN:
+        out.add(
+            UNJUDGED_TRANSITIONS,
+            f"{out.transitions.message}: legal_transitions would be unknown in every scenario "
+            "(an inconclusive run); hand out each transition once in Observation.transitions",
+        )
+    if not (out.crashes and len(out.crashes) == out.workers):
+        for problem in finish_problems(wf, scenario, history):
+            out.add(UNFINISHED, problem)
+    if Capability.CRASH_POINTS in adapter.capabilities and not out.crashes:
+        try:
+            profile = profile_workflow(
+                adapter,
+                wf,
+                effects=False,
+                worker_timeout=worker_timeout(engine.settings.budget_seconds),
+            )
+        except AdapterError as exc:
+            out.add(ADAPTER_ERROR, f"in the site profile: {_adapter_error(exc)}")
+        else:
+            out.crash_points = dict(profile.hits)
+    return out
+
+
+def _adapter_error(exc: AdapterError) -> str:
+    lines = exc.detail.strip().splitlines()
+    return f"{exc} (at: {lines[-1].strip()})" if lines and lines[-1] not in str(exc) else str(exc)
+
+
+def _run_ends(runs: Sequence[object], history: History) -> tuple[RunEnd, ...]:
+    finals = history.finals()
+    out = []
+    for run in runs:
+        run_id = getattr(run, "run_id", "")
+        final = finals.get(run_id)
+        state = final_state(final) if final is not None else None
+        refused = [
+            str(e.value.get("error"))
+            for e in history.by_run(run_id)
+            if e.f is EventF.SUBMIT and e.value.get("error")
+        ]
+        error = f"submit raised {refused[0]}" if refused else None
+        if final is not None and error is None and final.value.get("error"):
+            error = str(final.value.get("error"))
+        out.append(
+            RunEnd(
+                run_id=run_id,
+                input=dict(getattr(run, "input", {})),
+                state=None if state is None else state.value,
+                raw_status=None if final is None else _str(final.value.get("raw_status")),
+                settled=state is not None and (state.terminal or state.legitimate_wait),
+                error=error,
+            )
+        )
+    return tuple(out)
+
+
+def _str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _workers(out: WorkflowCheck, history: History, env_dir: Path) -> None:
+    """Count the workers and their crashes; keep the log tail when one crashed."""
+    crashes = []
+    for e in history.by_f(EventF.WORKER):
+        if e.type == "invoke":
+            out.workers += 1
+        elif e.type == "fail" or (e.type == "info" and e.value.get("signal") is not None):
+            crashes.append(WorkerCrash(str(e.value.get("worker_id")), str(e.value.get("exit"))))
+    out.crashes = tuple(crashes)
+    if not crashes:
+        return
+    log = _worker_log(env_dir)
+    if log is not None:
+        out.log_path = log
+        lines = log.read_text(encoding="utf-8", errors="replace").rstrip().splitlines()
+        out.log_tail = _last_error(lines)
+    every = len(crashes) == out.workers
+    exits = sorted({c.exit for c in crashes})
+    out.add(
+        CRASHING_WORKER,
+        f"{'every one' if every else len(crashes)} of the {out.workers} workers started "
+        f"without faults crashed ({', '.join(exits)}): a worker "
+        "that crashes on a fault-free path makes every fault the harness injects moot; "
+        + ("the end of the workers' log follows" if log is not None else _NO_LOG),
+    )
+
+
+def _last_error(lines: list[str]) -> tuple[str, ...]:
+    """The log's last traceback when one starts in its last lines (its end,
+    at most :data:`LOG_LINES` lines), else its last lines."""
+    recent = lines[-4 * LOG_LINES :]
+    starts = [i for i, line in enumerate(recent) if line.startswith("Traceback (most recent")]
+    if starts:
+        recent = recent[starts[-1] :]
+    return tuple(recent[-LOG_LINES:])
+
+
+_NO_LOG = (
+    "the deployment left no worker log (*.log) to show why: send the workers' stdout and "
+    "stderr to workdir/workers.log (ForkServer.spawn(log=...), or the kit's WorkerSet)"
+)
+
+
+def _worker_log(env_dir: Path) -> Path | None:
+    """The workers' log the deployment left in its folder: ``workers.log``
+    (the convention of the kit and the built-in adapters), else the most
+    recently written ``*.log``."""
+    if not env_dir.is_dir():
+        return None
+    logs = [p for p in env_dir.rglob("*.log") if p.is_file() and p.stat().st_size]
+    if not logs:
+        return None
+    named = [p for p in logs if p.name == "workers.log"]
+    return max(named or logs, key=lambda p: p.stat().st_mtime)

@@ -1,0 +1,84 @@
+"""Adapters that ``harness check-adapter`` must refuse, each for one cause
+(the toy of docs/adapters.md, broken one way each)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from examples.minimal_adapter.adapter import ToyAdapter, ToyEnvironment
+from harness.adapters import Declarations, ForkServerWorker, shared_fork_server
+from harness.model import CrashSpec
+
+#: what every worker of :class:`CrashingWorker` dies of
+CRASH = "cannot reach the job queue at 10.0.0.7:5672 (connection refused)"
+
+
+class _OwnWorkers(ToyEnvironment):
+    """The toy's deployment with workers this module starts itself, logged
+    to ``workers.log`` in the deployment's folder."""
+
+    def __init__(self, workdir: Path, keyed: bool) -> None:
+        super().__init__(workdir, keyed)
+        self.folder = workdir
+        self.own: list[ForkServerWorker] = []
+
+    def spawn(self, worker_id: str, target: str, args: dict[str, Any]) -> ForkServerWorker:
+        proc = shared_fork_server(["examples.minimal_adapter.adapter"]).spawn(
+            target, args=args, log=self.folder / "workers.log"
+        )
+        self.own.append(ForkServerWorker(worker_id, proc))
+        return self.own[-1]
+
+    def close(self) -> None:
+        for worker in self.own:
+            worker.kill()
+            worker.proc.wait(10.0)
+        super().close()
+
+
+class _Crashing(_OwnWorkers):
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        return self.spawn(worker_id, "harness.procs._selftest:raise_error", {"message": CRASH})
+
+
+class CrashingWorker(ToyAdapter):
+    """Every worker it starts raises at once (exit 1, a traceback in its log)."""
+
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _Crashing(workdir, self.keyed)
+
+
+class _Misspelled(_OwnWorkers):
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        return self.spawn(worker_id, "examples.minimal_adapter.adapter:wroker_main", {})
+
+
+class MisspelledTarget(ToyAdapter):
+    """Its workers' target is ``...:wroker_main``: the module has ``worker_main``."""
+
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _Misspelled(workdir, self.keyed)
+
+
+class _BackwardsStates(ToyEnvironment):
+    def declarations(self) -> Declarations:
+        declared = super().declarations()
+        # "completed" may only go back to "pending": the toy's pending ->
+        # completed is then illegal by its own declared table.
+        table = {"pending": [], "completed": ["pending"]}
+        return Declarations(delivery=dict(declared.delivery), transitions=table)
+
+
+class DeclaresWrongStates(ToyAdapter):
+    """Declares a state machine its runtime does not follow."""
+
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _BackwardsStates(workdir, self.keyed)
+
+
+__all__ = ["CrashingWorker", "DeclaresWrongStates", "MisspelledTarget"]

@@ -1,0 +1,174 @@
+"""``harness check-adapter``: one fault-free probe per workflow, reported in
+plain words; exit 0 when the adapter is ready, 2 naming the cause when not
+(issue 12). And a misspelled worker target, in a real ``harness run``, is an
+adapter error that names the target and the fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from check_adapters import CRASH
+from engine_support import subprocess_env
+
+from harness.report import CAPABILITY_GAPS
+
+ROOT = Path(__file__).resolve().parents[2]
+TOY = "examples.minimal_adapter.adapter:ToyAdapter"
+TARGET = "examples.minimal_adapter.adapter:wroker_main"
+FIXED = "examples.minimal_adapter.adapter:worker_main"
+
+
+def _harness(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = subprocess_env()
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)  # examples.minimal_adapter
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def _blocks(stdout: str) -> dict[str, str]:
+    """Each workflow's block of the output, by workflow name."""
+    out: dict[str, str] = {}
+    name = None
+    for line in stdout.splitlines():
+        if line.startswith("workflow "):
+            name = line.split()[1].rstrip(":")
+            out[name] = ""
+        elif not line.startswith(" "):
+            name = None
+        if name is not None:
+            out[name] += line + "\n"
+    return out
+
+
+def test_the_reference_adapter_is_ready(tmp_path: Path) -> None:
+    proc = _harness("check-adapter", "reference", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    blocks = _blocks(proc.stdout)
+    assert set(blocks) == {"refund", "onboarding", "research", "procurement"}
+    for name, block in blocks.items():
+        assert block.startswith(f"workflow {name}: ok\n"), block
+        assert "(as declared)" in block and "ended completed" in block, block
+        assert "transitions: pass:" in block and "none crashed" in block, block
+        # with crash points, the site profile a search aims by was taken too
+        assert "crash points: " in block and "passed" in block, block
+    both = "payments.refund, email.notify"
+    assert f"declared {both}; performed {both} (as declared)" in blocks["refund"]
+    # the one capability it does not declare, with what that leaves untested
+    assert f"storage_faults      {CAPABILITY_GAPS['storage_faults']}" in proc.stdout
+    assert "harness: adapter reference is ready: 4 workflow(s)" in proc.stdout
+    assert proc.stderr == ""
+
+
+def test_the_minimal_adapter_is_ready_and_told_what_it_leaves_untested(tmp_path: Path) -> None:
+    proc = _harness("check-adapter", TOY, "--adapter-opt", "keyed=true", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    block = _blocks(proc.stdout)["charge"]
+    assert "effects: declared payments.charge; performed payments.charge (as declared)" in block
+    assert "ended completed (raw status 'completed')" in block
+    assert "transitions: pass:" in block
+    assert "crash points" not in block  # no crash_points capability: not profiled
+    for capability, what in CAPABILITY_GAPS.items():
+        assert f"  {capability.value:19} {what}\n" in proc.stdout
+    assert f"(next: harness run --adapter {TOY} --adapter-opt keyed=true)" in proc.stdout
+
+
+def test_a_wrong_effect_declaration_exits_2_naming_it(tmp_path: Path) -> None:
+    proc = _harness("check-adapter", "mismatched_adapters:DeclaresRefund", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    block = _blocks(proc.stdout)["charge"]
+    assert block.startswith("workflow charge: PROBLEM: wrong effect declaration\n")
+    assert "effects: declared payments.refund; performed payments.charge\n" in block
+    assert "declares effect kind(s) payments.refund that its fault-free run never performed" in (
+        block
+    )
+    assert "add them to WorkflowSpec.effects" in block  # the fix for payments.charge
+    assert "harness: adapter check failed (workflow 'charge': wrong effect declaration)" in (
+        proc.stderr
+    )
+
+
+def test_a_worker_that_crashes_on_every_start_exits_2_with_its_stderr(tmp_path: Path) -> None:
+    proc = _harness("check-adapter", "check_adapters:CrashingWorker", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    block = _blocks(proc.stdout)["charge"]
+    assert block.startswith("workflow charge: PROBLEM: crashing worker\n"), block
+    assert "every one of the 2 workers started without faults crashed (exited 1)" in block
+    # the worker's own stderr: its traceback, ending with what it died of
+    tail = [line for line in block.splitlines() if line.startswith("    | ")]
+    assert tail[0] == "    | Traceback (most recent call last):", block
+    assert tail[-1] == f"    | RuntimeError: {CRASH}", block
+    # what follows from the crash is not blamed on the declaration
+    assert "wrong effect declaration" not in proc.stdout
+    assert "harness: adapter check failed (workflow 'charge': crashing worker)" in proc.stderr
+
+
+def test_illegal_transitions_exit_2_naming_them(tmp_path: Path) -> None:
+    proc = _harness("check-adapter", "check_adapters:DeclaresWrongStates", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    block = _blocks(proc.stdout)["charge"]
+    assert block.startswith("workflow charge: PROBLEM: illegal transitions\n"), block
+    assert "went pending -> completed" in block and "pending may only go to nothing" in block
+    assert "(workflow 'charge': illegal transitions)" in proc.stderr
+
+
+def test_a_misspelled_worker_target_is_named_with_the_fix(tmp_path: Path) -> None:
+    proc = _harness("check-adapter", "check_adapters:MisspelledTarget", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    block = _blocks(proc.stdout)["charge"]
+    assert block.startswith("workflow charge: PROBLEM: adapter error\n"), block
+    assert f"cannot start worker target {TARGET!r}" in block
+    assert f"did you mean {FIXED!r}?" in block
+    assert "not run (the adapter raised first)" in block
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("no_such_module:Adapter", "cannot import adapter module 'no_such_module'"),
+        ("check_adapters:NoSuchAdapter", "module 'check_adapters' has no attribute"),
+        ("not-a-spec", "neither a built-in (reference) nor of the form"),
+    ],
+)
+def test_an_adapter_that_does_not_load_exits_2_as_harness_run_does(
+    spec: str, says: str, tmp_path: Path
+) -> None:
+    checked = _harness("check-adapter", spec, cwd=tmp_path)
+    ran = _harness("run", "--adapter", spec, "--report-dir", str(tmp_path / "r"), cwd=tmp_path)
+    assert checked.returncode == ran.returncode == 2, checked.stdout + checked.stderr
+    assert says in checked.stderr
+    assert checked.stderr == ran.stderr  # the same loading, the same message
+    assert "Traceback" not in checked.stderr
+
+
+def test_a_misspelled_worker_target_in_a_real_run_is_an_adapter_error(tmp_path: Path) -> None:
+    """It names the target, what is wrong with it and the fix, on the one
+    line the CLI prints; exit 2, not a traceback."""
+    proc = _harness(
+        "run",
+        "--adapter",
+        "check_adapters:MisspelledTarget",
+        "--max-examples",
+        "2",
+        "--report-dir",
+        str(tmp_path / "r"),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    error = next(ln for ln in proc.stderr.splitlines() if ln.startswith("harness: adapter error"))
+    assert f"cannot start worker target {TARGET!r}" in error
+    assert "has no attribute 'wroker_main'" in error
+    assert f"did you mean {FIXED!r}?" in error
+    assert "fix the target given to spawn()" in error
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / "r" / "adapter-error.txt").is_file()
