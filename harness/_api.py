@@ -25,7 +25,7 @@ from ._errors import AdapterError, Interrupted, UsageError
 from ._settings import Settings, load_settings
 from ._signals import shielded
 from .adapters import Adapter
-from .adapters._guard import guard
+from .adapters._guard import close_adapter, guard
 from .adapters._loading import load_adapter, validate_adapter
 from .model import Scenario
 from .nemesis import worker_timeout
@@ -123,9 +123,15 @@ class Session:
         report_dir = Path(self.settings.report_dir)
         # Before anything runs: a folder the harness may not write is refused
         # now (exit 2), not after the whole run.
-        claim_report_folder(report_dir)
         try:
-            return self._run(report_dir, exhaustive, regressions)
+            try:
+                claim_report_folder(report_dir)
+                report = self._run(report_dir, exhaustive, regressions)
+            except BaseException as exc:
+                close_adapter(self.adapter, failing=exc)
+                raise
+            close_adapter(self.adapter)  # the whole run has ended: the optional hook
+            return report
         except AdapterError as exc:
             if exc.detail:  # the adapter's traceback, kept like the rest of the run
                 text = f"{exc}\n\n{exc.detail}".encode("utf-8", "backslashreplace")

@@ -4,7 +4,10 @@ The contract (``_contract``) is public here, for adapters written outside
 this package: see ``docs/adapters.md``. ``BaseEnvironment`` holds the
 defaults for what an environment without a capability need not do;
 ``ForkServerWorker`` and ``shared_fork_server`` are the usual way to start
-worker processes.
+worker processes. The kit (``harness.adapters.kit``, its main names also
+here) holds what every adapter otherwise writes itself: a worker set, clocks,
+a run registry with a transitions cursor, a transition table for a runtime
+without one, an idle policy and a deduplicating inbox.
 """
 
 from __future__ import annotations
@@ -24,20 +27,38 @@ from ._contract import (
     WorkflowSpec,
 )
 from ._workers import ForkServerWorker, shared_fork_server
+from .kit import (
+    ConstantClock,
+    DedupInbox,
+    FileClock,
+    IdlePolicy,
+    RunRegistry,
+    WorkerSet,
+    transitions_from_sequence,
+    work_until_idle,
+)
 
 __all__ = [
     "STORAGE_KINDS",
     "Adapter",
     "BaseEnvironment",
     "Capability",
+    "ConstantClock",
     "Declarations",
+    "DedupInbox",
     "DurableState",
     "Environment",
+    "FileClock",
     "ForkServerWorker",
+    "IdlePolicy",
     "Observation",
+    "RunRegistry",
     "RunView",
     "WorkerExit",
     "WorkerHandle",
+    "WorkerSet",
     "WorkflowSpec",
     "shared_fork_server",
+    "transitions_from_sequence",
+    "work_until_idle",
 ]

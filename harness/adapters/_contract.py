@@ -40,6 +40,17 @@ still satisfies the protocol):
     Without it, an environment with the ``storage_faults`` capability is taken
     to offer every kind; a kind it cannot inflict then shows in the report as
     armed but never fired. See :func:`offered_storage_kinds`.
+
+``Adapter.close() -> None``
+    Release what the adapter holds for the whole run (a server it started,
+    a connection pool, a temporary folder), as opposed to one scenario's
+    (``Environment.close``). Called once, when the harness run that loaded
+    the adapter ends, after every environment is closed -- also when the
+    run ends in an error or an interruption. What it raises is an adapter
+    error (exit 2); when the run is already ending with an error, that one
+    is reported and the close error is added to it as a note. An adapter
+    without it is left alone. ``harness.run`` (and so the CLI's ``run`` and
+    the pytest suite) calls it.
 """
 
 from __future__ import annotations
@@ -318,7 +329,13 @@ class BaseEnvironment:
 
 @runtime_checkable
 class Adapter(Protocol):
-    """A runtime, as the harness knows it."""
+    """A runtime, as the harness knows it.
+
+    Optional, looked up with ``getattr``: ``close()``, called once when the
+    whole harness run ends (see the module docstring), and
+    ``migrated_input(workflow, input, code_version)``, the input of a run an
+    older release accepted as today's code holds it (``docs/adapters.md``).
+    """
 
     name: str
     capabilities: frozenset[Capability]

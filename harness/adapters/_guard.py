@@ -160,6 +160,28 @@ class GuardedAdapter(_Guarded):
         return result
 
 
+def close_adapter(adapter: Any, *, failing: BaseException | None = None) -> None:
+    """Call ``adapter``'s optional ``close()`` hook, once the whole run has ended.
+
+    An adapter without one is left alone. What ``close()`` raises is an
+    :class:`AdapterError`; while ``failing`` (the error the run is already
+    ending with) is on its way out, the close error is added to it as a note
+    instead of replacing it: the first error is the one to fix.
+    """
+    hook = getattr(adapter, "close", None)
+    if hook is None:
+        return
+    name = type(getattr(adapter, "unguarded", adapter)).__name__
+    try:
+        if not callable(hook):
+            raise AdapterError(f"{name}.close is {type(hook).__name__}, not a method")
+        call(f"{name}.close()", hook)
+    except AdapterError as exc:
+        if failing is None:
+            raise
+        failing.add_note(f"then the adapter's close() failed too: {exc}")
+
+
 def guard(adapter: Any) -> Any:
     """``adapter`` with every call into it checked at the boundary (idempotent)."""
     if isinstance(adapter, _Guarded):

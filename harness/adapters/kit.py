@@ -1,0 +1,542 @@
+"""The adapter kit: the parts every adapter writes, written once.
+
+An adapter is mostly a mapping from a runtime to the contract. What is left
+is the same in every adapter, and easy to get subtly wrong; this module holds
+it, so that an adapter keeps only the mapping:
+
+=============================  ==============================================
+piece                          what it is for
+=============================  ==============================================
+:class:`WorkerSet`             spawn workers from a shared fork server, keep
+                               them, kill and reap what is left on close
+:class:`ConstantClock`,        a virtual time workers read: constant (no
+:class:`FileClock`             ``clock`` capability) or in a file the
+                               harness advances (``advance_clock``)
+:class:`RunRegistry`           the runs, their status and a transitions log
+                               with a cursor: ``Observation.transitions``
+                               gets each transition once, chained, versioned
+:func:`transitions_from_sequence`  a legal-transition table for a runtime
+                               without a state machine of its own
+:class:`IdlePolicy`,           when a worker of a runtime that recovers in
+:func:`work_until_idle`        the background may exit: quiet for N polls
+:class:`DedupInbox`            inbound messages by id, durable across worker
+                               processes: ``deliver()`` says False for a
+                               duplicate the runtime would drop silently
+=============================  ==============================================
+
+Everything durable is a file in the environment's workdir (SQLite for the
+registry and the inbox, a text file for the clock), so a worker process
+opens the same object by path, and a SIGKILL leaves either the old state or
+the new one. SQLite connections are opened per process (never inherited
+across a fork). See ``docs/adapters.md`` ("The kit").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._contract import Observation, RunView
+from ._workers import ForkServerWorker, shared_fork_server
+
+__all__ = [
+    "EPOCH",
+    "GAVE_UP",
+    "ConstantClock",
+    "DedupInbox",
+    "FileClock",
+    "IdlePolicy",
+    "RunRecord",
+    "RunRegistry",
+    "WorkerSet",
+    "transitions_from_sequence",
+    "work_until_idle",
+]
+
+#: The constant time of a runtime without a clock (keeps histories reproducible).
+EPOCH = 1_700_000_000.0
+
+#: The exit code of :func:`work_until_idle` when the runtime never went quiet.
+GAVE_UP = 3
+
+
+# -- workers -----------------------------------------------------------------
+
+
+class WorkerSet:
+    """An environment's worker processes.
+
+    :meth:`spawn` forks each worker from :func:`shared_fork_server` with
+    ``preload`` (modules the fork server imports once, so a heavy framework
+    is not imported per worker), with stdout and stderr appended to
+    :attr:`log` (``workers.log`` in the workdir). Every handle is kept;
+    :meth:`close` kills (SIGKILL) and reaps each one still running or
+    stopped, so no worker outlives its environment.
+    """
+
+    def __init__(
+        self, workdir: str | os.PathLike[str], preload: Sequence[str], *, spares: int = 2
+    ) -> None:
+        self.preload = tuple(preload)
+        self.spares = spares
+        #: where every worker's stdout and stderr go (appended)
+        self.log = Path(workdir) / "workers.log"
+        #: every worker spawned, in order
+        self.workers: list[ForkServerWorker] = []
+
+    def spawn(
+        self,
+        worker_id: str,
+        target: str,
+        args: Mapping[str, Any],
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> ForkServerWorker:
+        """Start ``target(args)`` (``"package.module:function"``, JSON-able
+        ``args``) in a forked worker and return its handle. Raises what
+        :meth:`harness.procs.ForkServer.spawn` raises (``TargetError`` for a
+        target that cannot be imported)."""
+        server = shared_fork_server(self.preload, spares=self.spares)
+        proc = server.spawn(target, args=args, env=env, log=self.log)
+        worker = ForkServerWorker(worker_id, proc)
+        self.workers.append(worker)
+        return worker
+
+    def alive(self) -> list[ForkServerWorker]:
+        """The workers that have not ended (running or stopped)."""
+        return [w for w in self.workers if w.proc.exit is None]
+
+    def close(self, timeout: float = 10.0) -> None:
+        """SIGKILL every worker still running or stopped, and wait for each to
+        end (``timeout`` seconds each); idempotent."""
+        for worker in self.alive():
+            worker.proc.kill()  # a stopped process dies of SIGKILL too
+            worker.proc.wait(timeout)
+
+
+# -- clocks ------------------------------------------------------------------
+
+
+class ConstantClock:
+    """A time that never moves: for runtimes without the ``clock`` capability
+    (the harness never advances it)."""
+
+    def __init__(self, at: float = EPOCH) -> None:
+        self.at = float(at)
+
+    def now(self) -> float:
+        """The constant time."""
+        return self.at
+
+
+class FileClock:
+    """A virtual time in a small file, shared by the harness and workers.
+
+    The environment creates it with ``start`` and forwards
+    ``advance_clock(seconds)`` to :meth:`advance`; a worker opens it by
+    :attr:`path` (without ``start``) and calls :meth:`now`, which reads the
+    file each time. Writes replace the file atomically: a reader never sees
+    a torn time.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], start: float | None = None) -> None:
+        self.path = Path(path)
+        if start is not None:
+            self.set(start)
+
+    def now(self) -> float:
+        """The time in the file (``OSError``/``ValueError`` if none was set)."""
+        return float(self.path.read_text(encoding="utf-8"))
+
+    def set(self, value: float) -> None:
+        """Set the time to ``value`` (a finite number)."""
+        if not math.isfinite(value):
+            raise ValueError(f"a clock time must be finite, got {value!r}")
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(repr(float(value)), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def advance(self, seconds: float) -> None:
+        """Move the time forward by ``seconds`` (>= 0: virtual time never goes back)."""
+        if not seconds >= 0:
+            raise ValueError(f"the clock only moves forward, got {seconds!r} seconds")
+        self.set(self.now() + seconds)
+
+
+# -- SQLite files shared by processes ----------------------------------------
+
+
+class _Shared:
+    """A SQLite file opened once per process (a connection is never used
+    across a fork), in WAL mode, waiting out other processes' locks."""
+
+    _SCHEMA = ""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        self._db().executescript(self._SCHEMA)
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None or self._pid != os.getpid():
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    def close(self) -> None:
+        """Close this process's connection (the file stays)."""
+        if self._conn is not None and self._pid == os.getpid():
+            self._conn.close()
+        self._conn = None
+
+
+# -- runs and transitions ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run as the registry holds it: its last recorded status and version."""
+
+    run_id: str
+    tenant: str
+    status: str
+    version: int
+    data: dict[str, Any]
+
+
+class RunRegistry(_Shared):
+    """The runs of one environment and every transition between their
+    statuses, in a SQLite file (any process may open it by path).
+
+    Transitions come in two ways: recorded as they happen (:meth:`record`,
+    from a worker or the adapter), or derived from statuses the adapter
+    observes (:meth:`observed`: a transition when the status changed since
+    the last one). Either way the registry numbers them: each run's first
+    transition comes from ``None`` at version 1, and each next one comes from
+    the previous ``to`` with the next version, so ``legal_transitions`` judges
+    the edges against your declared table. A runtime that keeps versions of
+    its own passes them (``state_version=``, ``from_=``) and lets the checker
+    see its stale writes and forks.
+
+    :meth:`new_transitions` is the cursor: the transitions recorded since it
+    was last called in this object, as ``Observation.transitions`` wants them.
+    Derived transitions can only see what was observed: a status a run passed
+    through between two observations is skipped, so declare a table that
+    allows skipping forward (:func:`transitions_from_sequence` does).
+    """
+
+    _SCHEMA = """
+        CREATE TABLE IF NOT EXISTS runs (
+            run_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, status TEXT NOT NULL,
+            version INTEGER NOT NULL, data TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS transitions (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT NOT NULL);
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, clock: Callable[[], float] | None = None
+    ) -> None:
+        super().__init__(path)
+        #: the time each transition is stamped with (``at``)
+        self.clock = clock or ConstantClock().now
+        self._cursor = 0
+
+    def add(
+        self,
+        run_id: str,
+        tenant: str,
+        status: str,
+        *,
+        data: Mapping[str, Any] | None = None,
+        actor: str = "harness",
+        action: str = "submit",
+    ) -> dict[str, Any]:
+        """Register a run in ``status`` (its creation transition, from None);
+        ``data`` is whatever the adapter keeps with it (JSON-able). Raises
+        ``ValueError`` if ``run_id`` is registered already."""
+        with self._write() as db:
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+                raise ValueError(f"run {run_id!r} is registered already")
+            db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, 0, ?)",
+                (run_id, tenant, status, json.dumps(dict(data or {}))),
+            )
+            return self._append(db, run_id, tenant, None, status, 1, actor, action, None)
+
+    def record(
+        self,
+        run_id: str,
+        to: str,
+        *,
+        actor: str,
+        action: str,
+        detail: str | None = None,
+        from_: str | None = None,
+        state_version: int | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Record that ``run_id`` went to status ``to`` and return the
+        transition. ``from_`` and ``state_version`` default to the last
+        recorded status and the next version; ``data`` (if given) replaces the
+        run's data in the same transaction. Raises ``KeyError`` for a run
+        never added."""
+        with self._write() as db:
+            row = db.execute(
+                "SELECT tenant, status, version FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise KeyError(f"run {run_id!r} was never added to the registry")
+            tenant, status, version = row
+            src = status if from_ is None else from_
+            version = version + 1 if state_version is None else state_version
+            if data is not None:
+                db.execute(
+                    "UPDATE runs SET data = ? WHERE run_id = ?", (json.dumps(dict(data)), run_id)
+                )
+            return self._append(db, run_id, tenant, src, to, version, actor, action, detail)
+
+    def observed(
+        self,
+        run_id: str,
+        tenant: str,
+        status: str,
+        *,
+        actor: str = "observer",
+        action: str = "observed",
+    ) -> dict[str, Any] | None:
+        """The adapter saw ``run_id`` in ``status``: add the run if it is new,
+        record a transition if the status changed; the transition, or None."""
+        with self._write() as db:
+            row = db.execute(
+                "SELECT status, version FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                db.execute("INSERT INTO runs VALUES (?, ?, ?, 0, '{}')", (run_id, tenant, status))
+                return self._append(db, run_id, tenant, None, status, 1, actor, action, None)
+            if row[0] == status:
+                return None
+            return self._append(db, run_id, tenant, row[0], status, row[1] + 1, actor, action, None)
+
+    def observation(self, runs: Iterable[RunView], **more: Any) -> Observation:
+        """An :class:`Observation` of ``runs`` whose transitions are derived
+        from their ``raw_status`` (:meth:`observed`, actor ``observer``) and
+        handed out once (:meth:`new_transitions`); ``more`` fills its other
+        fields (``approvals``, ``contexts``, ``operations``)."""
+        views = tuple(runs)
+        for view in views:
+            self.observed(view.run_id, view.tenant, view.raw_status)
+        return Observation(runs=views, transitions=self.new_transitions(), **more)
+
+    def get(self, run_id: str) -> RunRecord | None:
+        """The run as registered, or None."""
+        rows = self._select("WHERE run_id = ?", (run_id,))
+        return rows[0] if rows else None
+
+    def runs(self) -> list[RunRecord]:
+        """Every run, in the order they were added."""
+        return self._select("ORDER BY rowid", ())
+
+    def new_transitions(self) -> tuple[dict[str, Any], ...]:
+        """The transitions recorded since the last call (on this object),
+        oldest first: each is handed out once."""
+        rows = (
+            self._db()
+            .execute(
+                "SELECT seq, body FROM transitions WHERE seq > ? ORDER BY seq", (self._cursor,)
+            )
+            .fetchall()
+        )
+        if rows:
+            self._cursor = rows[-1][0]
+        return tuple(json.loads(body) for _, body in rows)
+
+    def _select(self, where: str, params: tuple[Any, ...]) -> list[RunRecord]:
+        rows = self._db().execute(
+            f"SELECT run_id, tenant, status, version, data FROM runs {where}", params
+        )
+        return [RunRecord(r, t, s, v, json.loads(d)) for r, t, s, v, d in rows]
+
+    def _write(self) -> _Transaction:
+        return _Transaction(self._db())
+
+    def _append(
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        tenant: str,
+        src: str | None,
+        dst: str,
+        version: int,
+        actor: str,
+        action: str,
+        detail: str | None,
+    ) -> dict[str, Any]:
+        t = {
+            "run_id": run_id,
+            "tenant": tenant,
+            "from": src,
+            "to": dst,
+            "state_version": version,
+            "actor": actor,
+            "action": action,
+            "detail": detail,
+            "at": self.clock(),
+        }
+        db.execute(
+            "UPDATE runs SET status = ?, version = ? WHERE run_id = ?", (dst, version, run_id)
+        )
+        db.execute("INSERT INTO transitions (body) VALUES (?)", (json.dumps(t),))
+        return t
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on an exception): a
+    read-then-write no other process can interleave."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, et: object, ev: object, tb: object) -> None:
+        self.db.execute("COMMIT" if et is None else "ROLLBACK")
+
+
+def transitions_from_sequence(
+    sequence: Sequence[str],
+    *,
+    terminal: Iterable[str] = (),
+    skip: bool = True,
+    extra: Mapping[str, Iterable[str]] | None = None,
+) -> dict[str, list[str]]:
+    """A legal-transition table (``Declarations.transitions``) for a runtime
+    whose runs only move forward through ``sequence``.
+
+    Each status may go to the next one, or with ``skip`` (the default) to any
+    later one: a table for transitions derived from observation, which can
+    miss a status passed through between two looks. Each status of
+    ``terminal`` (``failed``, ``cancelled``) is reachable from every
+    non-final status of ``sequence`` and has no successor; the last status of
+    ``sequence`` has none either. ``extra`` adds edges (a loop such as
+    ``{"waiting": ["running"]}``). Going back is never legal: a run seen
+    ``completed`` and then ``running`` lost a write.
+    """
+    order = list(sequence)
+    ends = [s for s in terminal if s not in order]
+    if len(set(order)) != len(order) or not order:
+        raise ValueError(f"sequence must name distinct statuses, got {order!r}")
+    table: dict[str, list[str]] = {}
+    for i, status in enumerate(order):
+        later = order[i + 1 :] if skip else order[i + 1 : i + 2]
+        table[status] = [*later, *ends] if later else []
+    for status in ends:
+        table[status] = []
+    for status, successors in (extra or {}).items():
+        table.setdefault(status, [])
+        table[status] += [s for s in successors if s not in table[status]]
+    return table
+
+
+# -- idling --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IdlePolicy:
+    """When a worker whose runtime works in the background may exit.
+
+    The worker polls a *probe* (any comparable snapshot of the runtime's
+    progress: statuses, versions, a row count) every ``interval`` seconds.
+    The runtime is idle once ``quiet`` consecutive polls return the same
+    snapshot as the poll before them; if it is not idle within ``give_up``
+    seconds, the worker stops waiting. Real time, on purpose: it measures
+    the runtime's own background threads, not the virtual clock.
+    """
+
+    quiet: int = 3
+    interval: float = 0.05
+    give_up: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.quiet < 1 or not self.interval > 0 or not self.give_up > 0:
+            raise ValueError(f"IdlePolicy needs quiet >= 1, interval > 0, give_up > 0: {self}")
+
+    def wait(self, probe: Callable[[], object]) -> bool:
+        """Poll ``probe`` until the runtime is idle (True) or ``give_up``
+        seconds have passed (False). An exception from ``probe`` propagates."""
+        deadline = time.monotonic() + self.give_up
+        last, calm = probe(), 0
+        while calm < self.quiet:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(self.interval)
+            now = probe()
+            calm = calm + 1 if now == last else 0
+            last = now
+        return True
+
+
+def work_until_idle(probe: Callable[[], object], policy: IdlePolicy | None = None) -> int:
+    """A worker's last line: wait until ``probe`` says the runtime is idle
+    (see :class:`IdlePolicy`), then return the worker's exit code: 0 when
+    idle, :data:`GAVE_UP` when it never went quiet (the harness records a
+    worker that failed, and the run's state says what it was doing)."""
+    return 0 if (policy or IdlePolicy()).wait(probe) else GAVE_UP
+
+
+# -- inbound messages ----------------------------------------------------------
+
+
+class DedupInbox(_Shared):
+    """Inbound messages by id, in a SQLite file any process may open.
+
+    For a runtime that silently drops a message it has seen, so that
+    ``Environment.deliver()`` can say so: :meth:`deliver` returns False for
+    a ``message_id`` delivered before (by this process or any other, before
+    or after a kill), True and keeps the message otherwise.
+    """
+
+    _SCHEMA = """
+        CREATE TABLE IF NOT EXISTS inbox (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT NOT NULL UNIQUE,
+            run_id TEXT, body TEXT NOT NULL);
+    """
+
+    def deliver(self, message: Mapping[str, Any]) -> bool:
+        """Keep ``message`` (a dict with a ``message_id``, JSON-able); False if
+        its id was delivered before."""
+        message_id = message.get("message_id")
+        if not isinstance(message_id, str) or not message_id:
+            raise ValueError(f"a message needs a string message_id, got {message_id!r}")
+        run_id = message.get("run_id")
+        cur = self._db().execute(
+            "INSERT OR IGNORE INTO inbox (message_id, run_id, body) VALUES (?, ?, ?)",
+            (message_id, None if run_id is None else str(run_id), json.dumps(dict(message))),
+        )
+        return cur.rowcount == 1
+
+    def seen(self, message_id: str) -> bool:
+        """Whether ``message_id`` was delivered."""
+        q = "SELECT 1 FROM inbox WHERE message_id = ?"
+        return self._db().execute(q, (message_id,)).fetchone() is not None
+
+    def messages(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """The messages kept (first delivery of each id), in arrival order;
+        only ``run_id``'s if given."""
+        if run_id is None:
+            rows = self._db().execute("SELECT body FROM inbox ORDER BY seq")
+        else:
+            q = "SELECT body FROM inbox WHERE run_id = ? ORDER BY seq"
+            rows = self._db().execute(q, (run_id,))
+        return [json.loads(body) for (body,) in rows]
