@@ -131,11 +131,12 @@ def check_workflow(adapter: Adapter, engine: Engine, wf: WorkflowSpec) -> Workfl
     out.performed = tuple(sorted(performed_effects(history)))
     out.runs = _run_ends(scenario.runs, history)
     _workers(out, history, path.parent / "env")
-    if out.crashes and len(out.crashes) == out.workers:
+    crashed_all = bool(out.crashes) and len(out.crashes) == out.workers
+    if crashed_all:
         # Nothing ran: what the runs did not do follows from the crash.
         out.add(
             CRASHING_WORKER,
-            "so no run did anything (performed: "
+            "so no run could finish (effects performed before the crashes: "
             f"{', '.join(out.performed) or 'none'}): fix the crash, then check again",
         )
     else:
@@ -144,13 +145,13 @@ def check_workflow(adapter: Adapter, engine: Engine, wf: WorkflowSpec) -> Workfl
     out.transitions = check_legal_transitions(history, None)
     if out.transitions.verdict is Verdict.FAIL:
         out.add(ILLEGAL_TRANSITIONS, out.transitions.message)
-    elif out.transitions.verdict is Verdict.UNKNOWN:
+    elif out.transitions.verdict is Verdict.UNKNOWN and not crashed_all:
         out.add(
             UNJUDGED_TRANSITIONS,
             f"{out.transitions.message}: legal_transitions would be unknown in every scenario "
             "(an inconclusive run); hand out each transition once in Observation.transitions",
         )
-    if not (out.crashes and len(out.crashes) == out.workers):
+    if not crashed_all:
         for problem in finish_problems(wf, scenario, history):
             out.add(UNFINISHED, problem)
     if Capability.CRASH_POINTS in adapter.capabilities and not out.crashes:

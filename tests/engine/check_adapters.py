@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from examples.minimal_adapter.adapter import ToyAdapter, ToyEnvironment
-from harness.adapters import Declarations, ForkServerWorker, shared_fork_server
+from harness.adapters import Declarations, ForkServerWorker, Observation, shared_fork_server
 from harness.model import CrashSpec
 
 #: what every worker of :class:`CrashingWorker` dies of
@@ -81,4 +81,16 @@ class DeclaresWrongStates(ToyAdapter):
         return _BackwardsStates(workdir, self.keyed)
 
 
-__all__ = ["CrashingWorker", "DeclaresWrongStates", "MisspelledTarget"]
+class _Silent(ToyEnvironment):
+    def observe(self) -> Observation:
+        return super().observe().model_copy(update={"transitions": ()})
+
+
+class ReportsNoTransitions(ToyAdapter):
+    """Its observe() never hands out a transition."""
+
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _Silent(workdir, self.keyed)
+
+
+__all__ = ["CrashingWorker", "DeclaresWrongStates", "MisspelledTarget", "ReportsNoTransitions"]

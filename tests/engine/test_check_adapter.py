@@ -122,6 +122,16 @@ def test_illegal_transitions_exit_2_naming_them(tmp_path: Path) -> None:
     assert "(workflow 'charge': illegal transitions)" in proc.stderr
 
 
+def test_transitions_that_cannot_be_judged_exit_2(tmp_path: Path) -> None:
+    """Every search of it would be inconclusive (exit 3): say so now."""
+    proc = _harness("check-adapter", "check_adapters:ReportsNoTransitions", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    block = _blocks(proc.stdout)["charge"]
+    assert block.startswith("workflow charge: PROBLEM: transitions that cannot be judged\n")
+    assert "holds no transition events" in block
+    assert "hand out each transition once in Observation.transitions" in block
+
+
 def test_a_misspelled_worker_target_is_named_with_the_fix(tmp_path: Path) -> None:
     proc = _harness("check-adapter", "check_adapters:MisspelledTarget", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
