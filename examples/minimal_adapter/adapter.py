@@ -2,7 +2,9 @@
 
 The runtime keeps each run as a JSON file; a worker charges every pending
 run through the harness's world and marks it completed. ``keyed=false``
-drops the idempotency key, and the harness finds the double charge.
+drops the idempotency key, and the harness finds the double charge. The
+adapter is written on the kit (``harness.adapters.kit``): workers, the
+transitions log and the transition table come from there.
 
     PYTHONPATH=. harness run --adapter examples.minimal_adapter.adapter:ToyAdapter
 """
@@ -22,12 +24,13 @@ from harness.adapters import (
     Observation,
     RunView,
     WorkflowSpec,
-    shared_fork_server,
 )
+from harness.adapters.kit import EPOCH, RunRegistry, WorkerSet, transitions_from_sequence
 from harness.model import CrashSpec, RunSpec, RunState
 from harness.world import Caller, World, WorldClient
 
-NOW = 1_700_000_000.0  # no clock: a constant time keeps histories reproducible
+NOW = EPOCH  # no clock: a constant time keeps histories reproducible
+TABLE = transitions_from_sequence(["pending", "completed"])  # no state machine of its own
 
 
 # -- the runtime under test (yours would live in its own package) -------------
@@ -46,14 +49,11 @@ def worker_main(args: dict[str, Any]) -> int:
         run = json.loads(path.read_text())
         if run["status"] != "pending":
             continue
-        key = f"{run['run_id']}:charge" if args["keyed"] else None
-        caller = Caller(
-            tenant=run["tenant"], run_id=run["run_id"], op_id="charge", worker_id=args["worker_id"]
-        )
+        run_id, worker_id = run["run_id"], args["worker_id"]
+        key = f"{run_id}:charge" if args["keyed"] else None
+        caller = Caller(tenant=run["tenant"], run_id=run_id, op_id="charge", worker_id=worker_id)
         ref = world.call("payments", "charge", run["input"], idempotency_key=key, caller=caller)
         _write(path, {**run, "status": "completed", "output": {"ref": ref.external_ref}})
-        with open(Path(args["runs"]) / "transitions.log", "a") as log:
-            log.write(json.dumps([run["run_id"], run["tenant"], args["worker_id"]]) + "\n")
     return 0
 
 
@@ -61,85 +61,45 @@ def worker_main(args: dict[str, Any]) -> int:
 
 
 class ToyEnvironment(BaseEnvironment):
-    """One isolated deployment: a folder of runs and a world."""
+    """One isolated deployment: a folder of runs, a world, its workers."""
 
     def __init__(self, workdir: Path, keyed: bool) -> None:
         self.runs = workdir / "runs"
         self.runs.mkdir(parents=True)
-        self.workdir, self.keyed = workdir, keyed
         self.world = World(workdir / "world.db", clock=lambda: NOW).create()
-        self.workers: list[ForkServerWorker] = []
-        self.seen = 0
+        self.args = {"runs": str(self.runs), "world": self.world.path, "keyed": keyed}
+        self.workers = WorkerSet(workdir, [__name__])  # output in workdir/workers.log
+        self.registry = RunRegistry(workdir / "registry.db", clock=lambda: NOW)
 
     def declarations(self) -> Declarations:
-        return Declarations(
-            delivery={"payments.charge": "exactly_once"},
-            transitions={"pending": ["completed"], "completed": []},
-        )
+        return Declarations(delivery={"payments.charge": "exactly_once"}, transitions=TABLE)
 
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> ForkServerWorker:
-        args = {
-            "worker_id": worker_id,
-            "runs": str(self.runs),
-            "world": self.world.path,
-            "keyed": self.keyed,
-        }
-        proc = shared_fork_server(["examples.minimal_adapter.adapter"]).spawn(
-            "examples.minimal_adapter.adapter:worker_main",
-            args=args,
-            log=self.workdir / "workers.log",
-        )
-        self.workers.append(ForkServerWorker(worker_id, proc))
-        return self.workers[-1]
+        args = {**self.args, "worker_id": worker_id}
+        return self.workers.spawn(worker_id, f"{__name__}:worker_main", args)
 
     def submit(self, run: RunSpec) -> None:
         record = {"run_id": run.run_id, "tenant": run.tenant, "input": run.input}
         _write(self.runs / f"{run.run_id}.json", {**record, "status": "pending"})
 
     def observe(self) -> Observation:
-        views, transitions = [], []
+        views = []
         for path in sorted(self.runs.glob("*.json")):
             run = json.loads(path.read_text())
             state = RunState.COMPLETED if run["status"] == "completed" else RunState.PENDING
-            views.append(
-                RunView(
-                    run_id=run["run_id"],
-                    tenant=run["tenant"],
-                    state=state,
-                    raw_status=run["status"],
-                    output=run.get("output"),
-                )
-            )
-        log = self.runs / "transitions.log"
-        lines = log.read_text().splitlines() if log.exists() else []
-        for line in lines[self.seen :]:
-            run_id, tenant, worker = json.loads(line)
-            transitions.append(
-                {
-                    "run_id": run_id,
-                    "tenant": tenant,
-                    "from": "pending",
-                    "to": "completed",
-                    "state_version": 2,
-                    "actor": worker,
-                    "action": "charge",
-                    "detail": None,
-                    "at": NOW,
-                }
-            )
-        self.seen = len(lines)
-        return Observation(runs=tuple(views), transitions=tuple(transitions))
+            fields = {"run_id": run["run_id"], "tenant": run["tenant"], "output": run.get("output")}
+            views.append(RunView(**fields, state=state, raw_status=run["status"]))
+        # Transitions derived from the statuses seen, each handed out once.
+        return self.registry.observation(views)
 
     def now(self) -> float:
         return NOW
 
     def close(self) -> None:
-        for w in self.workers:
-            if w.proc.exit is None:  # no worker outlives its environment
-                w.proc.kill()
-                w.proc.wait(10.0)
+        self.workers.close()  # no worker outlives its environment
+        self.registry.close()
         self.world.close()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from examples.minimal_adapter.adapter import ToyAdapter, ToyEnvironment
-from harness.adapters import ForkServerWorker, Observation, shared_fork_server
+from harness.adapters import ForkServerWorker, Observation
 from harness.adapters.reference import ReferenceAdapter
 from harness.adapters.reference._adapter import ReferenceEnvironment
 from harness.model import CrashSpec
@@ -76,16 +76,18 @@ class CloseRaises(ToyAdapter):
         return _CloseRaises(workdir, self.keyed)
 
 
+class AdapterCloseRaises(ToyAdapter):
+    """Its optional ``close()`` hook, called when the whole run ends, raises."""
+
+    def close(self) -> None:
+        raise RuntimeError("cannot stop the runtime's server")
+
+
 class _BadTarget(ToyEnvironment):
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> ForkServerWorker:
-        proc = shared_fork_server(["examples.minimal_adapter.adapter"]).spawn(
-            "examples.minimal_adapter.adapter:wroker_main",  # misspelled
-            args={},
-            log=self.workdir / "workers.log",
-        )
-        return ForkServerWorker(worker_id, proc)
+        return self.workers.spawn(worker_id, "examples.minimal_adapter.adapter:wroker_main", {})
 
 
 class MisspelledTarget(ToyAdapter):
@@ -97,14 +99,8 @@ class _Stuck(ToyEnvironment):
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> ForkServerWorker:
-        proc = shared_fork_server(["examples.minimal_adapter.adapter"]).spawn(
-            "harness.procs._selftest:sleep_forever",  # a worker that never exits
-            args={},
-            log=self.workdir / "workers.log",
-        )
-        worker = ForkServerWorker(worker_id, proc)
-        self.workers.append(worker)
-        return worker
+        # a worker that never exits
+        return self.workers.spawn(worker_id, "harness.procs._selftest:sleep_forever", {})
 
 
 class StuckWorker(ToyAdapter):

@@ -54,6 +54,10 @@ def _run(adapter: str, tmp_path: Path, **env: str) -> subprocess.CompletedProces
         ("ObserveNaN", "wake_at of run"),
         ("ObserveGarbage", "returned dict, not a harness.adapters.Observation"),
         ("CloseRaises", "close() raised OSError: close failed"),
+        (
+            "AdapterCloseRaises",
+            "AdapterCloseRaises.close() raised RuntimeError: cannot stop the runtime's server",
+        ),
         ("MisspelledTarget", "wroker_main"),
         (
             "DeliverRaises",
