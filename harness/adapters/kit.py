@@ -4,25 +4,21 @@ An adapter is mostly a mapping from a runtime to the contract. What is left
 is the same in every adapter, and easy to get subtly wrong; this module holds
 it, so that an adapter keeps only the mapping:
 
-=============================  ==============================================
-piece                          what it is for
-=============================  ==============================================
-:class:`WorkerSet`             spawn workers from a shared fork server, keep
-                               them, kill and reap what is left on close
-:class:`ConstantClock`,        a virtual time workers read: constant (no
-:class:`FileClock`             ``clock`` capability) or in a file the
-                               harness advances (``advance_clock``)
-:class:`RunRegistry`           the runs, their status and a transitions log
-                               with a cursor: ``Observation.transitions``
-                               gets each transition once, chained, versioned
-:func:`transitions_from_sequence`  a legal-transition table for a runtime
-                               without a state machine of its own
-:class:`IdlePolicy`,           when a worker of a runtime that recovers in
-:func:`work_until_idle`        the background may exit: quiet for N polls
-:class:`DedupInbox`            inbound messages by id, durable across worker
-                               processes: ``deliver()`` says False for a
-                               duplicate the runtime would drop silently
-=============================  ==============================================
+- :class:`WorkerSet`: spawn workers from a shared fork server, keep them,
+  kill and reap what is left on close;
+- :class:`ConstantClock`, :class:`FileClock`: a virtual time workers read,
+  constant (no ``clock`` capability) or in a file the harness advances
+  (``advance_clock``);
+- :class:`RunRegistry`: the runs, their status and a transitions log with a
+  cursor, so that ``Observation.transitions`` gets each transition once,
+  chained and versioned;
+- :func:`transitions_from_sequence`: a legal-transition table for a runtime
+  without a state machine of its own;
+- :class:`IdlePolicy`, :func:`work_until_idle`: when a worker of a runtime
+  that recovers in the background may exit (quiet for N polls in a row);
+- :class:`DedupInbox`: inbound messages by id, durable across worker
+  processes, so ``deliver()`` can say False for a duplicate the runtime
+  would drop silently.
 
 Everything durable is a file in the environment's workdir (SQLite for the
 registry and the inbox, a text file for the clock), so a worker process
@@ -33,6 +29,7 @@ across a fork). See ``docs/adapters.md`` ("The kit").
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -43,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..procs import Exit, SpawnerLost
 from ._contract import Observation, RunView
 from ._workers import ForkServerWorker, shared_fork_server
 
@@ -110,15 +108,26 @@ class WorkerSet:
         return worker
 
     def alive(self) -> list[ForkServerWorker]:
-        """The workers that have not ended (running or stopped)."""
-        return [w for w in self.workers if w.proc.exit is None]
+        """The workers that have not ended (running or stopped), as of now."""
+        return [w for w in self.workers if _alive(w)]
 
     def close(self, timeout: float = 10.0) -> None:
-        """SIGKILL every worker still running or stopped, and wait for each to
-        end (``timeout`` seconds each); idempotent."""
-        for worker in self.alive():
+        """SIGKILL every worker still running or stopped, then wait for each
+        to end (``timeout`` seconds each; ``WorkerTimeout`` past it);
+        idempotent."""
+        doomed = self.alive()
+        for worker in doomed:
             worker.proc.kill()  # a stopped process dies of SIGKILL too
-            worker.proc.wait(timeout)
+        for worker in doomed:
+            with contextlib.suppress(SpawnerLost):  # its server died: so did it
+                worker.proc.wait(timeout)
+
+
+def _alive(worker: ForkServerWorker) -> bool:
+    try:
+        return not isinstance(worker.proc.poll(), Exit)
+    except SpawnerLost:
+        return False  # the fork server died, and its workers with it
 
 
 # -- clocks ------------------------------------------------------------------
