@@ -12,7 +12,7 @@ from typing import Any, TextIO
 from . import _api as api
 from ._errors import UsageError
 from ._settings import load_settings
-from .adapters._guard import guard
+from .adapters._guard import close_adapter, guard
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
 from .model import Verdict
 from .outcome import Outcome
@@ -221,8 +221,12 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
     engine = Engine(guard(adapter), settings)
     try:
         example = engine.execute(scenario)
-    finally:
+    except BaseException as exc:
         engine.close()
+        close_adapter(adapter, failing=exc)
+        raise
+    engine.close()
+    close_adapter(adapter)  # the whole replay has ended: the optional hook
     _line(out, f"replaying {len(scenario.steps)} steps against {adapter.name}:")
     for i, step in enumerate(scenario.describe(), 1):
         _line(out, f"  {i}. {step}")
@@ -288,8 +292,12 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     engine = Engine(adapter, load_settings(ns.profile))
     try:
         checks = check_workflows(adapter, engine)
-    finally:
+    except BaseException as exc:
         engine.close()
+        close_adapter(adapter, failing=exc)
+        raise
+    engine.close()
+    close_adapter(adapter)
     for check in checks:
         _render_check(out, check)
     gaps = not_tested(adapter)

@@ -182,3 +182,14 @@ def test_a_misspelled_worker_target_in_a_real_run_is_an_adapter_error(tmp_path: 
     assert "fix the target given to spawn()" in error
     assert "Traceback" not in proc.stderr
     assert (tmp_path / "r" / "adapter-error.txt").is_file()
+
+
+def test_an_adapter_whose_close_hook_raises_is_an_adapter_error_after_the_check(
+    tmp_path: Path,
+) -> None:
+    """The optional ``Adapter.close()`` runs once the check has ended; what it
+    raises is exit 2 with one line, as in ``harness run``."""
+    proc = _harness("check-adapter", "hostile_adapters:AdapterCloseRaises", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "AdapterCloseRaises.close() raised RuntimeError" in proc.stderr
+    assert "Traceback" not in proc.stderr
