@@ -27,6 +27,8 @@ class ScenarioView:
     timeline: Timeline | None = None
     witness_events: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+    #: the workers' output kept beside it (relative to the report), if any
+    worker_log: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ def scenario_views(report: Report, folder: Path) -> list[ScenarioView]:
             messages=[f"{p.name}: {p.message}" for p in report.failed],
         )
         _attach(view, folder / ce.history, tuple(witness))
+        view.worker_log = _log(folder, ".")
         views.append(view)
     for n, other in enumerate(report.other_failures, 1):
         sub = folder / (other.folder or f"failures/{n}")
@@ -94,6 +97,7 @@ def scenario_views(report: Report, folder: Path) -> list[ScenarioView]:
             messages=[f"{r.name}: {r.message}" for r in results],
         )
         _attach(view, sub / "history.jsonl", tuple(sorted({i for r in results for i in r.witness})))
+        view.worker_log = _log(folder, view.folder)
         views.append(view)
     if not views and (folder / "history.jsonl").is_file():
         view = ScenarioView(
@@ -105,6 +109,12 @@ def scenario_views(report: Report, folder: Path) -> list[ScenarioView]:
         _attach(view, folder / "history.jsonl", ())
         views.append(view)
     return views
+
+
+def _log(folder: Path, sub: str) -> str | None:
+    """The kept worker output of the scenario in ``folder/sub``, as a link."""
+    path = "workers.log" if sub == "." else f"{sub}/workers.log"
+    return path if (folder / path).is_file() else None
 
 
 def _attach(view: ScenarioView, history_path: Path, witness: tuple[int, ...]) -> None:

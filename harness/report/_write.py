@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..model import Verdict
 from ..outcome import Example, Outcome
 from ._build import other_failures
 from ._folder import RENDERINGS, _Owned
@@ -79,3 +80,33 @@ def _keep_example(example: Example | None, prefix: str, into: dict[str, bytes | 
             into[prefix + name] = src
     results = json.dumps([r.model_dump(mode="json") for r in example.results], indent=2)
     into[prefix + "results.json"] = results.encode("ascii")
+    if any(r.verdict is Verdict.FAIL for r in example.results):
+        log = worker_output(example.folder)
+        if log:
+            into[prefix + WORKER_LOG] = log
+
+
+#: where a failing scenario's worker output is kept, beside its history
+WORKER_LOG = "workers.log"
+#: how much of it: the end, where a crash's traceback is
+WORKER_LOG_BYTES = 256 * 1024
+
+
+def worker_output(folder: Path) -> bytes:
+    """What the scenario's workers printed (every ``workers.log`` its
+    deployment left, as the kit's ``WorkerSet`` and ``ForkServer.spawn(log=)``
+    write them), each under a header naming it; the last
+    :data:`WORKER_LOG_BYTES` of it. Empty if there is none."""
+    env = folder / "env"
+    if not env.is_dir():
+        return b""
+    parts = []
+    for path in sorted(p for p in env.rglob(WORKER_LOG) if p.is_file() and not p.is_symlink()):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if data:
+            parts.append(f"==> {path.relative_to(folder)} <==\n".encode() + data)
+    out = b"\n".join(parts)
+    return out[-WORKER_LOG_BYTES:]

@@ -93,4 +93,40 @@ class ReportsNoTransitions(ToyAdapter):
         return _Silent(workdir, self.keyed)
 
 
-__all__ = ["CrashingWorker", "DeclaresWrongStates", "MisspelledTarget", "ReportsNoTransitions"]
+__all__ = [
+    "ChattyToy",
+    "CrashingWorker",
+    "DeclaresWrongStates",
+    "MisspelledTarget",
+    "ReportsNoTransitions",
+]
+
+
+def chatty_main(args: dict[str, Any]) -> int:
+    """The toy's worker, saying on stderr what it is about to do."""
+    import sys
+
+    from examples.minimal_adapter.adapter import worker_main
+
+    print(f"{CHATTY} ({args['worker_id']})", file=sys.stderr, flush=True)
+    return worker_main(args)
+
+
+#: what every worker of :class:`ChattyToy` prints before it works
+CHATTY = "toy worker: charging every pending run"
+
+
+class _Chatty(ToyEnvironment):
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        return self.workers.spawn(
+            worker_id, "check_adapters:chatty_main", {**self.args, "worker_id": worker_id}
+        )
+
+
+class ChattyToy(ToyAdapter):
+    """The toy, whose workers print a line each on stderr."""
+
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _Chatty(workdir, self.keyed)
