@@ -1,0 +1,177 @@
+"""A DBOS application behind the adapter contract.
+
+Each environment has its own DBOS system database -- a SQLite file in the
+workdir, or a schema of its own on a running Postgres, dropped at close --
+its own run registry (the tenant of each run) and its own world. A run is a
+DBOS workflow whose id is the run id, enqueued with ``DBOSClient`` on a queue
+of the environment, stamped with the ``application_version`` of the code
+version that accepted it. A worker is a process forked from a fork server
+that imported DBOS once: it launches DBOS, which re-enqueues the pending
+workflows of its version (recovery) and dequeues the enqueued ones, and it
+exits once none of its version is left (see ``_app.worker_main``).
+
+What DBOS cannot offer is declared, not faked: no crash points (the world
+kills workers at effect boundaries), no clock, no approvals, no memory. A
+workflow's DBOS status is its raw status (``ENQUEUED`` -> ``PENDING`` ->
+``SUCCESS``; recovery puts a ``PENDING`` workflow back to ``ENQUEUED``), and
+the kit's registry turns the statuses it sees into transitions.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ..._janitor import SchemaLease, tag
+from ...model import CrashSpec, RunSpec, RunState
+from ...world import World
+from .. import _contract as c
+from .._workers import ForkServerWorker
+from ..kit import EPOCH, RunRegistry, WorkerSet, transitions_from_sequence
+from ._app import POLL, QUEUE, load_app
+
+TABLE = transitions_from_sequence(
+    ["ENQUEUED", "PENDING", "SUCCESS"],
+    terminal=["ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"],
+    extra={"PENDING": ["ENQUEUED"]},  # recovery re-enqueues a pending workflow
+)
+#: DBOS status -> RunState; ERROR and MAX_RECOVERY_ATTEMPTS_EXCEEDED: failed
+_STATES = {"ENQUEUED": "pending", "DELAYED": "pending", "PENDING": "running"}
+_STATES |= {"SUCCESS": "completed", "CANCELLED": "cancelled"}
+
+
+class DBOSEnvironment(c.BaseEnvironment):
+    """One isolated deployment of a DBOS application (see the contract)."""
+
+    def __init__(self, adapter: DBOSAdapter, workdir: Path) -> None:
+        from dbos import DBOS, DBOSClient
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.app, self.lease = adapter.app, None
+        url, schema = f"sqlite:///{workdir / 'dbos.sqlite'}", "dbos"
+        if adapter.postgres_url is not None:
+            url, schema = adapter.postgres_url, f"dbos_{tag()}"
+            self.lease = SchemaLease(url, schema)  # taken before it exists (_janitor)
+        self.args: dict[str, Any] = {"app": adapter.app_spec, "url": url, "schema": schema}
+        try:
+            DBOS.migrate(url, schema=schema)
+            self.client = DBOSClient(
+                system_database_url=url, dbos_system_schema=schema, application_name=self.app.name
+            )
+            self.client.register_queue(QUEUE, polling_interval_sec=POLL)
+        except BaseException:
+            self._drop()
+            raise
+        self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
+        self.registry = RunRegistry(workdir / "registry.db")
+        self.workers = WorkerSet(workdir, adapter.preload())
+        self.args.update(world=self.world.path, registry=str(self.registry.path))
+
+    def declarations(self) -> c.Declarations:
+        return c.Declarations(delivery=dict(self.app.delivery), transitions=TABLE)
+
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        version = self.app.versions[code_version]
+        args = {**self.args, "worker_id": worker_id, "code_version": code_version}
+        target = "harness.adapters.dbos._app:worker_main"
+        return self.workers.spawn(worker_id, target, {**args, "version": version})
+
+    def submit(self, run: RunSpec) -> None:
+        self.registry.add(run.run_id, run.tenant, "ENQUEUED")  # its tenant, for workers
+        name = self.app.entry.get(run.workflow, run.workflow)
+        # Stamped with the version of the release that accepted it.
+        version = self.app.versions[run.code_version]
+        options: Any = {"queue_name": QUEUE, "workflow_id": run.run_id, "app_version": version}
+        self.client.enqueue(options | {"workflow_name": name}, run.input)
+
+    def observe(self) -> c.Observation:
+        runs = self.registry.runs()
+        found = self.client.list_workflows(workflow_ids=[r.run_id for r in runs], load_input=False)
+        status = {s.workflow_id: s for s in found}
+        return self.registry.observation(
+            _view(r.run_id, r.tenant, status.get(r.run_id)) for r in runs
+        )
+
+    def now(self) -> float:
+        return EPOCH
+
+    def close(self) -> None:
+        try:
+            self.workers.close()  # no worker outlives its environment
+            self.client.destroy()
+            self.registry.close()
+            self.world.close()
+        finally:
+            self._drop()
+
+    def _drop(self) -> None:
+        if self.lease is None:
+            return  # the SQLite file goes with the workdir
+        import psycopg
+
+        try:
+            with psycopg.connect(self.args["url"], autocommit=True) as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{self.args["schema"]}" CASCADE')
+        finally:
+            self.lease.release()
+
+
+def _view(run_id: str, tenant: str, status: Any) -> c.RunView:
+    raw = "none" if status is None else str(status.status)  # none: the enqueue raised
+    state = RunState(_STATES.get(raw, "unknown" if status is None else "failed"))
+    output = getattr(status, "output", None)
+    error = getattr(status, "error", None)
+    return c.RunView(
+        run_id=run_id,
+        tenant=tenant,
+        state=state,
+        raw_status=raw,
+        output=output if isinstance(output, dict) else None,
+        error=None if error is None else str(error),
+    )
+
+
+class DBOSAdapter:
+    """A DBOS application (``app="package.module:attr"``, a :class:`DBOSApp`).
+
+    Options: ``database`` ``sqlite`` (a file per environment) or ``postgres``
+    (a schema per environment on ``postgres_url``, default
+    ``$HARNESS_POSTGRES_URL``); ``preload`` (default true) imports DBOS and
+    the app once in the fork server (false: in every worker, to measure).
+    """
+
+    name = "dbos"
+
+    def __init__(
+        self, app: str, database: str = "sqlite", postgres_url: str = "", preload: str = "true"
+    ) -> None:
+        self.app_spec, self.app = app, load_app(app)
+        if database not in ("sqlite", "postgres"):
+            raise ValueError(f"database={database!r}: choose sqlite or postgres")
+        self.database, self.postgres_url = database, None
+        if database == "postgres":
+            self.postgres_url = postgres_url or os.environ.get("HARNESS_POSTGRES_URL")
+            if not self.postgres_url:
+                raise ValueError("database=postgres needs postgres_url=... or HARNESS_POSTGRES_URL")
+        self.preloaded = preload.lower() == "true"
+        caps = {c.Capability.VERSION_SWITCH} if 1 in self.app.versions else set()
+        self.capabilities: frozenset[c.Capability] = frozenset(caps)
+
+    def preload(self) -> tuple[str, ...]:
+        """Modules the fork server imports once, so a worker costs a fork."""
+        mine = ("harness.adapters.dbos._app", self.app.module)
+        return ("dbos", "psycopg", *mine) if self.preloaded else mine[:1]
+
+    def workflows(self) -> list[c.WorkflowSpec]:
+        return list(self.app.workflows)
+
+    def open(self, workdir: Path, *, seed: int) -> DBOSEnvironment:
+        return DBOSEnvironment(self, workdir)
+
+    def describe(self) -> dict[str, Any]:
+        options = {"app": self.app_spec, "database": self.database, "preload": self.preloaded}
+        return {**options, "dbos": metadata.version("dbos")}

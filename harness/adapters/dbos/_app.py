@@ -1,0 +1,100 @@
+"""What an application hands the adapter, and what its workflows call.
+
+A :class:`DBOSApp` names a module of ``@DBOS.workflow()`` functions (each
+registered under its :class:`WorkflowSpec`'s name), the delivery each effect
+kind promises, and which DBOS ``application_version`` each code version
+runs. Inside a ``@DBOS.step()``, :func:`call` reaches the harness's world on
+behalf of the current workflow, and :func:`release` says which code version
+this worker runs. The worker itself is :func:`worker_main`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...world import Caller, Response, WorldClient
+from .._contract import WorkflowSpec
+from ..kit import EPOCH, IdlePolicy, RunRegistry, work_until_idle
+
+#: Busy while a workflow of the worker's version is enqueued or pending;
+#: quiet for two polls, then exit (a run stuck pending gives up after 30 s).
+IDLE = IdlePolicy(quiet=2, interval=0.05, give_up=30.0)
+#: DBOS's internal queue (where recovery re-enqueues a pending workflow)
+#: polls every second by default; the workers poll it faster.
+POLL = 0.05
+#: The queue runs are enqueued on.
+QUEUE = "harness_runs"
+
+_worker: dict[str, Any] = {}
+#: DBOS runs workflows in threads; the kit's registry keeps one SQLite
+#: connection per process, usable only by the thread that opened it.
+_local = threading.local()
+
+
+@dataclass(frozen=True)
+class DBOSApp:
+    """A DBOS application as the harness runs it.
+
+    ``module`` holds the ``@DBOS.workflow()`` functions, one per workflow,
+    registered under the workflow's name or the one ``entry`` gives it;
+    ``versions`` maps a code version (``None`` today, ``1`` the previous
+    release) to the DBOS ``application_version`` it runs under: DBOS
+    recovers and dequeues only workflows of its own version.
+    """
+
+    name: str
+    module: str
+    workflows: tuple[WorkflowSpec, ...]
+    delivery: Mapping[str, str]
+    versions: Mapping[int | None, str] = field(default_factory=lambda: {None: "current"})
+    #: the DBOS name of a workflow registered under another name than its spec's
+    entry: Mapping[str, str] = field(default_factory=dict)
+
+
+def load_app(spec: str) -> DBOSApp:
+    """``"package.module:attr"`` -> the :class:`DBOSApp` it names."""
+    module, _, attr = spec.partition(":")
+    app = getattr(importlib.import_module(module), attr or "APP")
+    if not isinstance(app, DBOSApp):
+        raise TypeError(f"{spec} is a {type(app).__name__}, not a DBOSApp")
+    return app
+
+
+def release() -> int | None:
+    """The code version this worker runs: ``None`` today, ``1`` the previous release."""
+    return _worker.get("code_version")
+
+
+def call(service: str, action: str, request: Mapping[str, Any], key: str | None = None) -> Response:
+    """From a ``@DBOS.step()``: perform ``service.action`` in the harness's
+    world for the current workflow (the run), with idempotency key ``key``."""
+    from dbos import DBOS
+
+    run_id = str(DBOS.workflow_id)
+    if getattr(_local, "registry", None) is None:
+        _local.registry = RunRegistry(_worker["registry"])
+    who = Caller(_local.registry.get(run_id).tenant, run_id, action, _worker["worker_id"])
+    world: WorldClient = _worker["world"]
+    return world.call(service, action, request, idempotency_key=key, caller=who)
+
+
+def worker_main(args: dict[str, Any]) -> int:
+    """A worker: launch DBOS (it re-enqueues this version's pending workflows
+    and dequeues its enqueued ones), run until none is left, exit."""
+    from dbos import DBOS
+
+    app, version = load_app(args["app"]), args["version"]
+    world = WorldClient(args["world"], clock=lambda: EPOCH)
+    _worker.update(args, world=world)
+    config = {"name": app.name, "system_database_url": args["url"], "executor_id": "local"}
+    config |= {"dbos_system_schema": args["schema"], "application_version": version}
+    dbos = DBOS(config={**config, "log_level": "WARNING"})  # type: ignore[typeddict-item]
+    dbos._registry.get_internal_queue()._polling_interval_sec = POLL
+    DBOS.launch()
+    mine = {"status": ["ENQUEUED", "PENDING"], "app_version": version, "load_input": False}
+    return work_until_idle(lambda: time.monotonic() if DBOS.list_workflows(**mine) else 0, IDLE)
