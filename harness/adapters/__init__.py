@@ -7,21 +7,29 @@ defaults for what an environment without a capability need not do;
 worker processes. The kit (``harness.adapters.kit``, its main names also
 here) holds what every adapter otherwise writes itself: a worker set, clocks,
 a run registry with a transitions cursor, a transition table for a runtime
-without one, an idle policy and a deduplicating inbox.
+without one, an idle policy and a deduplicating inbox. What an adapter
+passes or receives from elsewhere (``RunSpec``, ``CrashSpec``, ``RunState``,
+the world's ``World``, ``WorldClient`` and ``Caller``) is re-exported, so
+one import serves.
 """
 
 from __future__ import annotations
 
+from ..model import CrashSpec, RunSpec, RunState
+from ..world import Caller, World, WorldClient
 from ._contract import (
     STORAGE_KINDS,
     Adapter,
+    ApprovalRecord,
     BaseEnvironment,
     Capability,
+    ContextRecord,
     Declarations,
     DurableState,
     Environment,
     Observation,
     RunView,
+    Transition,
     WorkerExit,
     WorkerHandle,
     WorkflowSpec,
@@ -41,9 +49,13 @@ from .kit import (
 __all__ = [
     "STORAGE_KINDS",
     "Adapter",
+    "ApprovalRecord",
     "BaseEnvironment",
+    "Caller",
     "Capability",
     "ConstantClock",
+    "ContextRecord",
+    "CrashSpec",
     "Declarations",
     "DedupInbox",
     "DurableState",
@@ -53,11 +65,16 @@ __all__ = [
     "IdlePolicy",
     "Observation",
     "RunRegistry",
+    "RunSpec",
+    "RunState",
     "RunView",
+    "Transition",
     "WorkerExit",
     "WorkerHandle",
     "WorkerSet",
     "WorkflowSpec",
+    "World",
+    "WorldClient",
     "shared_fork_server",
     "transitions_from_sequence",
     "work_until_idle",

@@ -59,7 +59,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..model import CrashSpec, RunSpec, RunState, StorageKind
 from ..world import World
@@ -128,8 +128,77 @@ class RunView(_Frozen):
     approval: dict[str, Any] | None = None
 
 
+class _Record(BaseModel):
+    """A record an adapter reports, typed; extra keys are kept (shown in
+    messages, read by no checker)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True)
+
+
+class Transition(_Record):
+    """One checkpointed state change (``Observation.transitions``): raw
+    statuses, ``from_`` None at creation. ``legal_transitions`` holds them
+    to the runtime's table and to their order (docs/adapters.md, section 6)."""
+
+    run_id: str
+    tenant: str | None = None
+    from_: str | None = Field(default=None, alias="from")
+    to: str
+    #: strictly increasing per run; two transitions sharing one are a fork
+    state_version: int
+    actor: str | None = None
+    action: str | None = None
+    detail: Any = None
+    #: on the environment's clock
+    at: float | None = None
+
+
+class ContextRecord(_Record):
+    """The model input one worker built for one step of a run
+    (``Observation.contexts``, the ``context`` capability): compared with
+    the fault-free run's context at the same run and step."""
+
+    run_id: str
+    step: str | int
+    worker_id: str | None = None
+    fingerprint: str | None = None
+    #: the model context itself, JSON-able (an SDK: the items sent to the model)
+    context: Any
+    #: the memory records it contains, by id (``memory_safety``)
+    memory_ids: tuple[str, ...] = ()
+
+
+class ApprovalRecord(_Record):
+    """An approval as the runtime recorded it (``Observation.approvals``, the
+    ``approvals`` capability); ``approval_integrity`` holds every approved
+    one against what the approver genuinely said."""
+
+    run_id: str
+    approval_id: str
+    action: str | None = None
+    params_hash: str | None = None
+    decision: str | None = None
+    approver: str | None = None
+    role: str | None = None
+    expires_at: float | None = None
+    decided_at: float | None = None
+
+
+def _plain(items: Any) -> Any:
+    """Records given as models become the dicts the history holds."""
+    if isinstance(items, (list, tuple)):
+        return tuple(
+            i.model_dump(by_alias=True, mode="json") if isinstance(i, _Record) else i for i in items
+        )
+    return items
+
+
 class Observation(_Frozen):
-    """What changed in the runtime since the last observation (``cursor``)."""
+    """What changed in the runtime since the last observation (``cursor``).
+
+    ``transitions``, ``contexts`` and ``approvals`` take plain dicts or the
+    typed :class:`Transition`, :class:`ContextRecord` and
+    :class:`ApprovalRecord` (validated, then held as dicts)."""
 
     runs: tuple[RunView, ...]
     #: checkpointed transitions: {run_id, from, to, state_version, actor, action, detail, at}
@@ -147,6 +216,11 @@ class Observation(_Frozen):
     #: world computes it. One entry per logical call; a runtime that keeps
     #: one entry per attempt may list them all.
     operations: tuple[dict[str, Any], ...] = ()
+
+    @field_validator("transitions", "contexts", "approvals", mode="before")
+    @classmethod
+    def _records(cls, items: Any) -> Any:
+        return _plain(items)
 
 
 class WorkerExit(_Frozen):
