@@ -41,6 +41,23 @@ still satisfies the protocol):
     to offer every kind; a kind it cannot inflict then shows in the report as
     armed but never fired. See :func:`offered_storage_kinds`.
 
+``crash_point_trace() -> Sequence[tuple[Any, str, int]]`` and a
+``trace_crash_points`` attribute (environment)
+    With ``trace_crash_points`` set True, the workers record every crash
+    point they pass; ``crash_point_trace()`` returns them in order as
+    ``(worker, site, hit)`` (``worker``: any id of the process, its pid say). The harness profiles each workflow with it
+    once, fault-free, and aims its targeted schedules at what it saw
+    (a kill after every commit, a zombie before every effect).
+
+``Adapter.lease_seconds: float``
+    How long a worker's claim on a run lasts (default 30): the clock
+    family's jumps and the zombie family's pauses are sized to outlast it.
+
+``Adapter.migrated_input(workflow, input, code_version) -> dict``
+    The input of a run that release ``code_version`` accepted, as today's
+    code holds it after the upgrade: the oracle of a run carried across a
+    release runs it (the ``version_switch`` capability).
+
 ``Adapter.close() -> None``
     Release what the adapter holds for the whole run (a server it started,
     a connection pool, a temporary folder), as opposed to one scenario's
