@@ -45,9 +45,10 @@ still satisfies the protocol):
 ``trace_crash_points`` attribute (environment)
     With ``trace_crash_points`` set True, the workers record every crash
     point they pass; ``crash_point_trace()`` returns them in order as
-    ``(worker, site, hit)`` (``worker``: any id of the process, its pid say). The harness profiles each workflow with it
-    once, fault-free, and aims its targeted schedules at what it saw
-    (a kill after every commit, a zombie before every effect).
+    ``(worker, site, hit)`` (``worker``: any id of the process, its pid
+    say). The harness profiles each workflow with it once, fault-free, and
+    aims its targeted schedules at what it saw (a kill after every commit,
+    a zombie before every effect).
 
 ``Adapter.lease_seconds: float``
     How long a worker's claim on a run lasts (default 30): the clock
