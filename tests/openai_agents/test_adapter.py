@@ -1,0 +1,79 @@
+"""The adapter's shape: its size, its status mapping, its app loading, check-adapter."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from pathlib import Path
+
+import pytest
+from oa_support import ADAPTER, CAREFUL, NAIVE
+
+from harness.adapters.openai_agents import OpenAIAgentsAdapter
+from harness.adapters.openai_agents._adapter import status_of
+from harness.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "harness" / "adapters" / "openai_agents"
+
+
+def _lines_of_code(source: str) -> int:
+    """The minimal adapter's measure (tests/examples): docstrings, comments, blanks out."""
+    where = ROOT / "tests" / "examples" / "test_minimal_adapter.py"
+    spec = importlib.util.spec_from_file_location("_minimal_adapter_measure", where)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return int(module.lines_of_code(source))
+
+
+def test_the_adapter_on_the_kit_is_at_most_120_lines_of_code() -> None:
+    total = sum(_lines_of_code(p.read_text()) for p in PACKAGE.glob("*.py"))
+    assert 60 < total <= 120, total
+
+
+USER = {"role": "user", "content": "refund c-1"}
+CALL = {"type": "function_call", "name": "refund", "call_id": "c", "arguments": "{}"}
+OUTPUT = {"type": "function_call_output", "call_id": "c", "output": "pay-1"}
+ANSWER = {"type": "message", "role": "assistant", "content": [{"type": "output_text"}]}
+
+
+@pytest.mark.parametrize(
+    ("items", "status"),
+    [
+        ([], "pending"),
+        ([USER], "pending"),
+        ([USER, CALL], "running"),
+        ([USER, CALL, OUTPUT], "running"),
+        ([USER, CALL, OUTPUT, ANSWER], "completed"),
+        # a message resent after the answer is a new question, not an answer
+        ([USER, CALL, OUTPUT, ANSWER, USER], "pending"),
+    ],
+)
+def test_a_runs_status_is_derived_from_its_session_items(
+    items: list[dict[str, object]], status: str
+) -> None:
+    assert status_of(items) == status
+
+
+def test_an_app_option_that_names_no_agents_app_is_refused() -> None:
+    with pytest.raises(ValueError, match="not an AgentsApp"):
+        OpenAIAgentsAdapter(app="examples.openai_agents_refund._refund:REFUND")
+
+
+def test_the_adapter_declares_what_it_offers_and_nothing_more() -> None:
+    adapter = OpenAIAgentsAdapter(app=CAREFUL)
+    assert {c.value for c in adapter.capabilities} == {"durable_state", "context"}
+    assert [w.name for w in adapter.workflows()] == ["refund"]
+
+
+@pytest.mark.parametrize("app", [NAIVE, CAREFUL])
+def test_check_adapter_finds_each_example_app_ready(
+    app: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no pyproject settings apply
+    out = io.StringIO()
+    code = main(["check-adapter", ADAPTER, "--adapter-opt", f"app={app}"], out=out)
+    assert code == 0, out.getvalue()
+    assert "performed payments.refund (as declared)" in out.getvalue()
+    assert "ended completed" in out.getvalue()
