@@ -48,6 +48,20 @@ class _Found(Exception):
     """Raised inside the Hypothesis test to mark a failing example."""
 
 
+#: the share of a plan kept for Hypothesis-sampled scenarios when the
+#: targeted schedules alone would fill it: sampling finds what no schedule
+#: aims at (issue 11 measured mistakes only the sampled phase found), so a
+#: long targeted list must not crowd it out
+SAMPLED_SHARE = 0.2
+
+
+def targeted_cap(s: Settings) -> int:
+    """How many targeted schedules a plan of ``s.max_examples`` runs: all
+    but :data:`SAMPLED_SHARE` of it (rounded down, so a plan of 1-4 is all
+    targeted)."""
+    return s.max_examples - int(s.max_examples * SAMPLED_SHARE)
+
+
 class Engine:
     """Runs scenarios against one adapter and searches for failures.
 
@@ -220,7 +234,7 @@ class Engine:
         outcome = self.new_outcome(universe)
         started = time.monotonic()
         self._started = started
-        aimed = [*regressions, *(targeted(universe) if s.targeted else [])[: s.max_examples]]
+        aimed = [*regressions, *(targeted(universe) if s.targeted else [])[: targeted_cap(s)]]
         outcome.planned = s.max_examples + len(regressions)
         #: per property, the first failing example and whether it was sampled
         self._first = {}

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from engine_support import harness_cli
 
+from harness._settings import PROFILES
+
 VARIANTS = [
     pytest.param(["backend=sqlite"], id="sqlite"),
     pytest.param(["backend=sqlite", "queue=redis"], id="sqlite+redis", marks=pytest.mark.redis),
@@ -53,7 +55,7 @@ def test_the_ci_profile_exercises_every_property_and_fires_every_family(
     if any("redis" in o for o in opts):
         request.getfixturevalue("redis_url")
     # The point here is coverage, not the budget: on Postgres under a loaded
-    # CI machine the 150 scenarios (each with a schema of its own) can take
+    # CI machine the ci profile's scenarios (each with a schema of its own) can take
     # longer than ci's 180 s, which would read "inconclusive".
     args = ["run", "--adapter", "reference", "--profile", "ci", "--budget", "800"]
     for o in opts:
@@ -69,5 +71,6 @@ def test_the_ci_profile_exercises_every_property_and_fires_every_family(
     assert ("storage" in offered) == (opts != ["backend=sqlite"]), offered
     silent = {f for f in offered if not FAMILY_KINDS[f] & fired}
     assert not silent, (silent, report["faults"])
-    assert report["searched_scenarios"] == report["planned_scenarios"] == 150
+    planned = PROFILES["ci"]["max_examples"]
+    assert report["searched_scenarios"] == report["planned_scenarios"] == planned
     assert "faults fired:" in proc.stdout

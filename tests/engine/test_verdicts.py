@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from engine_support import harness_cli
 
+from harness._settings import PROFILES
 from harness.checkers import CHECKERS
 from harness.model import PropertyResult, Verdict
 from harness.outcome import NEEDS_CAPABILITY, NEEDS_FAMILY, Tally, judge
@@ -116,8 +117,9 @@ def test_budget_cut_reference_run_exits_3_and_says_how_many_ran(tmp_path: Path) 
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["verdict"] == "unknown"
     ran = report["searched_scenarios"]
-    assert 0 < ran < report["planned_scenarios"] == 150
-    assert f"ran {ran} of 150 planned scenarios; raise --budget" in proc.stdout
+    planned = PROFILES["ci"]["max_examples"]
+    assert 0 < ran < report["planned_scenarios"] == planned
+    assert f"ran {ran} of {planned} planned scenarios; raise --budget" in proc.stdout
     assert "INCONCLUSIVE" in (tmp_path / "r" / "summary.md").read_text()
 
 

@@ -282,7 +282,9 @@ def test_a_short_search_of_each_naive_app_finds_the_double_charge(
 def test_a_short_search_finds_no_failure_in_each_correct_app(
     app: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    report = _search(app, monkeypatch, tmp_path, examples=8, seed=0)
+    # 12: the targeted world schedules take the first ten, so the race
+    # family fires too (8 left it unarmed, and the assertion below failed)
+    report = _search(app, monkeypatch, tmp_path, examples=12, seed=0)
     assert report["verdict"] == "pass", report["_log"]
     verdicts = {p["name"]: p["verdict"] for p in report["properties"]}
     for prop in (
