@@ -6,6 +6,8 @@ import argparse
 import os
 import shlex
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -59,24 +61,35 @@ def exit_code(verdict: str) -> int:
 
 
 class _Progress:
-    """Progress of a run. On a terminal, a rich progress bar (scenarios run,
-    faults fired, properties failing so far); otherwise quiet, line-oriented
-    output for CI logs: every 25 scenarios, and at once when a property starts
-    failing."""
+    """Progress of a run. On a terminal, a rich progress bar (scenarios run of
+    planned, the time left at this pace, faults fired, properties failing so
+    far); otherwise quiet, line-oriented output for CI logs: every 25
+    scenarios, and at once when a property starts failing, each line with the
+    time elapsed and left."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
         self.out = out
+        self.clock = clock
+        self.started = clock()
         self.failing: list[str] = []
         self.bar: Any = None
         self.task: Any = None
         if _isatty(out):
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress(
-                TextColumn("harness: scenarios"),
-                BarColumn(),
+                TextColumn("harness"),
+                BarColumn(bar_width=10),
                 MofNCompleteColumn(),
+                # the time left at this pace (mm:ss), within the plan
+                TimeRemainingColumn(compact=True),
                 TextColumn("{task.fields[faults]} faults fired"),
                 TextColumn("[red]{task.fields[failing]}"),
                 console=Console(file=out),
@@ -118,11 +131,32 @@ class _Progress:
         if o.examples % 25 and o.examples != 1 and failing == self.failing:
             return
         self.failing = failing
+        of = f" of {o.planned}" if o.planned and o.examples <= o.planned else ""
         _line(
             self.out,
-            f"harness: scenario {o.examples} (slowest {o.slowest:.1f} s): {fired} faults fired"
-            f"{'; failing: ' + ', '.join(failing) if failing else ''}",
+            f"harness: scenario {o.examples}{of} ({self._times(o)}slowest {o.slowest:.1f} s): "
+            f"{fired} faults fired{'; failing: ' + ', '.join(failing) if failing else ''}",
         )
+
+    def _times(self, o: Outcome) -> str:
+        """Elapsed time and, within the plan, the time left at this pace (a
+        plan that a failure cuts short, or shrinking, changes it)."""
+        elapsed = max(self.clock() - self.started, 0.0)
+        text = f"{_duration(elapsed)} elapsed"
+        if o.planned and 0 < o.examples < o.planned:
+            left = elapsed / o.examples * (o.planned - o.examples)
+            text += f", about {_duration(left)} left"
+        return text + "; "
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min 5 s``, ``1 h 2 min``."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def _isatty(out: TextIO) -> bool:

@@ -59,17 +59,22 @@ def test_on_a_terminal_progress_is_a_bar_with_scenarios_faults_and_failing_prope
 
 def test_in_a_log_progress_is_a_line_every_25_scenarios_and_at_each_new_failure() -> None:
     out = io.StringIO()
-    with _Progress(out) as progress:
+    now = [0.0]
+    with _Progress(out, clock=lambda: now[0]) as progress:
         for n in range(1, 52):
-            progress.update(_outcome(n, failing=n >= 30))
+            now[0] = 2.0 * n  # a scenario every 2 s
+            progress.update(_outcome(n, failing=n >= 30, planned=100))
     lines = out.getvalue().splitlines()
     assert [line.split(" (")[0] for line in lines] == [
-        "harness: scenario 1",
-        "harness: scenario 25",
-        "harness: scenario 30",
-        "harness: scenario 50",
+        "harness: scenario 1 of 100",
+        "harness: scenario 25 of 100",
+        "harness: scenario 30 of 100",
+        "harness: scenario 50 of 100",
     ]
     assert lines[2].endswith("90 faults fired; failing: exactly_once_effects")
+    # the time so far, and the time left at this pace, from the plan
+    assert "(50 s elapsed, about 2 min 30 s left; slowest" in lines[1]
+    assert "(1 min 40 s elapsed, about 1 min 40 s left; slowest" in lines[3]
     assert "\x1b[" not in out.getvalue(), "no terminal escapes in a log"
 
 
