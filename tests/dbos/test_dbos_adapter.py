@@ -159,12 +159,14 @@ def test_a_short_search_of_the_naive_app_finds_both_bugs(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_a_search_of_the_careful_app_passes_every_property_it_can_judge(tmp_path: Path) -> None:
     app = f"app={CAREFUL}"
-    args = ("--profile", "ci", "--max-examples", "12", "--seed", "0", "--budget", "150")
+    args = ("--profile", "ci", "--max-examples", "20", "--seed", "0", "--budget", "180")
     code, out, report = harness(tmp_path, "run", "--adapter", ADAPTER, "--adapter-opt", app, *args)
     assert code == 0, out
     props = {p["name"]: p["verdict"] for p in report["properties"]}  # type: ignore[attr-defined]
     assert {props[p] for p in JUDGED} == {"pass"}, out
     assert props["state_equivalence"] == "not_tested"  # declared, never faked
+    fired = {k: v["fired"] for k, v in report["faults"].items()}  # type: ignore[attr-defined]
+    assert fired.get("race", 0) > 0, out  # concurrent workers were raced, too
 
 
 @pytest.mark.slow

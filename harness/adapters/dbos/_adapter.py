@@ -11,7 +11,10 @@ workflows of its version (recovery) and dequeues the enqueued ones, and it
 exits once none of its version is left (see ``_app.worker_main``).
 
 What DBOS cannot offer is declared, not faked: no crash points (the world
-kills workers at effect boundaries), no clock, no approvals, no memory. A
+kills workers at effect boundaries), no clock, no approvals, no memory.
+Concurrent workers are offered (processes sharing one system database), and
+version switching when the app maps code version 1 to an application
+version. A
 workflow's DBOS status is its raw status (``ENQUEUED`` -> ``PENDING`` ->
 ``SUCCESS``; recovery puts a ``PENDING`` workflow back to ``ENQUEUED``), and
 the kit's registry turns the statuses it sees into transitions.
@@ -158,8 +161,12 @@ class DBOSAdapter:
             if not self.postgres_url:
                 raise ValueError("database=postgres needs postgres_url=... or HARNESS_POSTGRES_URL")
         self.preloaded = preload.lower() == "true"
-        caps = {c.Capability.VERSION_SWITCH} if 1 in self.app.versions else set()
-        self.capabilities: frozenset[c.Capability] = frozenset(caps)
+        # Any number of DBOS processes may share a system database: a queue's
+        # ENQUEUED -> PENDING dequeue admits one runner per workflow.
+        caps = {c.Capability.CONCURRENT_WORKERS}
+        self.capabilities = frozenset(
+            caps | ({c.Capability.VERSION_SWITCH} if 1 in self.app.versions else set())
+        )
 
     def preload(self) -> tuple[str, ...]:
         """Modules the fork server imports once, so a worker costs a fork."""
