@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,19 @@ def test_check_adapter_finds_each_example_app_ready(
     assert code == 0, out.getvalue()
     assert "performed payments.refund (as declared)" in out.getvalue()
     assert "ended completed" in out.getvalue()
+
+
+def test_observe_hands_out_each_whole_context_line_once(tmp_path: Path) -> None:
+    env = OpenAIAgentsAdapter(app=CAREFUL).open(tmp_path / "env", seed=0)
+    try:
+        record = {"run_id": "r1", "step": 0, "worker_id": "w0", "context": {"items": []}}
+        line = json.dumps(record)
+        log = tmp_path / "env" / "contexts.jsonl"
+        # A worker is halfway through appending the second line.
+        log.write_text(line + "\n" + line[:10])
+        assert [c["step"] for c in env.observe().contexts] == [0]
+        log.write_text(line + "\n" + line.replace('"step": 0', '"step": 1') + "\n")
+        assert [c["step"] for c in env.observe().contexts] == [1]
+        assert env.observe().contexts == ()
+    finally:
+        env.close()

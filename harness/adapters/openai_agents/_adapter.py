@@ -60,6 +60,11 @@ class AgentsApp:
     session's history is the input). ``volatile``: item keys (at any depth)
     that differ between two correct runs, left out of durable state and
     contexts.
+
+    A turn that raises is left for the next worker, so a tool whose world
+    call must be retried should raise (``function_tool(...,
+    failure_error_function=None)``): with the SDK's default, the model reads
+    the error as the tool's output and may answer anyway.
     """
 
     name: str
@@ -177,7 +182,8 @@ class AgentsEnvironment(BaseEnvironment):
     def observe(self) -> Observation:
         views = [self._view(r.run_id, r.tenant) for r in self.registry.runs()]
         log = self.work / "contexts.jsonl"
-        lines = log.read_text().splitlines() if log.exists() else []
+        # whole lines only: a worker may be appending one right now
+        lines = log.read_text().split("\n")[:-1] if log.exists() else []
         new, self._contexts_seen = lines[self._contexts_seen :], len(lines)
         return self.registry.observation(views, contexts=tuple(json.loads(c) for c in new))
 
