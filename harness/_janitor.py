@@ -60,7 +60,7 @@ CONNECT_TIMEOUT = 5
 
 #: the part of a schema or key prefix after ``rr_`` / ``lg_`` that this
 #: version makes: ownership is in a lease, not in the name
-_TAG = re.compile(r"^(?:rr|lg)_lk_[0-9a-f]{16}$")
+_TAG = re.compile(r"^(?:rr|lg|dbos)_lk_[0-9a-f]{16}$")
 #: pid-tagged names of earlier versions
 _LEGACY = re.compile(r"^(?:harness-|rr_|lg_)(\d+)_")
 #: lock-less folders of earlier versions: ``mkdtemp`` adds 8 characters. A
@@ -248,13 +248,15 @@ def orphaned(name: str) -> bool:
 
 
 def sweep_postgres(url: str) -> list[str]:
-    """Drop ``rr_*`` / ``lg_*`` schemas of the harness that no live run owns."""
+    """Drop ``rr_*`` / ``lg_*`` / ``dbos_lk_*`` schemas of the harness that
+    no live run owns."""
     import psycopg
 
     gone = []
     with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
         rows = conn.execute(
-            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rr\\_%' OR nspname LIKE 'lg\\_%'"
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rr\\_%' "
+            "OR nspname LIKE 'lg\\_%' OR nspname LIKE 'dbos\\_lk\\_%'"
         ).fetchall()
         for (name,) in rows:
             if _TAG.match(name):

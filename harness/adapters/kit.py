@@ -34,6 +34,7 @@ import json
 import math
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -183,30 +184,41 @@ class FileClock:
 
 
 class _Shared:
-    """A SQLite file opened once per process (a connection is never used
-    across a fork), in WAL mode, waiting out other processes' locks."""
+    """A SQLite file opened once per process and thread (a connection is
+    never used across a fork, nor from another thread: a runtime may run
+    steps in executor threads), in WAL mode, waiting out other processes'
+    locks."""
 
     _SCHEMA = ""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._conn: sqlite3.Connection | None = None
-        self._pid = -1
+        self._conns: dict[tuple[int, int], sqlite3.Connection] = {}
+        self._lock = threading.Lock()
         self._db().executescript(self._SCHEMA)
 
     def _db(self) -> sqlite3.Connection:
-        if self._conn is None or self._pid != os.getpid():
+        key = (os.getpid(), threading.get_ident())
+        conn = self._conns.get(key)
+        if conn is None:
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
-            self._conn, self._pid = conn, os.getpid()
-        return self._conn
+            with self._lock:
+                if key[0] != next(iter(self._conns), key)[0]:
+                    self._conns = {}  # a forked child: the parent's are not ours
+                self._conns[key] = conn
+        return conn
 
     def close(self) -> None:
-        """Close this process's connection (the file stays)."""
-        if self._conn is not None and self._pid == os.getpid():
-            self._conn.close()
-        self._conn = None
+        """Close this process's connections (the file stays)."""
+        pid = os.getpid()
+        with self._lock:
+            for (owner, _), conn in list(self._conns.items()):
+                if owner == pid:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.close()
+            self._conns = {}
 
 
 # -- runs and transitions ----------------------------------------------------

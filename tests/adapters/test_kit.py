@@ -171,6 +171,22 @@ def test_each_transition_is_handed_out_once_chained_and_versioned(tmp_path: Path
         reg.record("r9", "running", actor="w1", action="claim")
 
 
+def test_one_registry_serves_a_runtimes_executor_threads(tmp_path: Path) -> None:
+    """A runtime that runs steps in threads (DBOS) records from each: a
+    connection is never used from another thread than the one that opened it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    reg = RunRegistry(tmp_path / "registry.db", clock=lambda: 1.0)
+    for i in range(8):
+        reg.add(f"r{i}", "acme", "pending")
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda i: reg.record(f"r{i}", "running", actor="w", action="go"), range(8)))
+    runs = {r: reg.get(r) for r in (f"r{i}" for i in range(8))}
+    assert {run.status for run in runs.values() if run is not None} == {"running"}
+    assert _judge(reg.new_transitions(), TABLE).verdict is Verdict.PASS
+    reg.close()
+
+
 def test_workers_recording_at_once_keep_one_chain_the_checker_accepts(tmp_path: Path) -> None:
     path = tmp_path / "registry.db"
     reg = RunRegistry(path)

@@ -87,6 +87,28 @@ def test_resources_of_a_killed_harness_are_swept_and_a_live_one_s_are_kept(
     assert not _schema_exists(postgres_url, live_tag)
 
 
+@pytest.mark.postgres
+def test_a_dbos_adapter_schema_nobody_leases_is_swept_and_a_leased_one_kept(
+    postgres_url: str,
+) -> None:
+    """The DBOS adapter's system schemas (``dbos_lk_*``) are the harness's
+    too: left by a SIGKILLed run, the next run drops them."""
+    orphan, held = "dbos_" + _janitor.tag(), "dbos_" + _janitor.tag()
+    lease = _janitor.SchemaLease(postgres_url, held)
+    try:
+        with psycopg.connect(postgres_url, autocommit=True) as c:
+            c.execute(f'CREATE SCHEMA "{orphan}"')
+            c.execute(f'CREATE SCHEMA "{held}"')
+        gone = _janitor.sweep_postgres(postgres_url)
+        assert orphan in gone and not _schema_exists(postgres_url, orphan)
+        assert held not in gone and _schema_exists(postgres_url, held)
+    finally:
+        lease.release()
+        with psycopg.connect(postgres_url, autocommit=True) as c:
+            c.execute(f'DROP SCHEMA IF EXISTS "{held}" CASCADE')
+            c.execute(f'DROP SCHEMA IF EXISTS "{orphan}" CASCADE')
+
+
 def test_names_without_a_pid_tag_are_never_swept_by_the_pid_rule() -> None:
     assert not _janitor.orphaned("rr_abcdef")
     assert not _janitor.orphaned("public")
