@@ -52,6 +52,7 @@ def run(
     stop_on_first: bool | None = None,
     exhaustive: str | None = None,
     scenarios: Sequence[str | Path] = (),
+    shard: str | tuple[int, int] | None = None,
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Report:
@@ -64,7 +65,10 @@ def run(
     the CLI flags of the same names do; ``exhaustive`` names a workflow to
     kill at every crash point instead of searching. ``scenarios`` are
     scenario files (or folders of them: kept counterexamples) the search runs
-    first, as regressions. ``log`` receives the
+    first, as regressions. ``shard`` (``"K/N"`` or ``(K, N)``) runs only
+    shard K of N of the plan, to spread one search over N machines (merge
+    their report folders with ``harness merge``); it needs a fixed seed.
+    ``log`` receives the
     run's one-line notices (adapter, seed, gaps), ``progress`` the outcome
     after every scenario.
 
@@ -79,7 +83,9 @@ def run(
         mode=mode,
         targeted=targeted,
         stop_on_first=stop_on_first,
+        shard=shard,
     )
+    _check_shard(settings, exhaustive)
     if settings.mode == "random-kill" and exhaustive:
         raise UsageError("--mode random-kill and --exhaustive exclude each other; pick one")
     regressions = [sc for _, sc in scenario_files([Path(p) for p in scenarios])]
@@ -93,6 +99,24 @@ def run(
         validate_adapter(loaded, spec)
     session = Session(loaded, settings, spec=spec, options=opts, log=log, progress=progress)
     return session.run(exhaustive=exhaustive, regressions=regressions)
+
+
+def _check_shard(settings: Settings, exhaustive: str | None) -> None:
+    """A shard is a part of a search's plan: refuse what has no such plan,
+    or would plan differently on each machine (no fixed seed)."""
+    if settings.shard is None:
+        return
+    k, n = settings.shard
+    if exhaustive or settings.mode != "search":
+        raise UsageError(
+            f"--shard {k}/{n} splits a search's plan; --exhaustive and --mode random-kill "
+            "have none to split: drop --shard, or drop those"
+        )
+    if settings.seed is None and not settings.derandomize:
+        raise UsageError(
+            f"--shard {k}/{n} needs a fixed seed, so that every shard plans the same search: "
+            f"pass the same --seed N to all {n} shards (or use --profile ci, seeded 0)"
+        )
 
 
 class Session:

@@ -59,6 +59,9 @@ class Settings:
     #: stop the search at the first failing scenario (else it goes on judging
     #: every property until each has failed, or the plan or budget ends)
     stop_on_first: bool = False
+    #: ``(K, N)``: run only shard K of N of the search's plan (``--shard K/N``,
+    #: see ``harness.session._engine.shard_plan``); None: the whole plan
+    shard: tuple[int, int] | None = None
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -86,6 +89,8 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             f"unknown harness setting {name!r} in {source}; known: {', '.join(sorted(kinds))}"
         )
     target = kinds[name]
+    if name == "shard":
+        return parse_shard(value, source)
     try:
         if "int" in str(target) and "None" in str(target):
             return None if value in (None, "", "none") else int(value)
@@ -107,6 +112,42 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         raise UsageError(
             f"harness setting {name}={value!r} from {source} is invalid: {exc}"
         ) from exc
+
+
+SHARD_FIX = "give it as K/N with 1 <= K <= N (say --shard 2/4 for the second of four machines)"
+
+
+def parse_shard(value: Any, source: str = "the command line") -> tuple[int, int] | None:
+    """``"K/N"`` (or a pair ``(K, N)``) as ``(K, N)``; None for none.
+    Raises :class:`UsageError` saying what is wrong and how to fix it."""
+    if value is None or value == "" or value == "none":
+        return None
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        parts = [str(v) for v in value]
+    elif isinstance(value, str) and value.count("/") == 1:
+        parts = value.split("/")
+    else:
+        raise UsageError(f"shard {value!r} from {source} is not K/N; {SHARD_FIX}")
+    try:
+        k, n = (int(part.strip()) for part in parts)
+    except ValueError:
+        raise UsageError(
+            f"shard {value!r} from {source} is not two whole numbers; {SHARD_FIX}"
+        ) from None
+    if n < 1 or n > MAX_SHARDS:
+        raise UsageError(
+            f"shard {value!r} from {source}: N={n} machines is out of range (1 to "
+            f"{MAX_SHARDS}); {SHARD_FIX}"
+        )
+    if not 1 <= k <= n:
+        raise UsageError(
+            f"shard {value!r} from {source}: K={k} is not one of the N={n} shards; {SHARD_FIX}"
+        )
+    return k, n
+
+
+#: the most machines a search may be spread over
+MAX_SHARDS = 10_000
 
 
 def load_settings(

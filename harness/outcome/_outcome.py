@@ -88,6 +88,9 @@ class Outcome:
     #: them ran (shrinking aside); None: not a planned search (exhaustive...)
     planned: int | None = None
     searched: int = 0
+    #: the whole search's plan, when this run is one shard of it (``planned``
+    #: is then the shard's part)
+    whole_plan: int | None = None
     #: the budget stopped the search before its plan ended
     budget_cut: bool = False
     #: the search stopped at the first failure on request (--stop-on-first)

@@ -114,6 +114,9 @@ class PropertyVerdict:
     counts: dict[str, int]
     #: for ``not_tested`` and ``unknown``: why, in a few words
     reason: str | None = None
+    #: scenarios that failed it, and that could not judge it
+    failed: int = 0
+    unknown: int = 0
 
 
 @dataclass
@@ -181,6 +184,8 @@ def judge(
                 t.scenarios,
                 dict(sorted(t.counts.items())),
                 reason=reason,
+                failed=t.failed,
+                unknown=t.unknown,
             )
 
         if t.failed:

@@ -18,6 +18,7 @@ from ._schema import (
     OtherFailure,
     PropertyReport,
     Report,
+    ShardInfo,
 )
 
 #: What each capability would let the harness test; reported when it is missing.
@@ -112,6 +113,8 @@ def build_report(
                 reason=pv.reason,
                 exercised=pv.exercised,
                 scenarios=pv.scenarios,
+                failed=pv.failed,
+                unknown=pv.unknown,
                 counterexample=None if ce is None else folder_of.get(id(ce)),
             )
         )
@@ -149,6 +152,11 @@ def build_report(
         crash_points=crash_points,
         absorbed_duplicates=outcome.counts.get("exactly_once_effects.absorbed_duplicates", 0),
         not_tested=[NotTested(**gap) for gap in not_tested(adapter)],
+        shard=None
+        if outcome.settings.shard is None
+        else ShardInfo(
+            k=outcome.settings.shard[0], n=outcome.settings.shard[1], plan=outcome.whole_plan
+        ),
         counterexample=None
         if failure is None
         else Counterexample(

@@ -59,6 +59,18 @@ def _block(text: str) -> list[str]:
     return [f"{fence}sh", text, fence]
 
 
+def _part(report: Report) -> str:
+    """Which part of a search spread over machines the report covers."""
+    if report.shard is not None:
+        whole = f" of a {report.shard.plan}-scenario plan" if report.shard.plan is not None else ""
+        return f"Shard {report.shard.k} of {report.shard.n}{whole} (merge with `harness merge`)."
+    assert report.merged is not None
+    m = report.merged
+    text = f"Merged from shards {', '.join(f'{k}/{m.n}' for k in m.shards)}"
+    missing = f"; missing {', '.join(f'{k}/{m.n}' for k in m.missing)}" if m.missing else ""
+    return text + missing + "."
+
+
 def render_markdown(report: Report) -> str:
     """A few lines: verdict, the properties, the counterexample and its replay
     command, the faults that fired, what was not tested."""
@@ -81,6 +93,7 @@ def render_markdown(report: Report) -> str:
             if report.planned_scenarios is not None
             else []
         ),
+        *([_part(report), ""] if report.shard is not None or report.merged is not None else []),
         *(
             ["**Inconclusive:**", *(f"- {md_text(r)}" for r in report.inconclusive), ""]
             if report.inconclusive

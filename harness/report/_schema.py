@@ -20,8 +20,10 @@ property (with ``reason``, ``exercised``, ``scenarios``, the property's own
 ``counterexample`` folder), the run's ``unknown`` verdict means
 inconclusive (``inconclusive`` says why), the plan (``planned_scenarios``,
 ``searched_scenarios``), and which properties each counterexample serves
-(``counterexample_for``); later in 3, ``interrupted`` (optional). Older
-reports still load (the new fields default).
+(``counterexample_for``); later in 3, ``interrupted`` (optional), then
+``shard`` (a run of ``--shard K/N``), ``merged`` (a report ``harness merge``
+joined from shards) and each property's ``failed`` and ``unknown`` counts
+(all optional). Older reports still load (the new fields default).
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ class PropertyReport(_Frozen):
     reason: str | None = Field(None, description="why it is not_tested or unknown")
     exercised: int = Field(0, description="scenarios that gave it something to judge")
     scenarios: int = Field(0, description="scenarios in which it was checked")
+    failed: int = Field(0, description="scenarios in which it failed")
+    unknown: int = Field(0, description="scenarios in which it could not be judged")
     counterexample: InsidePath | None = Field(
         None,
         description="for a failed property: the folder of its counterexample, relative to "
@@ -137,6 +141,31 @@ class OtherFailure(_Frozen):
     steps: list[str]
     replay: str | None = Field(None, description="the shell command that replays it")
     folder: InsidePath | None = Field(None, description="where it is kept, relative to the report")
+
+
+class ShardInfo(_Frozen):
+    """Which part of a search a ``--shard K/N`` run ran."""
+
+    k: int = Field(ge=1, description="this shard's number, from 1")
+    n: int = Field(ge=1, description="how many shards the search was split into")
+    plan: int | None = Field(
+        None, ge=0, description="scenarios the whole search planned, over all N shards"
+    )
+
+
+class MergeInfo(_Frozen):
+    """What ``harness merge`` joined into this report."""
+
+    n: int = Field(ge=1, description="how many shards the search was split into")
+    shards: list[int] = Field(description="the shards merged (their K), in order")
+    missing: list[int] = Field(
+        default_factory=list, description="shards not merged (--partial): the verdict is unknown"
+    )
+    folders: dict[str, InsidePath] = Field(
+        default_factory=dict,
+        description="by shard K: where the shard's kept counterexamples were copied, relative "
+        "to the report",
+    )
 
 
 class Report(_Frozen):
@@ -186,6 +215,12 @@ class Report(_Frozen):
     )
     not_tested: list[NotTested]
     counterexample: Counterexample | None
+    shard: ShardInfo | None = Field(
+        None, description="a --shard K/N run: which part of the search it ran; null: all of it"
+    )
+    merged: MergeInfo | None = Field(
+        None, description="a report harness merge joined from shards; null: one run's"
+    )
 
     def to_json(self) -> str:
         """The canonical text of ``report.json`` (sorted keys, 2-space indent):

@@ -13,6 +13,7 @@ counterexample per failing property. What it found is summed in an
 
 from __future__ import annotations
 
+import hashlib
 import random
 import shutil
 import time
@@ -60,6 +61,35 @@ def targeted_cap(s: Settings) -> int:
     but :data:`SAMPLED_SHARE` of it (rounded down, so a plan of 1-4 is all
     targeted)."""
     return s.max_examples - int(s.max_examples * SAMPLED_SHARE)
+
+
+def shard_plan(
+    aimed: Sequence[Scenario], planned: int, shard: tuple[int, int] | None
+) -> tuple[list[Scenario], int]:
+    """Shard ``(K, N)``'s part of a plan: of the ``aimed`` scenarios (the
+    regressions, then the targeted schedules, as the whole plan runs them),
+    those at an index ``i`` with ``i % N == K - 1``; of the sampled ones
+    (``planned`` minus the aimed ones), an even share, the first
+    ``sampled % N`` shards taking one more. Returns the shard's aimed
+    scenarios and its planned total. The N shards' parts add up to the
+    plan, each aimed scenario in exactly one of them. No shard: the plan."""
+    if shard is None:
+        return list(aimed), planned
+    k, n = shard
+    sampled = max(planned - len(aimed), 0)
+    mine = list(aimed[k - 1 :: n])
+    share = sampled // n + (1 if k - 1 < sampled % n else 0)
+    return mine, len(mine) + share
+
+
+def sample_seed(run_seed: int, shard: tuple[int, int] | None) -> int:
+    """The Hypothesis seed of a search's sampled phase: the run's seed, or
+    for shard ``(K, N)`` one derived from (seed, K, N), so that shards
+    sample different scenarios and each does so again with the same seed."""
+    if shard is None or shard[1] == 1:
+        return run_seed
+    digest = hashlib.sha256(f"harness-shard:{run_seed}:{shard[0]}/{shard[1]}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 class Engine:
@@ -229,13 +259,19 @@ class Engine:
 
         ``regressions`` (scenario files: counterexamples kept from earlier
         runs) run first, each once, on top of the plan.
+
+        With ``shard`` (K, N) in the settings, only shard K's part of that
+        plan runs (:func:`shard_plan`), sampling from a seed of its own
+        (:func:`sample_seed`).
         """
         s = self.settings
         outcome = self.new_outcome(universe)
         started = time.monotonic()
         self._started = started
         aimed = [*regressions, *(targeted(universe) if s.targeted else [])[: targeted_cap(s)]]
-        outcome.planned = s.max_examples + len(regressions)
+        # A shard runs its part of the same plan (every shard computes it alike).
+        outcome.whole_plan = s.max_examples + len(regressions)
+        aimed, outcome.planned = shard_plan(aimed, outcome.whole_plan, s.shard)
         #: per property, the first failing example and whether it was sampled
         self._first = {}
         self._known = {}
@@ -308,7 +344,7 @@ class Engine:
             self._target(scenario, example)
 
         fatal: list[HarnessError] = []
-        seed(self.seed)(probe)()
+        seed(sample_seed(self.seed, self.settings.shard))(probe)()
         if fatal:
             raise fatal[0]
 
@@ -412,7 +448,7 @@ class Engine:
                 raise _Found
 
         try:
-            seed(self.seed)(probe)()
+            seed(sample_seed(self.seed, self.settings.shard))(probe)()
         except _Found:
             pass
         except HarnessError:
