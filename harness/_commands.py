@@ -18,7 +18,14 @@ from .adapters._guard import close_adapter, guard
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
 from .model import Verdict
 from .outcome import Outcome
-from .report import Report, load_report, load_run_folder, replay_command, write_reports
+from .report import (
+    Report,
+    load_report,
+    load_run_folder,
+    merge_reports,
+    replay_command,
+    write_reports,
+)
 from .scenarios import load_scenario_file
 from .session import Engine
 
@@ -45,6 +52,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
             stop_on_first=getattr(ns, "stop_on_first", None),
             exhaustive=ns.exhaustive,
             scenarios=ns.scenarios,
+            shard=getattr(ns, "shard", None),
             log=progress.log,
             progress=progress.update,
         )
@@ -190,6 +198,13 @@ def _summary(out: TextIO, report: Report, report_dir: Path) -> None:
             else f"  ran {report.searched_scenarios} of {report.planned_scenarios} planned "
             "scenarios",
         )
+    if report.shard is not None:
+        whole = f" of a {report.shard.plan}-scenario plan" if report.shard.plan is not None else ""
+        _line(
+            out,
+            f"  shard {report.shard.k} of {report.shard.n}{whole}: merge the shards' report "
+            "folders with harness merge DIR... --report-dir OUT",
+        )
     for p in report.properties:
         why = f" ({p.reason})" if p.reason and p.verdict != "fail" else ""
         seen = f", exercised in {p.exercised} of {p.scenarios}" if p.verdict == "pass" else ""
@@ -229,6 +244,25 @@ def report(folder: Path, out: TextIO) -> int:
     for name in ("report.json", "report.html", "junit.xml", "summary.md"):
         _line(out, f"  {folder / name}")
     return exit_code(stored.verdict)
+
+
+def merge(ns: argparse.Namespace, out: TextIO) -> int:
+    """``harness merge DIR... --report-dir OUT``: one report from the report
+    folders of a search's shards; the exit code of the merged verdict."""
+    merged = merge_reports(list(ns.dirs), ns.report_dir, partial=ns.partial)
+    info = merged.merged
+    assert info is not None
+    missing = (
+        f", missing {', '.join(f'{k}/{info.n}' for k in info.missing)}" if info.missing else ""
+    )
+    _line(
+        out,
+        f"harness: merged shards {', '.join(f'{k}/{info.n}' for k in info.shards)}{missing} "
+        f"into {ns.report_dir}",
+    )
+    _summary(out, merged, ns.report_dir)
+    _step_summary(ns.report_dir)
+    return exit_code(merged.verdict)
 
 
 def replay(ns: argparse.Namespace, out: TextIO) -> int:

@@ -4,6 +4,8 @@
                 [--profile dev|ci|thorough] [--seed N] [--budget SECONDS]
                 [--report-dir DIR] [--exhaustive WORKFLOW]
                 [--mode search|random-kill] [--stop-on-first] [--scenario FILE ...]
+                [--shard K/N]
+    harness merge DIR... --report-dir OUT [--partial]
     harness replay DIR | FILE --adapter NAME [--adapter-opt KEY=VALUE ...]
     harness report DIR
     harness check-adapter NAME|module:attr [--adapter-opt KEY=VALUE ...]
@@ -89,6 +91,14 @@ def _parser() -> argparse.ArgumentParser:
         "first as a regression (repeatable)",
     )
     r.add_argument(
+        "--shard",
+        metavar="K/N",
+        default=None,
+        help="run only shard K of N of the search's plan (1 <= K <= N; say 2/4), to spread "
+        "one search over N machines; every shard needs the same --seed, profile and options, "
+        "and `harness merge` joins their report folders into one report",
+    )
+    r.add_argument(
         "--exhaustive",
         metavar="WORKFLOW",
         help="instead of sampling, kill at every (crash point x hit) of one workflow",
@@ -112,6 +122,22 @@ def _parser() -> argparse.ArgumentParser:
         "(a report folder may come from anyone: only for folders you trust)",
     )
     rp.add_argument("--profile", choices=list(PROFILES))
+    mg = sub.add_parser(
+        "merge",
+        help="merge the report folders of a search's shards (harness run --shard K/N) into "
+        "one report: evidence and coverage summed, verdicts judged again, every "
+        "counterexample kept",
+    )
+    mg.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="a shard's report folder")
+    mg.add_argument(
+        "--report-dir", required=True, type=Path, metavar="OUT", help="where to write the merge"
+    )
+    mg.add_argument(
+        "--partial",
+        action="store_true",
+        help="merge even when shards are missing (the merged verdict is then inconclusive, "
+        "naming them)",
+    )
     rr = sub.add_parser(
         "report", help="re-render report.json/html, junit.xml and summary.md of a run folder"
     )
@@ -139,7 +165,7 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
     try:
         if ns.command == "list":
             return _list(ns.what, out)
-        from ._commands import check_adapter, replay, report, run
+        from ._commands import check_adapter, merge, replay, report, run
 
         with handling_signals():
             if ns.command == "run":
@@ -148,6 +174,8 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
                 return check_adapter(ns, out)
             if ns.command == "report":
                 return report(ns.dir, out)
+            if ns.command == "merge":
+                return merge(ns, out)
             return replay(ns, out)
     except Interrupted as exc:
         name = signal.Signals(exc.signum).name

@@ -17,21 +17,24 @@ from ._folder import MARKER, ReportFolderError, claim_report_folder
 from ._html import render_html
 from ._junit import render_junit
 from ._markdown import render_markdown
+from ._merge import MergeError, merge_reports
 from ._schema import REPORT_SCHEMA_VERSION, Report, report_schema, report_schema_text
 from ._store import REPORT_FILES, load_report, load_run_folder
-from ._write import write_reports, write_run
+from ._write import write_merged, write_reports, write_run
 
 __all__ = [
     "CAPABILITY_GAPS",
     "MARKER",
     "REPORT_FILES",
     "REPORT_SCHEMA_VERSION",
+    "MergeError",
     "Report",
     "ReportFolderError",
     "build_report",
     "claim_report_folder",
     "load_report",
     "load_run_folder",
+    "merge_reports",
     "not_tested",
     "other_failures",
     "render_html",
@@ -40,6 +43,7 @@ __all__ = [
     "replay_command",
     "report_schema",
     "report_schema_text",
+    "write_merged",
     "write_reports",
     "write_run",
 ]

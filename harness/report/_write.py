@@ -57,6 +57,18 @@ def write_run(report: Report, outcome: Outcome, last: Example | None, folder: Pa
     owned.keep_only([*kept, *texts])
 
 
+def write_merged(report: Report, files: dict[str, Path], folder: Path) -> None:
+    """Keep a merged report in ``folder`` (``harness merge``): ``files`` (a
+    relative path -> the file to copy: the shards' counterexamples), then
+    every format of ``report``, ``report.json`` last; what an earlier
+    report there had and this one has not is removed, nothing else is."""
+    owned = _Owned.claim(folder)
+    owned.write(files)
+    texts = _renderings(report, folder)
+    owned.write(texts)
+    owned.keep_only([*files, *texts])
+
+
 def _renderings(report: Report, folder: Path) -> dict[str, bytes]:
     """Every rendering's bytes, in :data:`RENDERINGS` order (``report.json``
     last). Text is UTF-8; a character UTF-8 cannot carry (a lone surrogate

@@ -1,0 +1,386 @@
+"""``harness merge``: the report folders of one search's shards, as one report.
+
+``harness run --shard K/N`` runs part K of N of a search's plan (see
+``harness.session._engine.shard_plan``). Merging their folders gives the
+report the whole plan would have given: per property, the evidence counts
+summed over the shards and the verdict judged again from the sums by the
+rules of a single run (:func:`harness.outcome.judge`); fault and crash point
+coverage summed; every shard's counterexamples copied under ``shards/K/``
+(with the shard's ``report.json``, so ``harness replay OUT/shards/K`` works
+on the copy), the first one also at the top of the merged folder.
+
+A shard's coverage gaps (a fault family it never armed, a property it never
+exercised) are judged again over the sums: another shard may have covered
+them. What the sums cannot show (a shard the budget cut short, or a signal
+stopped) keeps the merge inconclusive, with the shard's reason.
+
+Report folders are data anyone may have written (CI artifacts): each is
+loaded and validated like ``harness report`` does (:func:`load_report`), the
+paths it names must stay inside it, and only regular files are copied.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .._errors import UsageError
+from ..model import Verdict
+from ..outcome import Tally, judge
+from ._build import replay_command
+from ._folder import RUN_FILES
+from ._schema import (
+    Counterexample,
+    FaultCoverage,
+    MergeInfo,
+    OtherFailure,
+    PropertyReport,
+    Report,
+)
+from ._store import load_report, load_results
+from ._write import WORKER_LOG, write_merged
+
+_SAME = (
+    "merge only the shards of one search: the same --adapter, --adapter-opt, --seed, "
+    "--profile and --max-examples, each with its own --shard K/N"
+)
+
+
+class MergeError(UsageError):
+    """The folders cannot be merged (exit code 2); the message says why."""
+
+
+def _name(r: Report) -> str:
+    assert r.shard is not None
+    return f"shard {r.shard.k}/{r.shard.n} ({r.folder})"
+
+
+def _identity(r: Report) -> dict[str, Any]:
+    """What must be equal in every shard of one search."""
+    assert r.shard is not None
+    return {
+        "adapter": r.adapter.spec,
+        "adapter options": dict(sorted(r.adapter.options.items())),
+        "adapter configuration": r.adapter.description,
+        "capabilities": sorted(r.adapter.capabilities),
+        "seed": r.seed,
+        "profile": r.profile,
+        "fault families": sorted(r.families),
+        "shard count N": r.shard.n,
+        "whole plan (scenarios)": r.shard.plan,
+    }
+
+
+def load_shards(folders: Sequence[Path], out: Path, *, partial: bool = False) -> list[Report]:
+    """The shard reports in ``folders``, checked to be one search's, by K.
+    Raises :class:`MergeError` (or :class:`~harness.RunFolderError`) saying
+    what is wrong and how to fix it."""
+    if not folders:
+        raise MergeError(
+            "name the shard report folders to merge: harness merge DIR... --report-dir OUT"
+        )
+    out_real = out.resolve()
+    reports: list[Report] = []
+    seen: dict[Path, Path] = {}
+    for folder in folders:
+        real = folder.resolve()
+        if real == out_real:
+            raise MergeError(
+                f"{folder} is both a shard to merge and the --report-dir: the merge would "
+                "overwrite it; give the merged report a folder of its own"
+            )
+        if real in seen:
+            raise MergeError(f"{folder} is named twice (as {seen[real]}); name each shard once")
+        seen[real] = folder
+        r = load_report(folder)
+        if r.merged is not None:
+            raise MergeError(
+                f"{folder} holds a merged report, not a shard's: merge the shards' own "
+                "folders (harness run --shard K/N --report-dir DIR)"
+            )
+        if r.shard is None:
+            raise MergeError(
+                f"{folder} holds a report of a whole search, not of a shard (its report.json "
+                "has no shard): merge the folders of runs made with --shard K/N"
+            )
+        reports.append(r)
+    first = reports[0]
+    want = _identity(first)
+    for r in reports[1:]:
+        have = _identity(r)
+        for key, value in want.items():
+            if have[key] != value:
+                raise MergeError(
+                    f"{_name(r)} and {_name(first)} are not shards of one search: {key} "
+                    f"{have[key]!r} differs from {value!r}; {_SAME}"
+                )
+    by_k: dict[int, Report] = {}
+    for r in reports:
+        assert r.shard is not None
+        if r.shard.k in by_k:
+            raise MergeError(
+                f"shard {r.shard.k}/{r.shard.n} is given twice ({by_k[r.shard.k].folder} and "
+                f"{r.folder}); name each shard's folder once"
+            )
+        by_k[r.shard.k] = r
+    n = want["shard count N"]
+    missing = [k for k in range(1, n + 1) if k not in by_k]
+    if missing and not partial:
+        raise MergeError(
+            f"shard(s) {', '.join(f'{k}/{n}' for k in missing)} missing: {len(by_k)} of the "
+            f"{n} shards given; add their report folders, or pass --partial to merge these "
+            "anyway (the merged verdict is then inconclusive)"
+        )
+    return [by_k[k] for k in sorted(by_k)]
+
+
+def _sum_coverage(parts: Sequence[dict[str, FaultCoverage]]) -> dict[str, FaultCoverage]:
+    totals: dict[str, Counter[str]] = {}
+    for part in parts:
+        for key, cov in part.items():
+            totals.setdefault(key, Counter()).update(cov.model_dump())
+    return {
+        key: FaultCoverage(**{f: c[f] for f in FaultCoverage.model_fields})
+        for key, c in sorted(totals.items())
+    }
+
+
+def _tally(r: Report, p: PropertyReport) -> Tally:
+    """A shard's property, as the tally that judged it (its counts summed)."""
+    assert r.shard is not None
+    t = Tally(
+        scenarios=p.scenarios,
+        exercised=p.exercised,
+        failed=p.failed or (1 if p.verdict == "fail" else 0),
+        unknown=p.unknown,
+    )
+    t.counts.update(p.counts)
+    why = p.reason or f"see shard {r.shard.k}/{r.shard.n}'s report"
+    if p.unknown:
+        t.unknowns[why] += p.unknown
+    elif p.exercised == 0:
+        t.idle[why] += max(p.scenarios, 1)
+    return t
+
+
+def _add(total: Tally, t: Tally) -> None:
+    total.scenarios += t.scenarios
+    total.exercised += t.exercised
+    total.failed += t.failed
+    total.unknown += t.unknown
+    total.counts.update(t.counts)
+    total.idle.update(t.idle)
+    total.unknowns.update(t.unknowns)
+
+
+def _own_reasons(r: Report) -> list[str]:
+    """The shard's reasons for being inconclusive that its evidence does not
+    show (the budget, a signal): judging the summed evidence again decides
+    the rest."""
+    faults = {k: v.armed for k, v in r.faults.items()}
+    fired = {k: v.fired for k, v in r.faults.items()}
+    again = judge(
+        {p.name: _tally(r, p) for p in r.properties},
+        capabilities=r.adapter.capabilities,
+        families=r.families,
+        faults_armed=faults,
+        faults_fired=fired,
+    )
+    # A property it could not judge is said with the shard's own words, which
+    # the tally above keeps only in part: know it by its name.
+    unjudged = tuple(
+        f"{name} could not be judged:"
+        for name, pv in again.properties.items()
+        if pv.verdict is Verdict.UNKNOWN
+    )
+    evidence = set(again.inconclusive)
+    return [why for why in r.inconclusive if why not in evidence and not why.startswith(unjudged)]
+
+
+def _checked_dir(root: Path, rel: str) -> Path | None:
+    """``root/rel`` when it is a real folder inside ``root`` (no link on the way)."""
+    path = root
+    for part in PurePosixPath(rel).parts:
+        if part == ".":
+            continue
+        path = path / part
+        if path.is_symlink() or not path.is_dir():
+            return None
+    return path if root.resolve() in [path.resolve(), *path.resolve().parents] else None
+
+
+def _copy_example(root: Path, rel: str, dest: str, files: dict[str, Path]) -> None:
+    """The kept files of the scenario at ``root/rel`` (plain files only), to ``dest``."""
+    src = _checked_dir(root, rel)
+    if src is None:
+        return
+    for name in (*RUN_FILES, WORKER_LOG):
+        path = src / name
+        if path.is_file() and not path.is_symlink():
+            files[f"{dest}{name}"] = path
+
+
+def merge_reports(folders: Sequence[Path], out: Path, *, partial: bool = False) -> Report:
+    """Merge the shard report folders ``folders`` into ``out`` (every
+    format, and every counterexample copied); returns the merged report.
+    ``partial`` merges even when shards are missing: the verdict is then
+    inconclusive, naming them."""
+    shards = load_shards(folders, out, partial=partial)
+    first = shards[0]
+    assert first.shard is not None
+    n = first.shard.n
+    ks = [r.shard.k for r in shards if r.shard is not None]
+    missing = [k for k in range(1, n + 1) if k not in ks]
+    spec, opts = first.adapter.spec, dict(first.adapter.options)
+
+    tallies: dict[str, Tally] = {}
+    witness: dict[str, tuple[int, str, list[int]]] = {}  # property -> (k, folder, witness)
+    reasons: list[str] = []
+    for r in shards:
+        assert r.shard is not None and r.folder is not None
+        for p in r.properties:
+            _add(tallies.setdefault(p.name, Tally()), _tally(r, p))
+            if p.verdict == "fail" and p.name not in witness:
+                witness[p.name] = (r.shard.k, p.counterexample or ".", list(p.witness))
+        reasons += [
+            f"shard {r.shard.k}/{n}: {why}"
+            for why in _own_reasons(r)
+            if f"shard {r.shard.k}/{n}: {why}" not in reasons
+        ]
+    faults = _sum_coverage([r.faults for r in shards])
+    by_k = {r.shard.k: r for r in shards if r.shard is not None}
+    messages = {}
+    for name, (k, rel, _) in witness.items():
+        src = _checked_dir(by_k[k].folder or Path("."), rel)
+        said = [
+            res.message
+            for res in (
+                load_results(src / "results.json")
+                if src is not None and not (src / "results.json").is_symlink()
+                else []
+            )
+            if res.name == name and res.verdict is Verdict.FAIL
+        ]
+        messages[name] = said[0] if said else ""
+    planned = [r.planned_scenarios for r in shards]
+    searched = [r.searched_scenarios for r in shards]
+    judgement = judge(
+        tallies,
+        capabilities=first.adapter.capabilities,
+        families=first.families,
+        faults_armed={k: v.armed for k, v in faults.items()},
+        faults_fired={k: v.fired for k, v in faults.items()},
+        fail_messages=messages,
+    )
+    inconclusive = list(judgement.inconclusive) + reasons
+    if missing:
+        inconclusive.append(
+            f"shard(s) {', '.join(f'{k}/{n}' for k in missing)} of {n} missing (merged with "
+            "--partial): their part of the plan is not in this report"
+        )
+
+    # Every counterexample: each shard's kept ones under shards/K/, with the
+    # shard's report.json (so replay works on the copy), the first also at the top.
+    files: dict[str, Path] = {}
+    kept: list[tuple[int, str, list[str], list[str], list[str]]] = []
+    copied: dict[str, str] = {}
+    for r in shards:
+        assert r.shard is not None and r.folder is not None
+        k = r.shard.k
+        found: list[tuple[str, list[str], list[str], list[str]]] = []
+        if r.counterexample is not None:
+            ce = r.counterexample
+            found.append((".", ce.steps, ce.failed_properties, ce.counterexample_for))
+        for i, other in enumerate(r.other_failures, 1):
+            found.append(
+                (
+                    other.folder or f"failures/{i}",
+                    other.steps,
+                    other.failed_properties,
+                    other.counterexample_for,
+                )
+            )
+        if not found:
+            continue
+        copied[str(k)] = f"shards/{k}"
+        files[f"shards/{k}/report.json"] = r.folder / "report.json"
+        for rel, steps, failed, serves in found:
+            dest = f"shards/{k}/" if rel == "." else f"shards/{k}/{rel}/"
+            _copy_example(r.folder, rel, dest, files)
+            kept.append((k, rel, steps, failed, serves))
+
+    def where(k: int, rel: str) -> str:
+        return f"shards/{k}" if rel == "." else f"shards/{k}/{rel}"
+
+    counterexample = None
+    others: list[OtherFailure] = []
+    if kept:
+        k0, rel0, steps, failed, serves = kept[0]
+        _copy_example(by_k[k0].folder or Path("."), rel0, "", files)
+        counterexample = Counterexample(
+            steps=steps,
+            failed_properties=failed,
+            counterexample_for=serves,
+            replay=replay_command(out / where(k0, rel0), spec, opts),
+        )
+        for k, rel, steps, failed, serves in kept[1:]:
+            others.append(
+                OtherFailure(
+                    failed_properties=failed,
+                    counterexample_for=serves,
+                    steps=steps,
+                    folder=where(k, rel),
+                    replay=replay_command(out / where(k, rel), spec, opts),
+                )
+            )
+    properties = []
+    for name, pv in judgement.properties.items():
+        ce_folder = None
+        prop_witness: list[int] = []
+        if name in witness:
+            k, rel, prop_witness = witness[name]
+            ce_folder = "." if kept and (k, rel) == kept[0][:2] else where(k, rel)
+        properties.append(
+            PropertyReport(
+                name=name,
+                verdict=pv.verdict.value,
+                message=pv.message,
+                witness=prop_witness,
+                counts=dict(pv.counts),
+                reason=pv.reason,
+                exercised=pv.exercised,
+                scenarios=pv.scenarios,
+                failed=pv.failed,
+                unknown=pv.unknown,
+                counterexample=ce_folder,
+            )
+        )
+    verdict = judgement.verdict.value
+    if verdict == Verdict.PASS.value and inconclusive:
+        verdict = Verdict.UNKNOWN.value
+    report = Report(
+        verdict=verdict,
+        inconclusive=inconclusive,
+        interrupted=None,
+        seed=first.seed,
+        profile=first.profile,
+        adapter=first.adapter,
+        duration_seconds=max(r.duration_seconds for r in shards),
+        slowest_seconds=max(r.slowest_seconds for r in shards),
+        scenarios=sum(r.scenarios for r in shards),
+        planned_scenarios=None if None in planned else sum(p or 0 for p in planned),
+        searched_scenarios=None if None in searched else sum(s or 0 for s in searched),
+        properties=properties,
+        other_failures=others,
+        faults=faults,
+        families=list(first.families),
+        crash_points=_sum_coverage([r.crash_points for r in shards]),
+        absorbed_duplicates=sum(r.absorbed_duplicates for r in shards),
+        not_tested=list(first.not_tested),
+        counterexample=counterexample,
+        merged=MergeInfo(n=n, shards=ks, missing=missing, folders=copied),
+    )
+    write_merged(report, files, out)
+    return report
