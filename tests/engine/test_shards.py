@@ -124,6 +124,11 @@ def test_the_shards_of_a_plan_run_each_targeted_schedule_once_and_share_the_samp
     assert sum(_json(w.folder)["planned_scenarios"] for w in shards) == 20
 
 
+def test_a_shard_run_again_runs_the_same_scenarios(shards: list[_Watched], tmp_path: Path) -> None:
+    again = _run_watched("2/2", tmp_path / "again")
+    assert again.executed == shards[1].executed
+
+
 def test_shard_plan_splits_any_plan_into_parts_that_add_up() -> None:
     aimed: list[Any] = list(range(7))  # stands for scenarios: only positions matter
     for n in (1, 2, 3, 5, 9):
@@ -310,3 +315,33 @@ def test_a_shard_the_budget_cut_short_keeps_the_merge_inconclusive(
     assert merged["verdict"] == "unknown"
     assert merged["inconclusive"] == [f"shard 2/2: {why}"]
     assert merged["searched_scenarios"] == 17
+
+
+def test_a_merge_copies_only_plain_files_from_inside_a_shards_folder(
+    bug_shards: list[Path], tmp_path: Path
+) -> None:
+    """A shard folder is untrusted: a counterexample folder that is a link
+    out of it is not followed, and nothing outside it is copied."""
+    failing = next(k for k, f in enumerate(bug_shards, 1) if _json(f)["verdict"] == "fail")
+    hostile = _copy(bug_shards[failing - 1], tmp_path / "hostile")
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "history.jsonl").write_text("not for the report\n")
+    (hostile / "failures").mkdir(exist_ok=True)
+    (hostile / "failures" / "9").symlink_to(secret, target_is_directory=True)
+    (hostile / "results.json").unlink()
+    (hostile / "results.json").symlink_to(secret / "history.jsonl")
+    report = _json(hostile)
+    report["other_failures"].append(
+        {"failed_properties": ["progress"], "counterexample_for": [], "steps": ["x"],
+         "folder": "failures/9", "replay": None}
+    )  # fmt: skip
+    (hostile / "report.json").write_text(json.dumps(report))
+    rest = [f for k, f in enumerate(bug_shards, 1) if k != failing]
+    out = tmp_path / "merged"
+    proc = _merge(hostile, *rest, "--report-dir", out, cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    copied = [p for p in out.rglob("*") if p.is_file()]
+    assert all("not for the report" not in p.read_text(errors="replace") for p in copied)
+    assert not (out / "shards" / str(failing) / "failures" / "9").exists()
+    assert not any(p.is_symlink() for p in out.rglob("*"))
