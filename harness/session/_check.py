@@ -29,7 +29,13 @@ from ..model import EventF, PropertyResult, Verdict
 from ..nemesis import worker_timeout
 from ..scenarios import profile_workflow
 from ._engine import Engine
-from ._probe import effect_problems, finish_problems, performed_effects, probe_scenario
+from ._probe import (
+    approval_problems,
+    effect_problems,
+    finish_problems,
+    performed_effects,
+    probe_scenario,
+)
 
 #: the causes a check names, in the order they are reported
 WRONG_EFFECTS = "wrong effect declaration"
@@ -153,6 +159,8 @@ def check_workflow(adapter: Adapter, engine: Engine, wf: WorkflowSpec) -> Workfl
         )
     if not crashed_all:
         for problem in finish_problems(wf, scenario, history):
+            out.add(UNFINISHED, problem)
+        for problem in approval_problems(wf, scenario, history):
             out.add(UNFINISHED, problem)
     if Capability.CRASH_POINTS in adapter.capabilities and not out.crashes:
         try:

@@ -56,7 +56,43 @@ def check_declarations(adapter: Adapter, run_oracle: Callable[[Scenario], Path])
 def workflow_problems(wf: WorkflowSpec, scenario: Scenario, history: History) -> list[str]:
     """What ``history`` (the fault-free run of ``scenario``, ``wf``'s inputs)
     contradicts in ``wf``."""
-    return effect_problems(wf, history) + finish_problems(wf, scenario, history)
+    return (
+        effect_problems(wf, history)
+        + finish_problems(wf, scenario, history)
+        + approval_problems(wf, scenario, history)
+    )
+
+
+def approval_problems(wf: WorkflowSpec, scenario: Scenario, history: History) -> list[str]:
+    """The runs of ``scenario`` still waiting for an approval after the
+    fault-free run's end, where the harness offers every waiting run its
+    approver's decision: the adapter built no message for it
+    (``approval_message()`` returned None) or the runtime did not act on the
+    one delivered. Such a run never gets past its approval, so nothing after
+    it would ever be tested, and the report would not say so."""
+    out: list[str] = []
+    finals = history.finals()
+    for run in scenario.runs:
+        final = finals.get(run.run_id)
+        if final is None or final.value.get("state") != "waiting_approval":
+            continue
+        delivered = [
+            e
+            for e in history.by_run(run.run_id)
+            if e.f is EventF.DELIVER and e.type == "invoke" and e.value.get("variant") == "valid"
+        ]
+        how = (
+            "the runtime did not act on the decision delivered"
+            if delivered
+            else "approval_message() built no message for it"
+        )
+        out.append(
+            f"workflow {wf.name!r} with input {run.input!r} still waits for an approval after "
+            f"the harness offered its approver's decision ({how}): implement "
+            "approval_message() and deliver() (docs/adapters.md, 'Approval messages'), or "
+            "the run's steps after the approval are never tested"
+        )
+    return out
 
 
 def performed_effects(history: History) -> set[str]:

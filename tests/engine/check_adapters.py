@@ -7,8 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from examples.minimal_adapter.adapter import ToyAdapter, ToyEnvironment
-from harness.adapters import Declarations, ForkServerWorker, Observation, shared_fork_server
-from harness.model import CrashSpec
+from harness.adapters import (
+    Declarations,
+    ForkServerWorker,
+    Observation,
+    WorkflowSpec,
+    shared_fork_server,
+)
+from harness.model import CrashSpec, RunState
 
 #: what every worker of :class:`CrashingWorker` dies of
 CRASH = "cannot reach the job queue at 10.0.0.7:5672 (connection refused)"
@@ -98,6 +104,7 @@ __all__ = [
     "CrashingWorker",
     "DeclaresWrongStates",
     "MisspelledTarget",
+    "NeverApproved",
     "ReportsNoTransitions",
 ]
 
@@ -130,3 +137,32 @@ class ChattyToy(ToyAdapter):
 
     def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
         return _Chatty(workdir, self.keyed)
+
+
+class _AwaitsApproval(ToyEnvironment):
+    """Every run waits for an approval this deployment cannot be given (no
+    ``approval_message()``): its workers do nothing."""
+
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        return self.workers.spawn(worker_id, "harness.procs._selftest:noop", {})
+
+    def observe(self) -> Observation:
+        obs = super().observe()
+        runs = tuple(r.model_copy(update={"state": RunState.WAITING_APPROVAL}) for r in obs.runs)
+        return obs.model_copy(update={"runs": runs})
+
+
+class NeverApproved(ToyAdapter):
+    """A workflow gated by an approval the adapter gives the harness no way
+    to deliver."""
+
+    def workflows(self) -> list[WorkflowSpec]:
+        return [
+            w.model_copy(update={"effects": (), "needs_approval": True})
+            for w in super().workflows()
+        ]
+
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _AwaitsApproval(workdir, self.keyed)

@@ -193,3 +193,18 @@ def test_an_adapter_whose_close_hook_raises_is_an_adapter_error_after_the_check(
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "AdapterCloseRaises.close() raised RuntimeError" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_run_left_waiting_for_an_approval_no_message_can_give_is_named(
+    tmp_path: Path,
+) -> None:
+    """A gated run the harness cannot approve would rest in a legitimate wait
+    for ever, and nothing after its approval would be tested (issue 12):
+    check-adapter and run both refuse it, naming the missing method."""
+    check = _harness("check-adapter", "check_adapters:NeverApproved", cwd=tmp_path)
+    assert check.returncode == 2, check.stdout + check.stderr
+    assert "still waits for an approval" in check.stdout
+    assert "approval_message() built no message" in check.stdout
+    run = _harness("run", "--adapter", "check_adapters:NeverApproved", cwd=tmp_path)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "still waits for an approval" in run.stderr
