@@ -16,6 +16,9 @@ it, so that an adapter keeps only the mapping:
   without a state machine of its own;
 - :class:`IdlePolicy`, :func:`work_until_idle`: when a worker of a runtime
   that recovers in the background may exit (quiet for N polls in a row);
+- :func:`signed_decision`: the approval message ``approval_message()``
+  returns, signed by the world's approver, with each refused variant made
+  as the harness asks (forged, wrong role, wrong parameters);
 - :class:`DedupInbox`: inbound messages by id, durable across worker
   processes, so ``deliver()`` can say False for a duplicate the runtime
   would drop silently.
@@ -42,12 +45,15 @@ from pathlib import Path
 from typing import Any
 
 from ..procs import Exit, SpawnerLost
+from ..world import ApprovalAuthority
 from ._contract import Observation, RunView
 from ._workers import ForkServerWorker, shared_fork_server
 
 __all__ = [
     "EPOCH",
     "GAVE_UP",
+    "WRONG_PARAMS",
+    "WRONG_ROLE",
     "ConstantClock",
     "DedupInbox",
     "FileClock",
@@ -55,6 +61,7 @@ __all__ = [
     "RunRecord",
     "RunRegistry",
     "WorkerSet",
+    "signed_decision",
     "transitions_from_sequence",
     "work_until_idle",
 ]
@@ -561,3 +568,54 @@ class DedupInbox(_Shared):
             q = "SELECT body FROM inbox WHERE run_id = ? ORDER BY seq"
             rows = self._db().execute(q, (run_id,))
         return [json.loads(body) for (body,) in rows]
+
+
+# -- approval messages ------------------------------------------------------------
+
+#: the role a ``wrong_role`` decision claims (no approver holds it)
+WRONG_ROLE = "intern"
+#: the parameters hash a ``wrong_params`` decision carries (no request hashes to it)
+WRONG_PARAMS = "0" * 64
+
+
+def signed_decision(
+    authority: ApprovalAuthority,
+    variant: str,
+    *,
+    tenant: str,
+    run_id: str,
+    approval_id: str,
+    decision: str,
+    role: str,
+    params_hash: str,
+    message_id: str,
+    approver: str = "alice",
+) -> dict[str, Any]:
+    """The decision message for ``approval_message()`` to return: ``{message_id,
+    tenant, run_id, kind: "approval_decision", payload, signature}``, signed
+    by ``authority`` (an :class:`~harness.world.ApprovalAuthority` holding
+    the tenants' keys, the same your runtime verifies with) for the approval
+    a run waits on.
+
+    ``variant`` is what the harness asks for: ``valid`` and ``duplicate`` (a
+    genuine decision; the harness sends the copy), ``forged`` (signed with a
+    wrong key: it must not verify), ``wrong_role`` (signed, by a role no
+    approver holds: :data:`WRONG_ROLE`), ``wrong_params`` (signed, for other
+    parameters: :data:`WRONG_PARAMS`). Your runtime must act only on a valid
+    one; ``approval_integrity`` holds what it records against the genuine
+    decisions."""
+    if variant not in ("valid", "duplicate", "forged", "wrong_role", "wrong_params"):
+        raise ValueError(f"unknown decision variant {variant!r}")
+    fields: dict[str, Any] = {
+        "tenant": tenant,
+        "approval_id": approval_id,
+        "run_id": run_id,
+        "decision": decision,
+        "approver": approver,
+        "role": WRONG_ROLE if variant == "wrong_role" else role,
+        "params_hash": WRONG_PARAMS if variant == "wrong_params" else params_hash,
+        "message_id": message_id,
+    }
+    if variant == "forged":
+        return authority.forge(**fields)
+    return authority.decision(**fields)

@@ -396,3 +396,34 @@ def test_a_failing_run_still_closes_and_its_first_error_wins(tmp_path: Path) -> 
     assert marker.read_text() == "closed\n"
     notes = getattr(caught.value, "__notes__", [])
     assert any("close() raised OSError: the server would not stop" in n for n in notes), notes
+
+
+def test_a_signed_decision_verifies_and_each_refused_variant_is_refused_its_own_way() -> None:
+    from harness.adapters.kit import WRONG_PARAMS, WRONG_ROLE, signed_decision
+    from harness.world import ApprovalAuthority
+
+    authority = ApprovalAuthority({"acme": b"k" * 32})
+    common = {
+        "tenant": "acme",
+        "run_id": "r1",
+        "approval_id": "ap1",
+        "decision": "approved",
+        "role": "finance",
+        "params_hash": "a" * 64,
+    }
+    made = {
+        v: signed_decision(authority, v, message_id=f"m-{v}", **common)
+        for v in ("valid", "duplicate", "forged", "wrong_role", "wrong_params")
+    }
+    assert {v for v, m in made.items() if authority.verify(m)} == {
+        "valid",
+        "duplicate",
+        "wrong_role",
+        "wrong_params",
+    }
+    assert made["valid"]["payload"]["role"] == "finance"
+    assert made["wrong_role"]["payload"]["role"] == WRONG_ROLE
+    assert made["wrong_params"]["payload"]["params_hash"] == WRONG_PARAMS
+    assert made["valid"]["message_id"] == "m-valid" and made["valid"]["run_id"] == "r1"
+    with pytest.raises(ValueError, match="unknown decision variant"):
+        signed_decision(authority, "sneaky", message_id="m", **common)

@@ -31,6 +31,7 @@ from .._contract import (
     WorkflowSpec,
 )
 from .._workers import ForkServerWorker
+from ..kit import signed_decision
 from ._deployment import WORKER_TARGET, Deployment, fork_server
 
 #: What the reference runtime declares for each effect kind.
@@ -252,23 +253,17 @@ class ReferenceEnvironment:
             # recorded (a split checkpoint): no approver can answer it. The
             # run stays waiting; progress and legal_transitions judge that.
             return None
-        fields: dict[str, Any] = {
-            "tenant": snap.run.tenant,
-            "approval_id": approval_id,
-            "run_id": run_id,
-            "decision": decision,
-            "approver": "alice",
-            "role": approval.approver_role,
-            "params_hash": approval.params_hash,
-            "message_id": message_id,
-        }
-        if variant == "forged":
-            return self.d.authority.forge(**fields)
-        if variant == "wrong_role":
-            fields["role"] = "intern"
-        elif variant == "wrong_params":
-            fields["params_hash"] = "0" * 64
-        return self.d.authority.decision(**fields)
+        return signed_decision(
+            self.d.authority,
+            variant,
+            tenant=snap.run.tenant,
+            run_id=run_id,
+            approval_id=approval_id,
+            decision=decision,
+            role=approval.approver_role,
+            params_hash=approval.params_hash,
+            message_id=message_id,
+        )
 
     # -- observation --------------------------------------------------------------
 
