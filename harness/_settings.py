@@ -23,7 +23,7 @@ from ._errors import UsageError
 #: allows them. ``ci`` keeps the default 4, for its 60 s on SQLite.
 PROFILES: dict[str, dict[str, Any]] = {
     "dev": {"max_examples": 12, "budget_seconds": 60.0, "derandomize": False, "max_runs": 2},
-    "ci": {"max_examples": 250, "budget_seconds": 180.0, "derandomize": True, "max_runs": 3},
+    "ci": {"max_examples": 150, "budget_seconds": 180.0, "derandomize": True, "max_runs": 3},
     "thorough": {
         "max_examples": 400,
         "budget_seconds": 3600.0,
