@@ -70,6 +70,11 @@ class HandMutant:
     edits: tuple[Edit, ...]
     opts: tuple[str, ...] = ()  # --adapter-opt values
     caught: bool = False  # does the ci profile catch it today?
+    #: caught by the ci profile in some runs and not in others (a race in the
+    #: search, not yet understood): a strict expectation either way would be
+    #: a flaky test, so it stays out of the ci-profile test and keeps only
+    #: its one-run scenario (below); the note of the stop says where it was seen
+    flaky: bool = False
 
 
 MUTANTS = (
@@ -197,6 +202,9 @@ MUTANTS = (
                 "",
             ),
         ),
+        # caught in the fresh-clone CI run of 2026-12-01 (ci at 150 with a
+        # sampled share), missed by the same command here a few minutes before
+        flaky=True,
     ),
     # -- 4. faults the harness cannot inject yet --------------------------------
     HandMutant(
@@ -264,6 +272,8 @@ def _caught(m: HandMutant, tmp_path: Path, budget: int = BUDGET) -> None:
 def _params(ms: tuple[HandMutant, ...]) -> list[object]:
     out = []
     for m in ms:
+        if m.flaky:
+            continue
         marks = []
         if not m.caught:
             marks.append(
