@@ -270,33 +270,18 @@ def _caught(m: HandMutant, tmp_path: Path, budget: int = BUDGET) -> None:
 
 
 def _params(ms: tuple[HandMutant, ...]) -> list[object]:
-    out = []
-    for m in ms:
-        if m.flaky:
-            continue
-        marks = []
-        if not m.caught:
-            marks.append(
-                pytest.mark.xfail(strict=True, reason=f"issue 11: class {m.klass} not yet caught")
-            )
-        out.append(pytest.param(m, id=m.name, marks=marks))
-    return out
+    """The mutants the ci profile catches. Those it does not (the gaps of
+    issue 11, ``caught=False``) are not run through the whole ci plan here:
+    proving a miss costs the full plan (about a minute each, five minutes of
+    CI in all), and ``python benchmarks/mutation.py`` measures them; their
+    one-run scenarios below still show each mistake is real and observable."""
+    return [pytest.param(m, id=m.name) for m in ms if m.caught and not m.flaky]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("m", _params(MUTANTS))
 def test_the_ci_profile_catches_a_hand_written_mutant(m: HandMutant, tmp_path: Path) -> None:
     _caught(m, tmp_path)
-
-
-@pytest.mark.slow
-@pytest.mark.postgres
-@pytest.mark.parametrize("m", _params((ROW_LOCK,)))
-def test_the_ci_profile_catches_a_lost_row_lock_on_postgres(
-    m: HandMutant, tmp_path: Path, postgres_url: str
-) -> None:
-    # A scenario costs about four times as much on Postgres.
-    _caught(m, tmp_path, budget=120)
 
 
 @pytest.mark.parametrize("m", [*MUTANTS, ROW_LOCK], ids=lambda m: m.name)
