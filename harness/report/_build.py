@@ -10,6 +10,7 @@ from ..adapters._contract import Adapter, Capability
 from ..adapters._loading import BUILTIN
 from ..model import Verdict
 from ..outcome import Example, Outcome
+from ..outcome._verdicts import PropertyVerdict
 from ._schema import (
     AdapterInfo,
     Counterexample,
@@ -104,19 +105,7 @@ def build_report(
                 [],
             )
         properties.append(
-            PropertyReport(
-                name=name,
-                verdict=pv.verdict.value,
-                message=pv.message,
-                witness=witness,
-                counts=dict(pv.counts),
-                reason=pv.reason,
-                exercised=pv.exercised,
-                scenarios=pv.scenarios,
-                failed=pv.failed,
-                unknown=pv.unknown,
-                counterexample=None if ce is None else folder_of.get(id(ce)),
-            )
+            property_report(name, pv, witness, None if ce is None else folder_of.get(id(ce)))
         )
     return Report(
         verdict=judgement.verdict.value,
@@ -200,3 +189,23 @@ def other_failures(outcome: Outcome) -> list[tuple[list[str], Example]]:
 
 def _failed(example: Example) -> list[str]:
     return sorted(r.name for r in example.results if r.verdict is Verdict.FAIL)
+
+
+def property_report(
+    name: str, pv: PropertyVerdict, witness: list[int], counterexample: str | None
+) -> PropertyReport:
+    """One property's entry of a report: its judged verdict ``pv``, witness
+    and counterexample folder (a single run's, or a merge's)."""
+    return PropertyReport(
+        name=name,
+        verdict=pv.verdict.value,
+        message=pv.message,
+        witness=witness,
+        counts=dict(pv.counts),
+        reason=pv.reason,
+        exercised=pv.exercised,
+        scenarios=pv.scenarios,
+        failed=pv.failed,
+        unknown=pv.unknown,
+        counterexample=counterexample,
+    )

@@ -29,7 +29,7 @@ from typing import Any
 from .._errors import UsageError
 from ..model import Verdict
 from ..outcome import Tally, judge
-from ._build import replay_command
+from ._build import property_report, replay_command
 from ._folder import RUN_FILES
 from ._schema import (
     Counterexample,
@@ -342,21 +342,7 @@ def merge_reports(folders: Sequence[Path], out: Path, *, partial: bool = False) 
         if name in witness:
             k, rel, prop_witness = witness[name]
             ce_folder = "." if kept and (k, rel) == kept[0][:2] else where(k, rel)
-        properties.append(
-            PropertyReport(
-                name=name,
-                verdict=pv.verdict.value,
-                message=pv.message,
-                witness=prop_witness,
-                counts=dict(pv.counts),
-                reason=pv.reason,
-                exercised=pv.exercised,
-                scenarios=pv.scenarios,
-                failed=pv.failed,
-                unknown=pv.unknown,
-                counterexample=ce_folder,
-            )
-        )
+        properties.append(property_report(name, pv, prop_witness, ce_folder))
     verdict = judgement.verdict.value
     if verdict == Verdict.PASS.value and inconclusive:
         verdict = Verdict.UNKNOWN.value

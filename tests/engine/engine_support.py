@@ -57,3 +57,24 @@ def replay_argv(command: str) -> list[str]:
     words = shlex.split(command)
     assert words[:2] == ["harness", "replay"], command
     return words[1:]
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def harness_cli_at_root(
+    *args: str, cwd: Path, timeout: float = 300.0
+) -> subprocess.CompletedProcess[str]:
+    """``harness ARGS`` from ``cwd`` with the repository root importable too
+    (adapters built on ``examples.minimal_adapter``)."""
+    env = subprocess_env()
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -5,35 +5,22 @@ adapter error that names the target and the fix."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from check_adapters import CRASH
-from engine_support import subprocess_env
+from engine_support import harness_cli_at_root
 
 from harness.report import CAPABILITY_GAPS
 
-ROOT = Path(__file__).resolve().parents[2]
 TOY = "examples.minimal_adapter.adapter:ToyAdapter"
 TARGET = "examples.minimal_adapter.adapter:wroker_main"
 FIXED = "examples.minimal_adapter.adapter:worker_main"
 
 
 def _harness(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = subprocess_env()
-    env["PYTHONPATH"] += os.pathsep + str(ROOT)  # examples.minimal_adapter
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return harness_cli_at_root(*args, cwd=cwd)
 
 
 def _blocks(stdout: str) -> dict[str, str]:

@@ -4,31 +4,10 @@ deleted with the scenario's folder)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from check_adapters import CHATTY
-from engine_support import subprocess_env
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def harness_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``harness ARGS`` with the repository root importable (the toy adapter
-    lives in ``examples.minimal_adapter``), from ``cwd``."""
-    env = subprocess_env()
-    env["PYTHONPATH"] += os.pathsep + str(ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+from engine_support import harness_cli_at_root as harness_cli
 
 
 def test_a_failing_scenario_keeps_its_workers_output_and_the_report_links_it(
