@@ -22,10 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ._errors import AdapterError, Interrupted, UsageError
+from ._janitor import sweep_folders
 from ._settings import Settings, load_settings
 from ._signals import shielded
 from .adapters import Adapter
-from .adapters._guard import close_adapter, guard
+from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import load_adapter, validate_adapter
 from .model import Scenario
 from .nemesis import worker_timeout
@@ -150,6 +151,10 @@ class Session:
         try:
             try:
                 claim_report_folder(report_dir)
+                # What killed runs left (their adapters' servers too) goes
+                # first; then the adapter's run-level hook, before the probe.
+                sweep_folders()
+                setup_adapter(self.adapter)
                 report = self._run(report_dir, exhaustive, regressions)
             except BaseException as exc:
                 close_adapter(self.adapter, failing=exc)

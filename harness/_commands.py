@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from . import _api as api
 from ._errors import UsageError
 from ._settings import load_settings
-from .adapters._guard import close_adapter, guard
+from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
 from .model import Verdict
 from .outcome import Outcome
@@ -288,6 +288,7 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
         settings = load_settings(ns.profile or stored.profile)
     engine = Engine(guard(adapter), settings)
     try:
+        setup_adapter(adapter)
         example = engine.execute(scenario)
     except BaseException as exc:
         engine.close()
@@ -359,6 +360,7 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     _line(out, f"  capabilities: {', '.join(caps) or 'none declared'}")
     engine = Engine(adapter, load_settings(ns.profile))
     try:
+        setup_adapter(adapter)
         checks = check_workflows(adapter, engine)
     except BaseException as exc:
         engine.close()

@@ -56,6 +56,7 @@ EXPORTS: dict[str, list[str]] = {
     ],
     "harness.adapters": [
         "Adapter",
+        "AdapterLifecycle",
         "ApprovalRecord",
         "BaseEnvironment",
         "Caller",

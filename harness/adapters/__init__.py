@@ -20,6 +20,7 @@ from ..world import Caller, World, WorldClient
 from ._contract import (
     STORAGE_KINDS,
     Adapter,
+    AdapterLifecycle,
     ApprovalRecord,
     BaseEnvironment,
     Capability,
@@ -49,6 +50,7 @@ from .kit import (
 __all__ = [
     "STORAGE_KINDS",
     "Adapter",
+    "AdapterLifecycle",
     "ApprovalRecord",
     "BaseEnvironment",
     "Caller",

@@ -59,16 +59,11 @@ still satisfies the protocol):
     code holds it after the upgrade: the oracle of a run carried across a
     release runs it (the ``version_switch`` capability).
 
-``Adapter.close() -> None``
-    Release what the adapter holds for the whole run (a server it started,
-    a connection pool, a temporary folder), as opposed to one scenario's
-    (``Environment.close``). Called once, when the harness run that loaded
-    the adapter ends, after every environment is closed -- also when the
-    run ends in an error or an interruption. What it raises is an adapter
-    error (exit 2); when the run is already ending with an error, that one
-    is reported and the close error is added to it as a note. An adapter
-    without it is left alone. ``harness.run`` (and so the CLI's ``run`` and
-    the pytest suite) calls it.
+``Adapter.setup() -> None`` and ``Adapter.close() -> None``
+    The run-level lifecycle (:class:`AdapterLifecycle`): start and release
+    what a whole harness run shares (a server, a database, a connection
+    pool), as opposed to one scenario's (``Adapter.open`` /
+    ``Environment.close``). See :class:`AdapterLifecycle`.
 """
 
 from __future__ import annotations
@@ -423,10 +418,12 @@ class BaseEnvironment:
 class Adapter(Protocol):
     """A runtime, as the harness knows it.
 
-    Optional, looked up with ``getattr``: ``close()``, called once when the
-    whole harness run ends (see the module docstring), and
+    Optional, looked up with ``getattr``: the run-level hooks ``setup()``
+    and ``close()`` (:class:`AdapterLifecycle`), and
     ``migrated_input(workflow, input, code_version)``, the input of a run an
     older release accepted as today's code holds it (``docs/adapters.md``).
+    ``name``, ``capabilities``, ``workflows()`` and ``describe()`` are read
+    when the adapter is loaded, before ``setup()``: they must not need it.
     """
 
     name: str
@@ -438,6 +435,50 @@ class Adapter(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """Options and versions, for the report."""
+        ...
+
+
+@runtime_checkable
+class AdapterLifecycle(Protocol):
+    """The optional run-level hooks of an :class:`Adapter`: an adapter may
+    define either, both or neither (the harness looks each up with
+    ``getattr``; this protocol documents them and lets a type checker check
+    an adapter that has both).
+
+    Both are called in the harness process, from its main thread, by
+    ``harness.run`` (so the CLI's ``run`` and the pytest suite),
+    ``harness replay`` and ``harness check-adapter``. What either raises is
+    an adapter error (exit 2, "adapter error: X.setup() raised ...").
+
+    What ``setup()`` leaves on the adapter object (a server's URL, a port,
+    a pool) is seen by ``open()`` and every environment, which run in the
+    same process. Workers do not share that memory: they are forked from a
+    fork server, a separate interpreter started at the first worker spawn
+    and kept for the whole harness process (so a second run in one process,
+    a pytest session say, reuses the first run's server). Hand a worker what
+    it needs in its spawn arguments (``WorkerSet.spawn(..., args)``) or
+    ``env=`` (applied per worker); an ``os.environ`` change made in
+    ``setup()`` reaches only a fork server started after it. Processes and
+    folders ``setup()`` starts should be owned
+    (``harness.adapters.kit.owned_folder``, ``spawn_owned``), so that a
+    SIGKILL of the harness leaves nothing the next run does not sweep.
+    """
+
+    def setup(self) -> None:
+        """Start what the whole run shares. Called once, before the run uses
+        the adapter for anything else: before the probe, the site profile
+        and the search (a replay: before its scenario; a check: before its
+        workflows). Folders of runs killed before are swept first, with their
+        owned processes."""
+        ...
+
+    def close(self) -> None:
+        """Release what the run shares. Called once, when the run ends,
+        after every environment is closed -- also when it ends in an error,
+        an interruption, or a ``setup()`` that raised or never ran (a
+        refused report folder): release only what exists. When the run is
+        already ending with an error, that error is reported and the close
+        error is added to it as a note."""
         ...
 
 

@@ -160,6 +160,29 @@ class GuardedAdapter(_Guarded):
         return result
 
 
+def _hook(adapter: Any, which: str) -> tuple[str, Any]:
+    """The optional run-level hook ``which`` of ``adapter`` (None if it has
+    none), with the adapter's class name for messages."""
+    name = type(getattr(adapter, "unguarded", adapter)).__name__
+    hook = getattr(adapter, which, None)
+    if hook is not None and not callable(hook):
+        raise AdapterError(f"{name}.{which} is {type(hook).__name__}, not a method")
+    return name, hook
+
+
+def setup_adapter(adapter: Any) -> None:
+    """Call ``adapter``'s optional ``setup()`` hook, once, before the run
+    touches anything else of it (probe, site profile, search; a replay; a
+    check). An adapter without one is left alone. What ``setup()`` raises is
+    an :class:`AdapterError` (exit 2); the run then still calls ``close()``
+    (:func:`close_adapter`), which must cope with a setup that stopped
+    halfway.
+    """
+    name, hook = _hook(adapter, "setup")
+    if hook is not None:
+        call(f"{name}.setup()", hook)
+
+
 def close_adapter(adapter: Any, *, failing: BaseException | None = None) -> None:
     """Call ``adapter``'s optional ``close()`` hook, once the whole run has ended.
 
@@ -168,13 +191,10 @@ def close_adapter(adapter: Any, *, failing: BaseException | None = None) -> None
     ending with) is on its way out, the close error is added to it as a note
     instead of replacing it: the first error is the one to fix.
     """
-    hook = getattr(adapter, "close", None)
-    if hook is None:
-        return
-    name = type(getattr(adapter, "unguarded", adapter)).__name__
     try:
-        if not callable(hook):
-            raise AdapterError(f"{name}.close is {type(hook).__name__}, not a method")
+        name, hook = _hook(adapter, "close")
+        if hook is None:
+            return
         call(f"{name}.close()", hook)
     except AdapterError as exc:
         if failing is None:
