@@ -166,19 +166,26 @@ def targeted(u: Universe) -> list[Scenario]:
     # The systematic sweeps take SWEEP_SLOTS places in each round, round
     # robin among themselves: each one's first scenario still comes within
     # the first rounds, and the categories above keep their pace.
-    sweeps = _interleave(
-        [
-            _world_modes(aim),
-            _service_outages(aim),
-            _memory_clock(aim),
-            _commit_kills(aim),
-            _barriers(aim),
-        ]
-    )
+    sweep_groups = [
+        _world_modes(aim),
+        _service_outages(aim),
+        _memory_clock(aim),
+        _commit_kills(aim),
+        _barriers(aim),
+    ]
+    sweeps = _interleave(sweep_groups)
     cats += [sweeps[i::SWEEP_SLOTS] for i in range(SWEEP_SLOTS)]
+    # Every category's first scenario (each sweep's too) before any
+    # category's second, so a plan the budget cuts short still tries every
+    # category once; the rest keep the order above.
+    firsts = {g[0].name for g in [*cats, *sweep_groups] if g}
+    ordered = _interleave(cats)
+    ordered = [s for s in ordered if s.name in firsts] + [
+        s for s in ordered if s.name not in firsts
+    ]
     out: list[Scenario] = []
     seen: set[str] = set()
-    for s in _interleave(cats):
+    for s in ordered:
         if s.name not in seen:
             seen.add(s.name)
             out.append(s)
