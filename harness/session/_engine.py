@@ -13,7 +13,7 @@ counterexample per failing property. What it found is summed in an
 
 from __future__ import annotations
 
-import hashlib
+import itertools
 import random
 import shutil
 import time
@@ -72,7 +72,8 @@ def shard_plan(
     (``planned`` minus the aimed ones), an even share, the first
     ``sampled % N`` shards taking one more. Returns the shard's aimed
     scenarios and its planned total. The N shards' parts add up to the
-    plan, each aimed scenario in exactly one of them. No shard: the plan."""
+    plan, each aimed scenario in exactly one of them (the sampled ones: see
+    :func:`drawn_by`). No shard: the plan."""
     if shard is None:
         return list(aimed), planned
     k, n = shard
@@ -82,14 +83,13 @@ def shard_plan(
     return mine, len(mine) + share
 
 
-def sample_seed(run_seed: int, shard: tuple[int, int] | None) -> int:
-    """The Hypothesis seed of a search's sampled phase: the run's seed, or
-    for shard ``(K, N)`` one derived from (seed, K, N), so that shards
-    sample different scenarios and each does so again with the same seed."""
-    if shard is None or shard[1] == 1:
-        return run_seed
-    digest = hashlib.sha256(f"harness-shard:{run_seed}:{shard[0]}/{shard[1]}".encode()).digest()
-    return int.from_bytes(digest[:8], "big")
+def drawn_by(shard: tuple[int, int] | None, index: int) -> bool:
+    """Whether shard ``(K, N)`` runs the sampled scenario drawn ``index``-th
+    (from 0). Every shard draws the one stream of the whole plan from the
+    run's seed, and runs those at ``index % N == K - 1``: the N shards
+    together run exactly the scenarios the unsharded search runs, whatever
+    N (``harness run --jobs N`` relies on it)."""
+    return shard is None or index % shard[1] == shard[0] - 1
 
 
 class Engine:
@@ -261,8 +261,8 @@ class Engine:
         runs) run first, each once, on top of the plan.
 
         With ``shard`` (K, N) in the settings, only shard K's part of that
-        plan runs (:func:`shard_plan`), sampling from a seed of its own
-        (:func:`sample_seed`).
+        plan runs (:func:`shard_plan`): of the sampled stream, which every
+        shard draws alike, the scenarios :func:`drawn_by` gives it.
         """
         s = self.settings
         outcome = self.new_outcome(universe)
@@ -271,6 +271,8 @@ class Engine:
         aimed = [*regressions, *(targeted(universe) if s.targeted else [])[: targeted_cap(s)]]
         # A shard runs its part of the same plan (every shard computes it alike).
         outcome.whole_plan = s.max_examples + len(regressions)
+        # Hypothesis draws the whole plan's sampled stream in every shard.
+        draws = outcome.whole_plan - len(aimed)
         aimed, outcome.planned = shard_plan(aimed, outcome.whole_plan, s.shard)
         #: per property, the first failing example and whether it was sampled
         self._first = {}
@@ -288,8 +290,8 @@ class Engine:
                 break
         remaining = outcome.planned - outcome.searched
         if not self._stop and not outcome.budget_cut and remaining > 0:
-            self._sample(outcome, universe, remaining)
-        self._shrink_all(outcome, universe, remaining)
+            self._sample(outcome, universe, draws)
+        self._shrink_all(outcome, universe, draws)
         return self._finish(outcome, started)
 
     def _worker_timeout(self) -> float:
@@ -324,10 +326,12 @@ class Engine:
         """The sampled part of the search: generation only, never raising, so
         every property goes on being judged after a failure."""
 
+        drawn = itertools.count()
+
         @self._hypothesis_settings(remaining, shrink=False)
         @given(scenario_strategy(universe))
         def probe(scenario: Scenario) -> None:
-            if self._stop:
+            if not drawn_by(self.settings.shard, next(drawn)) or self._stop:
                 return
             if self.over_budget():
                 outcome.budget_cut = True
@@ -344,7 +348,7 @@ class Engine:
             self._target(scenario, example)
 
         fatal: list[HarnessError] = []
-        seed(sample_seed(self.seed, self.settings.shard))(probe)()
+        seed(self.seed)(probe)()
         if fatal:
             raise fatal[0]
 
@@ -448,7 +452,7 @@ class Engine:
                 raise _Found
 
         try:
-            seed(sample_seed(self.seed, self.settings.shard))(probe)()
+            seed(self.seed)(probe)()
         except _Found:
             pass
         except HarnessError:
