@@ -435,17 +435,46 @@ def _storage_cuts(a: _Aim) -> list[Scenario]:
 
 
 def _upgrades(a: _Aim) -> list[Scenario]:
-    """Submitted and started by the previous release, resumed by this one."""
+    """Submitted and started by the previous release, resumed by this one.
+
+    The old code's worker runs until its run waits or ends. Without crash
+    points that stops a workflow mid-run only at an approval wait, so the
+    old code is also stopped at each effect boundary: the world kills its
+    worker right after applying the effect (as the sampled migrations do),
+    and this release resumes a run the old code left half done. A gated
+    workflow's run then gets its decision and a second old worker, so a
+    kill aimed past the approval lands under the old code too.
+    Per workflow: the stop most likely mid-run first (the wait of a gated
+    workflow, else the first effect), across workflows breadth-first."""
     if "migration" not in a.families:
         return []
-    return [
-        _scenario(
+    groups = []
+    for wf in a.workflows:
+        plain = _scenario(
             f"{wf.name}/upgrade_mid_run",
             _run(wf, code_version=1),
             RunWorker(worker_id="v1", code_version=1),
         )
-        for wf in a.workflows
-    ]
+        kills = []
+        if not a.u.crash_points and "world" in a.families:
+            gated = wf.needs_approval and a.approvals
+            decided: list[Step] = [Approve(run_id="r1"), RunWorker(worker_id="v2", code_version=1)]
+            kills = [
+                _scenario(
+                    f"{wf.name}/upgrade_mid_run/kill_after_apply/{eff}",
+                    _run(wf, code_version=1),
+                    ArmWorldFault(
+                        service=eff.partition(".")[0],
+                        action=eff.partition(".")[2] or None,
+                        mode="kill_after_apply",
+                    ),
+                    RunWorker(worker_id="v1", code_version=1),
+                    *(decided if gated else []),
+                )
+                for eff in wf.effects
+            ]
+        groups.append([plain, *kills] if wf.needs_approval else [*kills, plain])
+    return _interleave(groups)
 
 
 def _kills_before(a: _Aim) -> list[Scenario]:

@@ -1,11 +1,18 @@
-"""Planning a search on real time (issue 18): the targeted list's order."""
+"""Planning a search on real time (issue 18): the targeted list's order, and
+the upgrade mid-run of an adapter without crash points."""
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Iterator
 
+import pytest
+from upgrade_toy import UpgradeToy
+
+from harness._settings import load_settings
 from harness.adapters.reference import ReferenceAdapter
+from harness.model import Verdict
 from harness.scenarios import Universe, probe_universe, targeted
+from harness.session import Engine
 
 #: the category of a targeted schedule, by the kind its name carries
 #: (``targeted/WORKFLOW/KIND/...``)
@@ -62,3 +69,60 @@ def test_the_order_is_the_same_each_time(reference_universe: Universe) -> None:
     again = probe_universe(ReferenceAdapter())
     first, second = targeted(reference_universe), targeted(again)
     assert [s.model_dump_json() for s in first] == [s.model_dump_json() for s in second]
+
+
+@pytest.fixture
+def engine_for() -> Iterator[type[Engine]]:
+    engines: list[Engine] = []
+
+    def make(adapter: UpgradeToy) -> Engine:
+        engine = Engine(adapter, load_settings("dev", seed=0))
+        engines.append(engine)
+        return engine
+
+    yield make  # type: ignore[misc]
+    for engine in engines:
+        engine.close()
+
+
+def _upgrades(u: Universe) -> list[str]:
+    return [s.name for s in targeted(u) if s.name.split("/")[2] == "upgrade_mid_run"]
+
+
+def test_without_crash_points_the_old_code_is_stopped_at_each_effect(
+    reference_universe: Universe,
+) -> None:
+    u = probe_universe(UpgradeToy())
+    assert not u.crash_points
+    assert _upgrades(u) == [
+        "targeted/order/upgrade_mid_run/kill_after_apply/payments.charge",
+        "targeted/order/upgrade_mid_run/kill_after_apply/email.send",
+        "targeted/order/upgrade_mid_run",
+    ]
+    # with crash points, the schedule is the one it was
+    assert _upgrades(reference_universe) == [
+        f"targeted/{wf}/upgrade_mid_run"
+        for wf in ("refund", "onboarding", "research", "procurement")
+    ]
+
+
+def _failed(engine: Engine, name: str, u: Universe) -> list[str]:
+    scenario = next(s for s in targeted(u) if s.name == name)
+    example = engine.execute(scenario)
+    return [r.name for r in example.results if r.verdict is Verdict.FAIL]
+
+
+def test_a_reordering_release_is_found_only_when_old_code_stops_mid_run(engine_for) -> None:  # type: ignore[no-untyped-def]
+    buggy = UpgradeToy("step")
+    u = probe_universe(buggy)
+    engine = engine_for(buggy)
+    # old code run to its end, then the new release: nothing to see
+    assert _failed(engine, "targeted/order/upgrade_mid_run", u) == []
+    # old code killed right after its charge, resumed by the new release:
+    # the charge again, under another key
+    name = "targeted/order/upgrade_mid_run/kill_after_apply/payments.charge"
+    failed = _failed(engine, name, u)
+    assert "exactly_once_effects" in failed, failed
+    # the same schedule against a release that keys calls by what they do
+    careful = UpgradeToy("action")
+    assert _failed(engine_for(careful), name, probe_universe(careful)) == []
