@@ -54,6 +54,14 @@ still satisfies the protocol):
     How long a worker's claim on a run lasts (default 30): the clock
     family's jumps and the zombie family's pauses are sized to outlast it.
 
+``Adapter.scenario_seconds: float``
+    The real time one scenario takes, about (a runtime on real time: a
+    server round trip, a 2 s activity timeout after every kill). The
+    harness plans the budget with it: it says before the search how many
+    planned scenarios fit in ``--budget`` (without it: measured from the
+    fault-free runs, which no fault slows). See ``docs/architecture.md``,
+    "Planning on real time".
+
 ``Adapter.migrated_input(workflow, input, code_version) -> dict``
     The input of a run that release ``code_version`` accepted, as today's
     code holds it after the upgrade: the oracle of a run carried across a
