@@ -19,7 +19,10 @@ dies, however it dies:
   created; the sweeper drops the schema only if it can take the lock;
 - a Redis key prefix (:class:`RedisLease`) has an ``alive`` key with a short
   TTL that a daemon thread renews, set before any other key; the sweeper
-  deletes a prefix's keys only when that key has expired.
+  deletes a prefix's keys only when that key has expired;
+- a netfilter rule (:mod:`harness._netfilter`) carries its owner's token in
+  its comment; the owner holds an abstract Unix socket of that name bound,
+  and the sweeper deletes the rule only if it can bind that socket itself.
 
 Names made by earlier versions (``harness-<pid>_*``, ``rr_<pid>_*``) hold no
 lock. Folders of that kind are swept once they are an hour old (also the
@@ -44,6 +47,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ._netfilter import sweep_rules
 from ._signals import shielded
 
 #: scratch folders, Postgres schemas and Redis key prefixes start with these
@@ -353,6 +357,9 @@ def sweep_redis(url: str) -> int:
 def sweep(postgres_url: str | None = None, redis_url: str | None = None) -> dict[str, object]:
     """Sweep everything that harness processes killed before left behind."""
     report: dict[str, object] = {"folders": sweep_folders()}
+    # After the folders: a dead run's processes are killed first. Rules
+    # carry their owner's lock (harness._netfilter), not a server's.
+    report["netfilter"] = sweep_rules()
     if postgres_url:
         report["schemas"] = sweep_postgres(postgres_url)
     if redis_url:

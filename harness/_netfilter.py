@@ -1,0 +1,316 @@
+"""The kernel backend of network faults: netfilter rules on one connection.
+
+A rule names one TCP connection by its two ports (the worker's own source
+port and the server's port) and, where known, its two addresses, so that
+only that connection's packets are touched -- not the worker's other
+connections, not another worker's, not the harness's own. Two kinds:
+
+``drop_to_client``
+    ``INPUT -p tcp -s SERVER --sport SPORT -d CLIENT --dport CPORT -j DROP``:
+    what the server sends to that connection is lost (on loopback, packets
+    pass INPUT too). A COMMIT sent after it is armed reaches the server,
+    which commits; its reply never arrives: a lost acknowledgement.
+``reset_to_server``
+    ``OUTPUT ... -j REJECT --reject-with tcp-reset``: the connection's next
+    packet to the server is refused and the worker gets a TCP reset.
+
+Ownership follows :mod:`harness._janitor`: a lock the live run holds, never
+a pid. Every rule's comment is ``sah-net:<token>``; the process that adds
+rules holds the abstract Unix socket ``@sah-net-owner:<token>`` bound for
+as long as it lives (:class:`Owner`). The kernel releases it when the
+process dies, however it dies, and abstract sockets live in the network
+namespace -- the very scope of the rules. :func:`sweep_rules` deletes every
+tagged rule whose owner's socket it can bind itself.
+
+Rules go away at the end of the step that armed them (the nemesis removes
+them in a ``finally``, shielded from an interruption), at exit (``atexit``),
+and otherwise at the next run's sweep (:func:`harness._janitor.sweep`).
+
+Without ``iptables``, or without the right to use it (not root),
+:func:`unavailable` says why, and the family is reported *not tested*.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ipaddress
+import os
+import secrets
+import shlex
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from ._signals import shielded
+
+#: every harness rule's comment starts with this; the owner token follows
+COMMENT_PREFIX = "sah-net:"
+#: the abstract socket an owner binds, followed by its token
+LOCK_PREFIX = "sah-net-owner:"
+#: seconds iptables waits for the xtables lock (``-w``): other helpers' runs
+#: add and remove rules at the same time
+XTABLES_WAIT = "10"
+#: the commands, IPv4 then IPv6
+BINARIES = ("iptables", "ip6tables")
+
+RuleKind = Literal["drop_to_client", "reset_to_server"]
+
+
+class NetfilterError(RuntimeError):
+    """iptables refused a rule (the outside world: the kernel or its tools)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule on one connection: the worker at ``client_host:client_port``
+    talking to ``server_host:server_port``."""
+
+    kind: RuleKind
+    client_port: int
+    server_port: int
+    client_host: str = "127.0.0.1"
+    server_host: str = "127.0.0.1"
+
+    @property
+    def binary(self) -> str:
+        ipv6 = ipaddress.ip_address(self.server_host).version == 6
+        return BINARIES[1] if ipv6 else BINARIES[0]
+
+    def spec(self, token: str) -> list[str]:
+        """The rule's chain and match, as ``iptables -A`` / ``-D`` take them."""
+        comment = ["-m", "comment", "--comment", f"{COMMENT_PREFIX}{token}"]
+        if self.kind == "drop_to_client":
+            return [
+                "INPUT",
+                "-p",
+                "tcp",
+                "-s",
+                self.server_host,
+                "--sport",
+                str(self.server_port),
+                "-d",
+                self.client_host,
+                "--dport",
+                str(self.client_port),
+                *comment,
+                "-j",
+                "DROP",
+            ]
+        return [
+            "OUTPUT",
+            "-p",
+            "tcp",
+            "-s",
+            self.client_host,
+            "--sport",
+            str(self.client_port),
+            "-d",
+            self.server_host,
+            "--dport",
+            str(self.server_port),
+            *comment,
+            "-j",
+            "REJECT",
+            "--reject-with",
+            "tcp-reset",
+        ]
+
+
+def _iptables(binary: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [binary, "-w", XTABLES_WAIT, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+_unavailable: dict[str, str | None] = {}
+
+
+def unavailable() -> str | None:
+    """Why netfilter rules cannot be used here, or None if they can.
+
+    Asked of ``iptables`` on the current ``PATH`` (once per process and
+    ``PATH``): missing, or refusing to list the filter table (not root, no
+    ``CAP_NET_ADMIN``, no netfilter in the kernel)."""
+    path = os.environ.get("PATH", "")
+    if path in _unavailable:
+        return _unavailable[path]
+    reason: str | None = None
+    if shutil.which("iptables") is None:
+        reason = (
+            "iptables is not installed (or not on PATH); install it "
+            "(apt-get install -y iptables) and run the harness as root"
+        )
+    else:
+        try:
+            got = _iptables("iptables", "-S", "INPUT")
+        except (OSError, subprocess.SubprocessError) as exc:
+            reason = f"iptables could not be run ({type(exc).__name__}: {exc})"
+        else:
+            if got.returncode != 0:
+                said = " ".join(got.stderr.split())[:200] or f"exit {got.returncode}"
+                reason = f"iptables refused to list rules ({said}); the harness must run as root"
+    _unavailable[path] = reason
+    return reason
+
+
+def _lock_name(token: str) -> str:
+    return f"\0{LOCK_PREFIX}{token}"
+
+
+def _try_lock(token: str) -> socket.socket | None:
+    """Bind the owner socket of ``token``: the bound socket (its owner is
+    gone, or it is us taking it), or None if a live process holds it."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        sock.bind(_lock_name(token))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+class Owner:
+    """This process's rules, and the lock that says they are in use.
+
+    One per process (:func:`owner`); thread-safe. The lock is taken when the
+    owner is made, before any rule exists: a sweeper never finds a rule of a
+    live owner unlocked."""
+
+    def __init__(self) -> None:
+        self.token = secrets.token_hex(8)
+        lock = _try_lock(self.token)
+        if lock is None:  # 64 random bits taken: not in this universe
+            raise NetfilterError(f"owner token {self.token} is already in use")
+        self._lock_socket = lock
+        self._rules: list[Rule] = []
+        self._mutex = threading.Lock()
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        """The rules this owner has added and not yet removed."""
+        with self._mutex:
+            return tuple(self._rules)
+
+    def add(self, rule: Rule) -> None:
+        """Insert ``rule`` first in its chain (before any ACCEPT the host has)."""
+        spec = rule.spec(self.token)
+        with shielded(), self._mutex:
+            got = _iptables(rule.binary, "-I", spec[0], "1", *spec[1:])
+            if got.returncode != 0:
+                raise NetfilterError(
+                    f"{rule.binary} refused {shlex.join(spec)}: {' '.join(got.stderr.split())}"
+                )
+            self._rules.append(rule)
+
+    def remove(self, rule: Rule) -> None:
+        """Delete ``rule`` (a no-op if it is not there any more)."""
+        with shielded(), self._mutex:
+            if rule in self._rules:
+                self._rules.remove(rule)
+            _iptables(rule.binary, "-D", *rule.spec(self.token))
+
+    def remove_all(self) -> None:
+        """Delete every rule this owner added."""
+        for rule in self.rules:
+            self.remove(rule)
+
+    @contextlib.contextmanager
+    def holding(self, *rules: Rule) -> Iterator[None]:
+        """The rules in force for the length of a ``with`` block, removed on
+        the way out whatever ends it (an error, an interruption)."""
+        added: list[Rule] = []
+        try:
+            for rule in rules:
+                self.add(rule)
+                added.append(rule)
+            yield
+        finally:
+            for rule in added:
+                self.remove(rule)
+
+
+_owner: Owner | None = None
+_owner_mutex = threading.Lock()
+
+
+def owner() -> Owner:
+    """This process's :class:`Owner` (made on first use; its rules are
+    removed at exit)."""
+    global _owner
+    with _owner_mutex:
+        if _owner is None:
+            _owner = Owner()
+            atexit.register(_owner.remove_all)
+        return _owner
+
+
+@dataclass(frozen=True)
+class TaggedRule:
+    """A harness rule found in the kernel's tables."""
+
+    binary: str
+    token: str
+    #: the rule as ``iptables -S`` prints it, without its leading ``-A``
+    spec: tuple[str, ...]
+
+
+def tagged_rules() -> list[TaggedRule]:
+    """Every rule a harness process tagged, in both address families (empty
+    when iptables cannot be used)."""
+    if unavailable() is not None:
+        return []
+    out: list[TaggedRule] = []
+    for binary in BINARIES:
+        if shutil.which(binary) is None:
+            continue
+        got = _iptables(binary, "-S")
+        if got.returncode != 0:
+            continue
+        for line in got.stdout.splitlines():
+            if COMMENT_PREFIX not in line:
+                continue
+            words = shlex.split(line)
+            if len(words) < 2 or words[0] != "-A":
+                continue
+            try:
+                comment = words[words.index("--comment") + 1]
+            except (ValueError, IndexError):
+                continue
+            if comment.startswith(COMMENT_PREFIX):
+                token = comment.removeprefix(COMMENT_PREFIX)
+                out.append(TaggedRule(binary, token, tuple(words[1:])))
+    return out
+
+
+def sweep_rules() -> list[str]:
+    """Delete the tagged rules no live harness process owns; returns them as
+    ``iptables -S`` lines. An owner is dead when its lock can be taken: the
+    lock is held for the deletion, so the token cannot come back meanwhile."""
+    gone: list[str] = []
+    locks: dict[str, socket.socket | None] = {}
+    try:
+        for rule in tagged_rules():
+            if _owner is not None and rule.token == _owner.token:
+                continue  # ours, and we are alive
+            if rule.token not in locks:
+                locks[rule.token] = _try_lock(rule.token)
+            if locks[rule.token] is None:
+                continue  # its owner is alive (here or in another PID namespace)
+            with shielded():
+                got = _iptables(rule.binary, "-D", *rule.spec)
+            if got.returncode == 0:
+                gone.append(shlex.join(["-A", *rule.spec]))
+    finally:
+        for lock in locks.values():
+            if lock is not None:
+                lock.close()
+    return gone

@@ -1,0 +1,35 @@
+"""The kernel backend needs iptables and root: CI has both (``.ci/run``
+installs iptables). Elsewhere a test that needs them skips with the reason,
+unless ``HARNESS_REQUIRE_SERVICES=1``, where it fails instead."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+
+import pytest
+
+from harness import _netfilter
+from reference_runtime import service_urls
+
+
+@pytest.fixture
+def netfilter() -> None:
+    """iptables works here (skips, or fails in CI, when it does not)."""
+    reason = _netfilter.unavailable()
+    if reason is None:
+        return
+    if service_urls.services_required():
+        pytest.fail(f"{reason} (HARNESS_REQUIRE_SERVICES=1 forbids skipping)")
+    pytest.skip(reason)
+
+
+def _listed(token: str) -> list[str]:
+    out = subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=True)
+    return [line for line in out.stdout.splitlines() if token in line]
+
+
+@pytest.fixture
+def listed(netfilter: None) -> Callable[[str], list[str]]:
+    """The lines of ``iptables -S`` that carry a token, as a person would list them."""
+    return _listed
