@@ -13,7 +13,9 @@ dies, however it dies:
 
 - a scratch folder (:func:`scratch_dir`) holds a lock file, ``flock``-ed for
   as long as the folder is in use; the sweeper removes the folder only if it
-  can take that lock itself;
+  can take that lock itself -- and first kills the processes recorded in it
+  (:func:`record_process`: pid, start time and PID namespace, so a reused
+  pid is never killed), whose owner is dead since the lock was free;
 - a Postgres schema (:class:`SchemaLease`) is covered by a session-level
   advisory lock held on a connection of its own, taken *before* the schema is
   created; the sweeper drops the schema only if it can take the lock;
@@ -36,9 +38,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -55,6 +59,10 @@ FOLDER_PREFIX = "harness-"
 SCHEMA_PREFIX = "rr_"
 #: the lock file inside a scratch folder; the folder lives while it is locked
 LOCK_NAME = ".harness-owner.lock"
+#: the folder, inside a scratch folder, of its owned processes' records
+PROCS_NAME = ".harness-procs"
+#: seconds a sweep waits for the processes it killed to die
+KILL_WAIT = 5.0
 #: how old a lock-less folder of an earlier version must be to be swept
 LEGACY_FOLDER_AGE = 3600.0
 #: seconds an ``alive`` key outlives its last renewal (renewed every sixth)
@@ -113,6 +121,7 @@ def remove_scratch(path: Path) -> None:
     interruption: a folder cut halfway would otherwise be left without its
     lock file, which no sweeper claims."""
     with shielded():
+        kill_recorded(path)  # a folder's processes do not outlive it
         with contextlib.suppress(OSError):
             for child in list(path.iterdir()):
                 if child.name == LOCK_NAME:
@@ -160,7 +169,9 @@ def _sweep_folder(folder: Path) -> bool:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False  # its owner is alive (here or in another namespace)
-        # Removed while we hold the lock, so no one can take it over meanwhile.
+        # Its owner is dead: so must be what it started. Then the folder goes,
+        # removed while we hold the lock, so no one can take it over meanwhile.
+        kill_recorded(folder)
         shutil.rmtree(folder, ignore_errors=True)
         return True
     finally:
@@ -189,6 +200,113 @@ def sweep_folders(root: Path | None = None) -> list[str]:
         if child.is_dir() and not child.is_symlink() and _sweep_folder(child):
             gone.append(child.name)
     return gone
+
+
+# -- processes owned by a scratch folder -------------------------------------------
+
+
+def _pid_namespace() -> str | None:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot, from
+    ``/proc/<pid>/stat``), or None if there is no such process. With the pid,
+    it names one process for good: a reused pid has a later start."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count from
+    # the last ")". starttime is field 22, the 20th after it.
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    return int(fields[19])
+
+
+def _living_in(groups: set[int]) -> bool:
+    """Whether a process of one of the process ``groups`` is alive (not a
+    zombie no one reaped yet)."""
+    pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        state, _ppid, pgrp = stat[stat.rindex(b")") + 2 :].split()[:3]
+        if int(pgrp) in groups and state != b"Z":
+            return True
+    return False
+
+
+def record_process(folder: Path, pid: int, argv: list[str] | None = None) -> Path:
+    """Record ``pid`` (a process group leader, as ``start_new_session``
+    makes it) as owned by the scratch folder ``folder``: a sweeper that
+    finds the folder's owner dead kills it and its group (:func:`kill_recorded`)."""
+    start = process_start(pid)
+    if start is None:
+        raise ProcessLookupError(f"no process {pid} to record")
+    records = folder / PROCS_NAME
+    records.mkdir(exist_ok=True)
+    body = {"pid": pid, "start": start, "pidns": _pid_namespace(), "argv": argv or []}
+    tmp = records / f"{pid}.json.tmp"
+    tmp.write_text(json.dumps(body), encoding="utf-8")
+    final = records / f"{pid}.json"
+    os.replace(tmp, final)
+    return final
+
+
+def _kill(record: dict[str, Any]) -> int | None:
+    """SIGKILL the recorded process and its process group, if it is still
+    the process recorded; the group to wait for, or None."""
+    pid, start = int(record["pid"]), int(record["start"])
+    if record.get("pidns") != _pid_namespace():
+        # Another PID namespace's pid names another process here. Its
+        # parent-death signal killed it; nothing more can be done from here.
+        return None
+    now = process_start(pid)
+    if now is not None and now != start:
+        return None  # the pid was reused: not ours (and so neither is its group)
+    if now is not None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    # Its group outlives it (a server's own children): while a group has a
+    # member, Linux reuses neither its number as a pid nor as a group id.
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        return None if now is None else pid
+    return pid
+
+
+def kill_recorded(folder: Path) -> list[int]:
+    """Kill every process recorded in ``folder`` (:func:`record_process`)
+    that is still the process recorded, with its process group; wait up to
+    :data:`KILL_WAIT` seconds for them to die, drop the records, and return
+    the process groups killed."""
+    records = folder / PROCS_NAME
+    try:
+        files = sorted(records.glob("*.json"))
+    except OSError:
+        return []
+    groups: set[int] = set()
+    for path in files:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        group = _kill(record)
+        if group is not None:
+            groups.add(group)
+        path.unlink(missing_ok=True)
+    deadline = time.monotonic() + KILL_WAIT
+    while groups and time.monotonic() < deadline and _living_in(groups):
+        time.sleep(0.02)
+    return sorted(groups)
 
 
 # -- Postgres schemas ---------------------------------------------------------------
