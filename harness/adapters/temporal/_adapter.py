@@ -1,0 +1,249 @@
+"""A Temporal application behind the adapter contract, on the kit.
+
+One Temporal dev server (``temporal server start-dev``, its SQLite file in
+a scratch folder the janitor sweeps) serves a whole harness run:
+:meth:`TemporalAdapter.setup` starts it on a free loopback port,
+:meth:`TemporalAdapter.close` stops it, and a parent-death signal kills it
+with a harness that is killed. Each environment (one scenario) has its own
+task queue and workflow id prefix (one string, both), its own world and its
+own run registry. A run is a workflow execution (id: prefix + run id)
+started on that queue. A worker is a process forked from a fork server that
+imported temporalio once: it polls the queue with the workflow classes of
+its code version until its runs are idle (:data:`IDLE`).
+
+Statuses are Temporal's execution statuses, plus ``TASK_FAILING``: a
+running workflow whose last workflow task failed (a nondeterminism error
+after an upgrade, an exception in workflow code), which Temporal retries
+forever; its error is the failure's message. Declared: concurrent workers
+(any number may poll one queue), and version switching when the app has
+code for version 1. Not declared: crash points (the world kills workers at
+effect boundaries), a clock, approvals, memory, cancel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import pkgutil
+import shutil
+import socket
+import sysconfig
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ...model import CrashSpec, RunSpec, RunState
+from ...world import Caller, Response, World, WorldClient
+from .. import _contract as c
+from .. import kit
+from .._workers import ForkServerWorker
+
+_ENDS = ["FAILED", "CANCELED", "TERMINATED", "TIMED_OUT"]
+TABLE = kit.transitions_from_sequence(["RUNNING", "TASK_FAILING", "COMPLETED"], terminal=_ENDS)
+TABLE["TASK_FAILING"].append("RUNNING")  # a release that fixed the workflow code
+_STATES = {"RUNNING": "running", "TASK_FAILING": "running", "COMPLETED": "completed"}
+#: A worker is busy while a run is ``RUNNING`` (an activity a killed worker
+#: held is retried once its start_to_close_timeout has passed: no worker sees
+#: that coming), then waits for three quiet polls; a workflow task failing
+#: again and again is no work. 90 s: under the harness's worker timeout.
+IDLE = kit.IdlePolicy(quiet=3, interval=0.1, give_up=90.0)
+_worker: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class TemporalApp:
+    """A Temporal application as the harness runs it.
+
+    Each :class:`WorkflowSpec` is a workflow type of that name. ``code`` maps
+    a code version (``None`` today, ``1`` the previous release) to the
+    ``@workflow.defn`` classes a worker of that release registers;
+    ``activities`` are registered by every worker (synchronous ones run in a
+    thread pool).
+    """
+
+    name: str
+    workflows: tuple[c.WorkflowSpec, ...]
+    delivery: Mapping[str, str]
+    code: Mapping[int | None, Sequence[type]]
+    activities: Sequence[Callable[..., Any]]
+
+
+def call(service: str, action: str, request: Mapping[str, Any], key: str | None = None) -> Response:
+    """From an activity: perform ``service.action`` in the harness's world for
+    the activity's workflow (the run), with idempotency key ``key``."""
+    from temporalio import activity
+
+    run_id = str(activity.info().workflow_id).removeprefix(_worker["prefix"])
+    who = Caller(_worker["registry"].get(run_id).tenant, run_id, action, _worker["worker_id"])
+    world: WorldClient = _worker["world"]
+    return world.call(service, action, request, idempotency_key=key, caller=who)
+
+
+async def _client(address: str) -> Any:
+    from temporalio.client import Client
+
+    return await Client.connect(address)
+
+
+def worker_main(args: dict[str, Any]) -> int:
+    """A worker process: poll the environment's queue until its runs are idle."""
+    return asyncio.run(_work(args))
+
+
+async def _work(args: dict[str, Any]) -> int:
+    from temporalio.worker import Worker
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+    app, registry = pkgutil.resolve_name(args["app"]), kit.RunRegistry(args["registry"])
+    world = WorldClient(args["world"], clock=lambda: kit.EPOCH)
+    _worker.update(args, world=world, registry=registry)
+    client, loop = await _client(args["address"]), asyncio.get_running_loop()
+    # The sandbox imports the workflows' module afresh, but not the harness.
+    rules = SandboxRestrictions.default.with_passthrough_modules("harness")
+    opts = {"workflows": list(app.code[args["code_version"]]), "activities": app.activities}
+    opts |= {"activity_executor": ThreadPoolExecutor(4), "max_cached_workflows": 0}
+    runner = SandboxedWorkflowRunner(restrictions=rules)  # and no sticky queue (cache 0)
+
+    def probe() -> object:  # now (never twice the same) while a run is RUNNING
+        coro = _views(client, args["prefix"], registry.runs())
+        views = asyncio.run_coroutine_threadsafe(coro, loop).result()
+        return time.monotonic() if any(v.raw_status == "RUNNING" for v in views) else views
+
+    async with Worker(client, task_queue=args["prefix"], workflow_runner=runner, **opts):
+        return await asyncio.to_thread(kit.work_until_idle, probe, IDLE)
+
+
+async def _views(client: Any, prefix: str, runs: list[kit.RunRecord]) -> list[c.RunView]:
+    """The runs as Temporal describes them (``TASK_FAILING``: see the module docstring)."""
+    views = []
+    for run in runs:
+        handle = client.get_workflow_handle(prefix + run.run_id)
+        desc = await handle.describe()
+        raw, output, error = desc.status.name if desc.status else "RUNNING", None, None
+        if raw == "RUNNING" and desc.raw_description.pending_workflow_task.attempt > 1:
+            # Event types 7 and 9: a workflow task completed, failed. Core
+            # reports a task's failure once, then lets its retries time out.
+            tasks = [e async for e in handle.fetch_history_events() if e.event_type in (7, 9)]
+            if tasks and tasks[-1].event_type == 9:
+                raw, failed = "TASK_FAILING", tasks[-1].workflow_task_failed_event_attributes
+                error = failed.failure.message
+        elif raw != "RUNNING":
+            try:
+                output = await handle.result()
+            except Exception as exc:  # WorkflowFailureError: the run failed, and why
+                error = str(exc.__cause__ or exc)
+        state = RunState(_STATES.get(raw, "cancelled" if raw == "CANCELED" else "failed"))
+        out = output if isinstance(output, dict) else None
+        view = {"state": state, "raw_status": raw, "output": out, "error": error}
+        views.append(c.RunView(run_id=run.run_id, tenant=run.tenant, **view))
+    return views
+
+
+class TemporalEnvironment(c.BaseEnvironment):
+    """One isolated deployment: a task queue and a workflow id prefix on the run's server."""
+
+    def __init__(self, adapter: TemporalAdapter, workdir: Path) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.app, self.address = adapter.app, adapter.address
+        self.prefix = f"harness-{uuid.uuid4().hex[:12]}-"
+        self.world = World(workdir / "world.db", clock=lambda: kit.EPOCH).create()
+        self.registry = kit.RunRegistry(workdir / "registry.db")
+        preload = ("temporalio.worker", __name__, adapter.app_spec.partition(":")[0])
+        self.workers = kit.WorkerSet(workdir, preload)
+        self.args = {"app": adapter.app_spec, "address": self.address, "prefix": self.prefix}
+        self.args |= {"world": self.world.path, "registry": str(self.registry.path)}
+
+    def declarations(self) -> c.Declarations:
+        return c.Declarations(delivery=dict(self.app.delivery), transitions=TABLE)
+
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        args = {**self.args, "worker_id": worker_id, "code_version": code_version}
+        return self.workers.spawn(worker_id, f"{__name__}:worker_main", args)
+
+    def submit(self, run: RunSpec) -> None:
+        self.registry.add(run.run_id, run.tenant, "RUNNING")
+        asyncio.run(self._start(run))
+
+    async def _start(self, run: RunSpec) -> None:
+        # A worker killed holding a workflow task: retried after 5 s, not 10.
+        opts = {"id": self.prefix + run.run_id, "task_timeout": timedelta(seconds=5)}
+        client = await _client(self.address)
+        await client.start_workflow(run.workflow, run.input, task_queue=self.prefix, **opts)
+
+    def observe(self) -> c.Observation:
+        return self.registry.observation(asyncio.run(self._observe()))
+
+    async def _observe(self) -> list[c.RunView]:
+        return await _views(await _client(self.address), self.prefix, self.registry.runs())
+
+    def now(self) -> float:
+        return kit.EPOCH
+
+    def close(self) -> None:
+        self.workers.close()  # no worker outlives its environment
+        self.registry.close()
+        self.world.close()
+
+
+class TemporalAdapter:
+    """A Temporal application (``app="package.module:attr"``, a :class:`TemporalApp`)."""
+
+    name = "temporal"
+    folder: kit.OwnedFolder | None = None
+
+    def __init__(self, app: str) -> None:
+        self.app_spec, self.app = app, pkgutil.resolve_name(app)
+        if not isinstance(self.app, TemporalApp):
+            raise ValueError(f"app={app!r} is a {type(self.app).__name__}, not a TemporalApp")
+        caps = {c.Capability.CONCURRENT_WORKERS}
+        caps |= {c.Capability.VERSION_SWITCH} if 1 in self.app.code else set()
+        self.capabilities = frozenset(caps)
+
+    def setup(self) -> None:
+        """Start the run's dev server on a free loopback port (idempotent)."""
+        if self.folder is not None:
+            return
+        cli = shutil.which("temporal", path=sysconfig.get_path("scripts")) or "temporal"
+        self.folder, port = kit.owned_folder("temporal"), str(_free_port())
+        self.address, db = f"127.0.0.1:{port}", str(self.folder.path / "temporal.db")
+        argv = [cli, "server", "start-dev", "--headless", "--log-level", "error", "--ip"]
+        argv += ["127.0.0.1", "--port", port, "--db-filename", db]
+        server = kit.spawn_owned(argv, folder=self.folder)
+        deadline = time.monotonic() + 60
+        while server.poll() is None and time.monotonic() < deadline:
+            with contextlib.suppress(RuntimeError):  # not listening yet
+                asyncio.run(_client(self.address))
+                return
+            time.sleep(0.05)
+        log = (self.folder.path / "temporal.log").read_text()
+        raise RuntimeError(f"the Temporal dev server did not start on {self.address}:\n{log}")
+
+    def workflows(self) -> list[c.WorkflowSpec]:
+        return list(self.app.workflows)
+
+    def open(self, workdir: Path, *, seed: int) -> TemporalEnvironment:
+        self.setup()  # for an engine driven without the run's hooks
+        return TemporalEnvironment(self, workdir)
+
+    def describe(self) -> dict[str, Any]:
+        return {"app": self.app_spec, "temporalio": metadata.version("temporalio")}
+
+    def close(self) -> None:
+        """Stop the dev server and remove its folder (idempotent)."""
+        folder, self.folder = self.folder, None
+        if folder is not None:
+            folder.close(grace=1.0)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
