@@ -21,13 +21,21 @@ Before acting, the site, hit number and action are appended to the file named
 by ``RR_CRASHPOINT_LOG`` (if set), so the controller learns which fault
 actually fired; an appended line survives SIGKILL of the writer.
 
+Code that holds a resource a controller may want to act on while the
+process is stopped (a storage connection) describes it with :func:`where`:
+a site that fires inside the block appends the description to its log line
+(``key=value`` words), so the controller learns, say, which TCP connection a
+worker paused inside a transaction is using.
+
 Disarmed cost: one test of a module-level boolean.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ._errors import ConfigError
@@ -131,11 +139,45 @@ def hits() -> dict[str, int]:
     return dict(_counts)
 
 
+#: describers of what the code passing a site holds (see :func:`where`)
+_where: list[Callable[[], str]] = []
+
+
+@contextlib.contextmanager
+def _describing(describe: Callable[[], str]) -> Iterator[None]:
+    _where.append(describe)
+    try:
+        yield
+    finally:
+        _where.pop()
+
+
+def where(describe: Callable[[], str]) -> contextlib.AbstractContextManager[None]:
+    """While the block runs, a site that fires (not a traced pass) adds
+    ``describe()`` -- ``key=value`` words, no newline -- to its log line.
+    Free when nothing is armed: ``describe`` is only called when a site fires."""
+    if not _active:
+        return contextlib.nullcontext()
+    return _describing(describe)
+
+
+def _details() -> str:
+    words = []
+    for describe in _where:
+        try:
+            words.append(describe())
+        except Exception:  # a description must never change what the site does
+            continue
+    return " ".join(w for w in words if w)
+
+
 def _log(site: str, n: int, action: str) -> None:
     if _log_path:
+        extra = "" if action == "trace" else _details()
+        line = f"{os.getpid()} {site} {n} {action}{' ' + extra if extra else ''}\n"
         fd = os.open(_log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, f"{os.getpid()} {site} {n} {action}\n".encode())
+            os.write(fd, line.encode())
         finally:
             os.close(fd)
 
@@ -168,3 +210,6 @@ def hit(site: str) -> None:
 # before the n-th statement of Store.commit (n counted from 1).
 for _i in range(1, 9):
     declare(f"checkpoint_stmt_{_i}", f"inside a checkpoint transaction, before statement {_i}")
+# ... and this one once every statement has run, before the COMMIT is sent:
+# a worker paused here holds a transaction whose COMMIT is its next message.
+declare("checkpoint_stmt_commit", "inside a checkpoint transaction, all written, before COMMIT")

@@ -22,6 +22,7 @@ from .. import crashpoints as cp
 from .._artifacts import ArtifactStore
 from .._clock import Clock
 from .._config import LEASE_MARGIN
+from .._errors import ConcurrencyConflict, StorageUnavailable
 from .._records import (
     Approval,
     ArtifactRef,
@@ -144,25 +145,60 @@ class StepContext:
             state_version=new.state_version,
             detail={"step": run.current_step, "next_step": new.current_step, **(detail or {})},
         )
-        self.store.commit(
-            Commit(
-                run=new,
-                expected_version=run.state_version,
-                worker_id=self.worker_id,
-                fencing_token=self.claim.fencing_token,
-                now=now,
-                state=state,
-                operations=operations,
-                approvals=approvals,
-                audit=(audit, *extra_audit),
-                inbox_acked=inbox_acked,
-                memory=memory,
-                artifacts=artifacts,
-                children=children,
-                outbox=outbox,
-            )
+        checkpoint = Commit(
+            run=new,
+            expected_version=run.state_version,
+            worker_id=self.worker_id,
+            fencing_token=self.claim.fencing_token,
+            now=now,
+            state=state,
+            operations=operations,
+            approvals=approvals,
+            audit=(audit, *extra_audit),
+            inbox_acked=inbox_acked,
+            memory=memory,
+            artifacts=artifacts,
+            children=children,
+            outbox=outbox,
         )
+        try:
+            self.store.commit(checkpoint)
+        except StorageUnavailable as lost:
+            # The connection died during the commit: it may have committed
+            # (a lost acknowledgement) or not. Never retry or redo anything
+            # before knowing which.
+            if not self.committed(new, lost):
+                raise
         return new
+
+    def committed(self, new: Run, lost: StorageUnavailable) -> bool:
+        """Whether the checkpoint that would have moved the run to ``new``
+        committed, after its connection died: read the run row back on a
+        fresh connection. A commit is one transaction, so its row at
+        ``new.state_version``, equal to ``new`` (the lease fields aside,
+        which the store keeps), proves every record of it was written; the
+        row still at the version before proves none was. Anything else --
+        another writer's version, or no answer from the store (``lost`` is
+        raised again) -- is not ours to resolve: the caller stops working on
+        the run, and the next claim re-reads it."""
+        row: Run | None = None
+        for _ in range(2):  # a second fresh connection, if the first dies too
+            try:
+                row = self.store.load(new.run_id).run
+                break
+            except StorageUnavailable:
+                continue
+        if row is None:
+            raise lost
+        lease = {"lease_owner", "lease_expiry", "fencing_token"}
+        if row.model_dump(exclude=lease) == new.model_dump(exclude=lease):
+            return True
+        if row.state_version == new.state_version - 1:
+            return False
+        raise ConcurrencyConflict(
+            f"run {new.run_id!r}: a commit's outcome was unknown and the run is now at "
+            f"version {row.state_version}, written by another worker"
+        )
 
     @contextlib.contextmanager
     def crossing(self, *boundaries: Boundary) -> Iterator[None]:

@@ -25,7 +25,8 @@ class SqlCheckpoint(SqlBase):
         group *n*, whether or not the group has rows, so that one spec hits
         the same place in every commit: 1 run row, 2 working state,
         3 operations, 4 approvals, 5 audit, 6 inbox acks, 7 memory,
-        8 artifacts, child runs and outbox messages.
+        8 artifacts, child runs and outbox messages; ``checkpoint_stmt_commit``
+        after the last group, before the transaction's COMMIT.
         """
         validate_commit(commit)
         run_id = commit.run.run_id
@@ -58,11 +59,13 @@ class SqlCheckpoint(SqlBase):
             for n, step in enumerate(steps[:split], start=1):
                 crashpoints.hit(f"checkpoint_stmt_{n}")
                 step(tx)
+            crashpoints.hit("checkpoint_stmt_commit")
         if split < len(steps):
             with self._write() as tx:
                 for n, step in enumerate(steps[split:], start=split + 1):
                     crashpoints.hit(f"checkpoint_stmt_{n}")
                     step(tx)
+                crashpoints.hit("checkpoint_stmt_commit")
 
     def _commit_steps(self, c: Commit, stored: Run) -> list[Callable[[Tx], None]]:
         # Leases are not state: the stored lease fields win over the new row's.
