@@ -26,8 +26,12 @@ Rules go away at the end of the step that armed them (the nemesis removes
 them in a ``finally``, shielded from an interruption), at exit (``atexit``),
 and otherwise at the next run's sweep (:func:`harness._janitor.sweep`).
 
-Without ``iptables``, or without the right to use it (not root),
-:func:`unavailable` says why, and the family is reported *not tested*.
+A reset also aborts the server's end of the connection (``ss -K``, see
+:func:`reset_server_end`), as a real reset does.
+
+Without ``iptables`` and ``ss``, or without the right to use them (not
+root), :func:`unavailable` says why, and the family is reported *not
+tested*.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -144,10 +149,11 @@ def unavailable() -> str | None:
     if path in _unavailable:
         return _unavailable[path]
     reason: str | None = None
-    if shutil.which("iptables") is None:
+    missing = [tool for tool in ("iptables", "ss") if shutil.which(tool) is None]
+    if missing:
         reason = (
-            "iptables is not installed (or not on PATH); install it "
-            "(apt-get install -y iptables) and run the harness as root"
+            f"{' and '.join(missing)} not installed (or not on PATH); install them "
+            "(apt-get install -y iptables iproute2) and run the harness as root"
         )
     else:
         try:
@@ -251,6 +257,65 @@ def owner() -> Owner:
             _owner = Owner()
             atexit.register(_owner.remove_all)
         return _owner
+
+
+def _ss_host(host: str) -> str:
+    return f"[{host}]" if ipaddress.ip_address(host).version == 6 else host
+
+
+def _ss_filter(local: tuple[str, int], peer: tuple[str, int]) -> list[str]:
+    return [
+        "src",
+        _ss_host(local[0]),
+        "sport",
+        "=",
+        f":{local[1]}",
+        "dst",
+        _ss_host(peer[0]),
+        "dport",
+        "=",
+        f":{peer[1]}",
+    ]
+
+
+def socket_open(local: tuple[str, int], peer: tuple[str, int]) -> bool:
+    """Whether a TCP socket of this host has ``local`` as its own end and
+    ``peer`` as the other (in any state but closed)."""
+    got = subprocess.run(
+        ["ss", "-H", "-t", "-a", "-n", *_ss_filter(local, peer)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    return bool(got.stdout.strip())
+
+
+def reset_server_end(server: tuple[str, int], client: tuple[str, int], wait: float = 30.0) -> bool:
+    """Abort the server's end of one connection (``ss -K``, the kernel's
+    ``SOCK_DESTROY``), which sends the client a reset, and wait until the
+    server process has let go of it (so has its transaction and its locks).
+
+    A reset only the client sees would leave the server's transaction open,
+    holding row locks, for as long as the server's keepalives allow (two
+    hours by default): that is a fault of its own, not this one. Returns
+    whether the server's end was found."""
+    got = subprocess.run(
+        ["ss", "-K", "-H", "-t", "-n", *_ss_filter(server, client)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    if got.returncode != 0:
+        raise NetfilterError(f"ss -K refused: {' '.join(got.stderr.split())}")
+    found = bool(got.stdout.strip())
+    deadline = time.monotonic() + wait
+    # The server process closes its socket once its session has ended (its
+    # transaction rolled back, its locks released): a barrier, not a delay.
+    while socket_open(server, client) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return found
 
 
 @dataclass(frozen=True)

@@ -296,6 +296,27 @@ class StorageFault(_Frozen):
     kind: StorageKind
 
 
+#: ``commit_ack_lost``: what the server sends the worker's connection is
+#: dropped, so the COMMIT it sends next commits and its acknowledgement never
+#: arrives; ``reset_mid_transaction``: the connection is reset (both ends)
+#: between two statements of a transaction.
+NetworkKind = Literal["commit_ack_lost", "reset_mid_transaction"]
+
+
+class NetworkFault(_Frozen):
+    """A network fault on the storage connection a paused worker was using
+    at its crash point (``network_faults`` capability), then the worker goes
+    on and the step waits for it to end; the fault heals when it has.
+
+    Fired by event: pause the worker at the crash point first (for
+    ``commit_ack_lost``, right before a checkpoint's COMMIT; for
+    ``reset_mid_transaction``, between two statements of one)."""
+
+    op: Literal["network_fault"] = "network_fault"
+    kind: NetworkKind
+    worker_id: str
+
+
 class Cancel(_Frozen):
     """An operator cancels a run out of band (``cancel`` capability): a write
     that takes no lease, racing whichever worker holds the run."""
@@ -324,6 +345,7 @@ Step = Annotated[
     | ArmWorldFault
     | InjectMemory
     | StorageFault
+    | NetworkFault
     | Cancel
     | Quiesce,
     Field(discriminator="op"),
@@ -411,6 +433,12 @@ def describe_step(step: BaseModel) -> str:
         return f"plant {step.kind} memory {step.namespace}/{step.key} for {step.tenant}{lapse}"
     if isinstance(step, StorageFault):
         return f"storage fault {step.kind}"
+    if isinstance(step, NetworkFault):
+        what = {
+            "commit_ack_lost": "its COMMIT's acknowledgement is lost",
+            "reset_mid_transaction": "its connection is reset mid-transaction",
+        }[step.kind]
+        return f"network fault on paused worker {step.worker_id}: {what}; it goes on"
     if isinstance(step, Cancel):
         return f"an operator cancels run {step.run_id}"
     if isinstance(step, Quiesce):

@@ -29,6 +29,8 @@ cancel              ``cancel()``: an operator cancels a run out of band
 durable_state       ``durable_state()``: every run's durable state, normalized
 operations          ``observe()`` returns the runs' ledger entries
                     (:attr:`Observation.operations`)
+network_faults      ``network_endpoints()`` names the storage connection a
+                    paused worker was using (the network fault family)
 =================  ==========================================================
 
 Optional methods, looked up with ``getattr`` (an environment without them
@@ -49,6 +51,14 @@ still satisfies the protocol):
     say). The harness profiles each workflow with it once, fault-free, and
     aims its targeted schedules at what it saw (a kill after every commit,
     a zombie before every effect).
+
+``network_endpoints(worker: WorkerHandle) -> Sequence[Endpoint]``
+    With the ``network_faults`` capability: the TCP connections to its
+    stores that ``worker``, stopped at a ``pause`` crash point, was using
+    there, the one in use first (an empty list: none). The harness then
+    drops or resets that one connection's packets (:mod:`harness._netfilter`)
+    and lets the worker go on. A runtime whose workers cannot say it may read
+    read it from ``/proc/<pid>/fd`` and ``/proc/net/tcp``.
 
 ``Adapter.lease_seconds: float``
     How long a worker's claim on a run lasts (default 30): the clock
@@ -98,6 +108,7 @@ class Capability(StrEnum):
     CANCEL = "cancel"
     DURABLE_STATE = "durable_state"
     OPERATIONS = "operations"
+    NETWORK_FAULTS = "network_faults"
 
 
 #: The normalized status of a ledger entry (:attr:`Observation.operations`):
@@ -115,6 +126,18 @@ STORAGE_KINDS: tuple[StorageKind, ...] = ("pg_terminate", "redis_client_kill")
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Endpoint(_Frozen):
+    """One TCP connection a worker holds to a server it depends on (the
+    ``network_faults`` capability): its own end, and the server's."""
+
+    local_host: str
+    local_port: int = Field(ge=1, le=65535)
+    remote_host: str
+    remote_port: int = Field(ge=1, le=65535)
+    #: what the server is, for the report ("postgres", "redis", ...)
+    service: str = "storage"
 
 
 class WorkflowSpec(_Frozen):

@@ -8,6 +8,7 @@ One module per fault family:
                     release paused workers together from a barrier
 ``_clock``          virtual time jumps and the lease wait after a kill
 ``_storage``        cut storage connections; an operator's cancellation
+``_network``        a lost commit acknowledgement, a reset mid-transaction
 ``_memory``         records planted in long-term memory
 ``_world``          fault rules armed at the world's services, outages
 ``_messages``       forged, wrong and duplicated approval decisions
@@ -27,6 +28,7 @@ from ._clock import advance, advance_clock
 from ._context import Recorder, ScenarioError, StepContext
 from ._memory import inject_memory
 from ._messages import approve
+from ._network import network_fault
 from ._processes import (
     WORKER_TIMEOUT,
     continue_worker,
@@ -58,6 +60,7 @@ __all__ = [
     "kill_worker",
     "name_outage_runs",
     "needs",
+    "network_fault",
     "race",
     "release",
     "storage_fault",

@@ -15,6 +15,7 @@ from ..model import (
     AdvanceClock,
     Cancel,
     InjectMemory,
+    NetworkFault,
     RaceWorkers,
     ReleaseWorkers,
     RunWorker,
@@ -42,6 +43,10 @@ _NEEDS: dict[type, tuple[Capability, str]] = {
     StorageFault: (
         Capability.STORAGE_FAULTS,
         "storage faults need the storage_faults capability",
+    ),
+    NetworkFault: (
+        Capability.NETWORK_FAULTS,
+        "network faults need the network_faults capability",
     ),
 }
 _CRASH_POINTS = (Capability.CRASH_POINTS, "crash points need the crash_points capability")

@@ -63,6 +63,8 @@ KIND_FAMILY: dict[str, str] = {
     "memory": "memory",
     "migration": "migration",
     "storage": "storage",
+    "commit_ack_lost": "network",
+    "reset_mid_transaction": "network",
     "race": "race",
     "operator_cancel": "operator",
 }

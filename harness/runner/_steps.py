@@ -26,6 +26,7 @@ from ..model import (
     InjectMemory,
     KillAfter,
     KillWorker,
+    NetworkFault,
     Quiesce,
     RaceWorkers,
     ReleaseWorkers,
@@ -237,5 +238,6 @@ STEPS: dict[type, Callable[[RunContext, Any], None]] = {
     ArmWorldFault: nemesis.arm_world_fault,
     InjectMemory: nemesis.inject_memory,
     StorageFault: nemesis.storage_fault,
+    NetworkFault: nemesis.network_fault,
     Cancel: nemesis.cancel,
 }

@@ -108,4 +108,4 @@ def test_without_iptables_on_path_the_backend_says_why() -> None:
         env={**os.environ, "PATH": "/nonexistent", "PYTHONPATH": str(ROOT)},
         check=True,
     )
-    assert "iptables is not installed" in out.stdout
+    assert "iptables and ss not installed" in out.stdout

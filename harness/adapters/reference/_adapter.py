@@ -26,8 +26,10 @@ from .._contract import (
     Capability,
     Declarations,
     DurableState,
+    Endpoint,
     Observation,
     RunView,
+    WorkerHandle,
     WorkflowSpec,
 )
 from .._workers import ForkServerWorker
@@ -429,6 +431,29 @@ class ReferenceEnvironment:
             )
         )
 
+    def network_endpoints(self, worker: WorkerHandle) -> list[Endpoint]:
+        """The storage connection a paused worker was using at its crash
+        point (optional in the contract: the ``network_faults`` capability).
+        The worker says so itself: a crash point that fires inside a store
+        transaction logs the connection's two ends."""
+        out = []
+        for word in self.d.paused_at(worker.pid):
+            key, _, rest = word.partition("=")
+            parts = rest.split(",")
+            if key != "tcp" or len(parts) != 5:
+                continue
+            service, local_host, local_port, remote_host, remote_port = parts
+            out.append(
+                Endpoint(
+                    service=service,
+                    local_host=local_host,
+                    local_port=int(local_port),
+                    remote_host=remote_host,
+                    remote_port=int(remote_port),
+                )
+            )
+        return out
+
     def storage_kinds(self) -> tuple[str, ...]:
         """``pg_terminate`` on Postgres, ``redis_client_kill`` with the Redis queue."""
         return self.d.storage_kinds()
@@ -501,7 +526,8 @@ class ReferenceAdapter:
     """The reference runtime: ``backend`` sqlite|postgres, ``queue`` store|redis.
 
     ``storage_faults`` is declared only where there is a server connection to
-    cut: with the Postgres backend, the Redis queue, or both.
+    cut: with the Postgres backend, the Redis queue, or both;
+    ``network_faults`` with the Postgres backend.
     """
 
     name = "reference"
@@ -540,6 +566,10 @@ class ReferenceAdapter:
         )
         if backend == "postgres" or queue == "redis":
             self.capabilities = self.capabilities | {Capability.STORAGE_FAULTS}
+        if backend == "postgres":
+            # Its workers name the Postgres connection they hold at a crash
+            # point; the Redis queue's connections are not named (yet).
+            self.capabilities = self.capabilities | {Capability.NETWORK_FAULTS}
 
     def workflows(self) -> list[WorkflowSpec]:
         return list(WORKFLOWS)

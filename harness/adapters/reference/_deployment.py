@@ -295,9 +295,22 @@ class Deployment:
             return []
         out = []
         for line in self._crash_log.read_text().splitlines():
-            pid, site, n, action = line.split()
+            pid, site, n, action = line.split()[:4]
             out.append((int(pid), site, int(n), action))
         return out
+
+    def paused_at(self, pid: int) -> list[str]:
+        """The detail words (``key=value``) of the last crash point that
+        fired in worker ``pid`` (see ``crashpoints.where``): what it held
+        there, such as the storage connection it was using."""
+        if not self._crash_log.exists():
+            return []
+        last: list[str] = []
+        for line in self._crash_log.read_text().splitlines():
+            words = line.split()
+            if len(words) >= 4 and words[0] == str(pid) and words[3] != "trace":
+                last = words[4:]
+        return last
 
     def reset_crash_log(self) -> None:
         self._crash_log.unlink(missing_ok=True)
