@@ -6,6 +6,7 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
+from .. import _netfilter
 from ..adapters._contract import Adapter, Capability
 from ..adapters._loading import BUILTIN
 from ..model import Verdict
@@ -35,16 +36,28 @@ CAPABILITY_GAPS = {
     Capability.CANCEL: "an operator's cancellation while a worker holds the run",
     Capability.DURABLE_STATE: "durable state (conversation, checkpoints, ledger) vs the oracle",
     Capability.OPERATIONS: "the runtime's ledger vs the effects the world applied",
+    Capability.NETWORK_FAULTS: "lost commit acknowledgements and resets on a worker's "
+    "storage connection",
 }
 
 
 def not_tested(adapter: Adapter) -> list[dict[str, str]]:
-    """The capabilities ``adapter`` lacks, each with what it leaves untested."""
-    return [
+    """The capabilities ``adapter`` lacks, each with what it leaves untested;
+    and those it declares that this machine cannot exercise, with why (the
+    network faults' kernel backend needs iptables and root)."""
+    gaps = [
         {"capability": cap.value, "what": what}
         for cap, what in CAPABILITY_GAPS.items()
         if cap not in adapter.capabilities
     ]
+    if Capability.NETWORK_FAULTS in adapter.capabilities:
+        reason = _netfilter.unavailable()
+        if reason is not None:
+            what = CAPABILITY_GAPS[Capability.NETWORK_FAULTS]
+            gaps.append(
+                {"capability": Capability.NETWORK_FAULTS.value, "what": f"{what}: {reason}"}
+            )
+    return gaps
 
 
 def replay_command(

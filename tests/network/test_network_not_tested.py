@@ -1,0 +1,90 @@
+"""Without iptables the network fault family is reported not tested, with
+the reason -- never passed. Simulated by a harness whose PATH has no
+iptables (the machine has it: CI installs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.model import (
+    CrashSpec,
+    NetworkFault,
+    Quiesce,
+    RunSpec,
+    RunWorker,
+    Scenario,
+    Submit,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+HARNESS = "from harness.cli import main; raise SystemExit(main())"
+
+
+@pytest.mark.postgres
+def test_a_run_whose_machine_lacks_iptables_reports_the_network_family_not_tested(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    scenario = Scenario(
+        name="lost-ack-without-iptables",
+        steps=(
+            Submit(
+                run=RunSpec(
+                    run_id="r1", tenant="acme", workflow="procurement", input={"item": "bolts"}
+                )
+            ),
+            RunWorker(
+                worker_id="n0", crash=CrashSpec(site="checkpoint_stmt_commit", action="pause")
+            ),
+            NetworkFault(kind="commit_ack_lost", worker_id="n0"),
+            Quiesce(),
+        ),
+    )
+    path = tmp_path / "scenario.json"
+    path.write_text(scenario.model_dump_json(), encoding="utf-8")
+    report_dir = tmp_path / "report"
+    # Only the interpreter's own folder: no iptables, no ss.
+    bare = str(Path(sys.executable).parent)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            HARNESS,
+            "run",
+            "--adapter",
+            "reference",
+            "--adapter-opt",
+            "backend=postgres",
+            "--adapter-opt",
+            f"postgres_url={postgres_url}",
+            "--scenario",
+            str(path),
+            "--no-targeted",
+            "--max-examples",
+            "1",
+            "--report-dir",
+            str(report_dir),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PATH": bare, "PYTHONPATH": str(ROOT)},
+        timeout=600,
+    )
+    report = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    gaps = {g["capability"]: g["what"] for g in report["not_tested"]}
+    assert "iptables and ss not installed" in gaps.get("network_faults", ""), (
+        gaps,
+        proc.stderr[-2000:],
+    )
+    assert "not tested (network_faults missing)" in proc.stdout  # said on the console too
+    lost = report["faults"]["commit_ack_lost"]
+    assert (lost["armed"], lost["fired"]) == (1, 0), lost
+    # Armed and never fired: the run is inconclusive, not passed.
+    assert report["verdict"] != "pass"
+    assert any("network fault family" in line for line in report["inconclusive"])
