@@ -1,0 +1,81 @@
+"""A harness SIGKILLed while a network fault holds its rule leaves the rule
+behind; the next run's sweep removes it (listed with ``iptables -S``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import _janitor
+
+ROOT = Path(__file__).resolve().parents[2]
+#: A harness run whose one scenario loses a COMMIT's acknowledgement: its
+#: rule is in force while the worker waits out its TCP timeout.
+HARNESS = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from harness import Engine, Settings
+    from harness.adapters.reference import ReferenceAdapter
+    from harness.model import (
+        CrashSpec, NetworkFault, Quiesce, RunSpec, RunWorker, Scenario, Submit,
+    )
+    adapter = ReferenceAdapter("postgres", postgres_url=sys.argv[1])
+    scenario = Scenario(steps=(
+        Submit(run=RunSpec(run_id="r1", tenant="acme", workflow="procurement",
+                           input={"item": "bolts", "quantity": 3})),
+        RunWorker(worker_id="n0", crash=CrashSpec(site="checkpoint_stmt_commit",
+                                                  action="pause")),
+        NetworkFault(kind="commit_ack_lost", worker_id="n0"),
+        Quiesce(),
+    ))
+    Engine(adapter, Settings(), workdir=Path(sys.argv[2])).execute(scenario)
+    """
+)
+#: harnesses killed, one after another, before the sweep
+ROUNDS = 3
+#: The longest a harness may take to reach its network fault (a bound, not
+#: a measurement: the test waits for the rule to appear).
+REACH = 180.0
+
+
+def _tagged() -> set[str]:
+    out = subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=True)
+    return {line for line in out.stdout.splitlines() if "sah-net:" in line}
+
+
+@pytest.mark.postgres
+@pytest.mark.usefixtures("netfilter")
+def test_rules_of_harnesses_killed_mid_fault_are_gone_after_the_next_sweep(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    left: set[str] = set()
+    for round_ in range(ROUNDS):
+        before = _tagged()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HARNESS, postgres_url, str(tmp_path / f"engine{round_}")],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + REACH
+        fresh: set[str] = set()
+        while not fresh and proc.poll() is None and time.monotonic() < deadline:
+            fresh = _tagged() - before
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert fresh, f"round {round_}: the harness never held a rule"
+        # Killed holding it: nothing removed it.
+        assert fresh <= _tagged()
+        left |= fresh
+    _janitor.sweep(postgres_url)
+    assert not (left & _tagged()), sorted(left & _tagged())
