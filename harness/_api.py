@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ._errors import AdapterError, Interrupted, UsageError
 from ._janitor import sweep_folders
-from ._settings import Settings, load_settings
+from ._jobs import run_jobs
+from ._settings import Settings, load_settings, resolve_jobs
 from ._signals import shielded
 from .adapters import Adapter
 from .adapters._guard import close_adapter, guard, setup_adapter
@@ -54,6 +55,7 @@ def run(
     exhaustive: str | None = None,
     scenarios: Sequence[str | Path] = (),
     shard: str | tuple[int, int] | None = None,
+    jobs: int | str | None = None,
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Report:
@@ -69,6 +71,9 @@ def run(
     first, as regressions. ``shard`` (``"K/N"`` or ``(K, N)``) runs only
     shard K of N of the plan, to spread one search over N machines (merge
     their report folders with ``harness merge``); it needs a fixed seed.
+    ``jobs`` (a number, or ``"auto"``: one per usable core) runs the search
+    in that many processes, as the shards of its plan, merged into one
+    report (see :mod:`harness._jobs`; ``adapter`` must then be a spec).
     ``log`` receives the
     run's one-line notices (adapter, seed, gaps), ``progress`` the outcome
     after every scenario.
@@ -85,8 +90,10 @@ def run(
         targeted=targeted,
         stop_on_first=stop_on_first,
         shard=shard,
+        jobs=jobs,
     )
     _check_shard(settings, exhaustive)
+    n = _check_jobs(settings, exhaustive, spec_given=isinstance(adapter, str))
     if settings.mode == "random-kill" and exhaustive:
         raise UsageError("--mode random-kill and --exhaustive exclude each other; pick one")
     regressions = [sc for _, sc in scenario_files([Path(p) for p in scenarios])]
@@ -94,12 +101,28 @@ def run(
         raise UsageError("--scenario runs within a search; drop --exhaustive / --mode random-kill")
     opts = dict(options or {})
     if isinstance(adapter, str):
-        spec, loaded = adapter, load_adapter(adapter, opts)
+        spec = adapter
     else:
-        spec, loaded = f"{type(adapter).__module__}:{type(adapter).__qualname__}", adapter
-        validate_adapter(loaded, spec)
-    session = Session(loaded, settings, spec=spec, options=opts, log=log, progress=progress)
-    return session.run(exhaustive=exhaustive, regressions=regressions)
+        spec = f"{type(adapter).__module__}:{type(adapter).__qualname__}"
+    if n > 1:
+        report = run_jobs(
+            spec=spec,
+            options=opts,
+            settings=settings,
+            n=n,
+            regressions=regressions,
+            log=log,
+            progress=progress,
+        )
+    else:
+        if isinstance(adapter, str):
+            loaded = load_adapter(adapter, opts)
+        else:
+            loaded = adapter
+            validate_adapter(loaded, spec)
+        session = Session(loaded, settings, spec=spec, options=opts, log=log, progress=progress)
+        report = session.run(exhaustive=exhaustive, regressions=regressions)
+    return report
 
 
 def _check_shard(settings: Settings, exhaustive: str | None) -> None:
@@ -118,6 +141,32 @@ def _check_shard(settings: Settings, exhaustive: str | None) -> None:
             f"--shard {k}/{n} needs a fixed seed, so that every shard plans the same search: "
             f"pass the same --seed N to all {n} shards (or use --profile ci, seeded 0)"
         )
+
+
+def _check_jobs(settings: Settings, exhaustive: str | None, *, spec_given: bool) -> int:
+    """How many jobs the run takes. ``--jobs N`` splits a search's plan
+    over N processes: asked for explicitly where there is none to split
+    (exhaustive, random-kill), within a shard, or of an adapter object (a
+    job imports the adapter by its spec), it is refused; ``auto`` there
+    gives one job."""
+    n = resolve_jobs(settings)
+    if n == 1:
+        return 1
+    why = None
+    if exhaustive or settings.mode != "search":
+        why = "--exhaustive and --mode random-kill have no plan to split"
+    elif settings.shard is not None:
+        why = f"--shard {settings.shard[0]}/{settings.shard[1]} already runs one part of the plan"
+    elif not spec_given:
+        why = "the jobs import the adapter by its spec: pass it as 'package.module:attr'"
+    if why is None:
+        return n
+    if settings.jobs is None:  # auto: one job where jobs do not apply
+        return 1
+    raise UsageError(
+        f"--jobs {n} runs a search's plan in {n} processes, and {why}: drop --jobs "
+        "(or give --jobs 1)"
+    )
 
 
 class Session:

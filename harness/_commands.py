@@ -53,6 +53,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
             exhaustive=ns.exhaustive,
             scenarios=ns.scenarios,
             shard=getattr(ns, "shard", None),
+            jobs=getattr(ns, "jobs", None),
             log=progress.log,
             progress=progress.update,
         )

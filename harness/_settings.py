@@ -30,6 +30,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "derandomize": False,
         "max_runs": 3,
         "max_episodes": 8,
+        "jobs": None,
     },
 }
 
@@ -62,6 +63,11 @@ class Settings:
     #: ``(K, N)``: run only shard K of N of the search's plan (``--shard K/N``,
     #: see ``harness.session._engine.shard_plan``); None: the whole plan
     shard: tuple[int, int] | None = None
+    #: parallel processes the search runs in (``--jobs N``, see
+    #: ``harness._jobs``); None: ``auto``, one per usable core (at most one
+    #: per :data:`SCENARIOS_PER_JOB` planned scenarios). 1: today's single
+    #: process, the default of every profile but ``thorough``
+    jobs: int | None = 1
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -91,6 +97,8 @@ def _coerce(name: str, value: Any, source: str) -> Any:
     target = kinds[name]
     if name == "shard":
         return parse_shard(value, source)
+    if name == "jobs":
+        return parse_jobs(value, source)
     try:
         if "int" in str(target) and "None" in str(target):
             return None if value in (None, "", "none") else int(value)
@@ -148,6 +156,52 @@ def parse_shard(value: Any, source: str = "the command line") -> tuple[int, int]
 
 #: the most machines a search may be spread over
 MAX_SHARDS = 10_000
+
+#: the most parallel jobs one machine runs
+MAX_JOBS = 256
+#: ``--jobs auto`` gives each job at least this many planned scenarios: a
+#: job's own start (probing the adapter, checking its declarations, its
+#: fault-free oracles) costs about as much as a handful of scenarios
+SCENARIOS_PER_JOB = 40
+
+JOBS_FIX = (
+    "give a whole number of parallel processes from 1 to 256 (say --jobs 2), or "
+    "--jobs auto for one per usable core"
+)
+
+
+def parse_jobs(value: Any, source: str = "the command line") -> int | None:
+    """``"auto"`` as None, else a whole number of jobs from 1 to
+    :data:`MAX_JOBS`. Raises :class:`UsageError` saying what is wrong and
+    how to fix it."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+        return None
+    try:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError(value)
+        n = int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"jobs {value!r} from {source} is not a number; {JOBS_FIX}") from None
+    if not 1 <= n <= MAX_JOBS:
+        raise UsageError(f"jobs {value!r} from {source} is out of range; {JOBS_FIX}")
+    return n
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):  # not Linux
+        return max(os.cpu_count() or 1, 1)
+
+
+def resolve_jobs(settings: Settings) -> int:
+    """How many jobs ``settings`` asks for: its ``jobs``, or for ``auto``
+    the usable cores, at most one per :data:`SCENARIOS_PER_JOB` planned
+    scenarios (a plan of 40 or fewer runs in one process)."""
+    if settings.jobs is not None:
+        return settings.jobs
+    return max(1, min(usable_cores(), settings.max_examples // SCENARIOS_PER_JOB))
 
 
 def load_settings(

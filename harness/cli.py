@@ -4,7 +4,7 @@
                 [--profile dev|ci|thorough] [--seed N] [--budget SECONDS]
                 [--report-dir DIR] [--exhaustive WORKFLOW]
                 [--mode search|random-kill] [--stop-on-first] [--scenario FILE ...]
-                [--shard K/N]
+                [--shard K/N] [--jobs N|auto]
     harness merge DIR... --report-dir OUT [--partial]
     harness replay DIR | FILE --adapter NAME [--adapter-opt KEY=VALUE ...]
     harness report DIR
@@ -97,6 +97,15 @@ def _parser() -> argparse.ArgumentParser:
         help="run only shard K of N of the search's plan (1 <= K <= N; say 2/4), to spread "
         "one search over N machines; every shard needs the same --seed, profile and options, "
         "and `harness merge` joins their report folders into one report",
+    )
+    r.add_argument(
+        "--jobs",
+        metavar="N|auto",
+        default=None,
+        help="run the search in N processes of this machine (auto: one per usable core, at "
+        "most one per 40 planned scenarios), as N shards of its plan merged into one report; "
+        "the plan, the verdicts and every scenario's history are those of --jobs 1 (default: "
+        "1, or HARNESS_JOBS / jobs in [tool.harness]; the thorough profile: auto)",
     )
     r.add_argument(
         "--exhaustive",

@@ -8,6 +8,7 @@ property's verdict over the whole search (see :mod:`harness.outcome._verdicts`).
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -97,6 +98,10 @@ class Outcome:
     stopped_on_first: bool = False
     #: the signal that stopped the run (SIGINT, SIGTERM), if one did
     interrupted: str | None = None
+    #: every executed example, in order, as :func:`ledger_entry` gives it
+    #: (the run folder's ``scenarios.jsonl``): which scenarios ran, and
+    #: whether a search spread over shards or jobs ran the same ones
+    ledger: list[dict[str, Any]] = field(default_factory=list)
 
     def judgement(self) -> Judgement:
         """Every property's verdict over the search (see :mod:`harness.outcome._verdicts`)."""
@@ -130,6 +135,7 @@ class Outcome:
     def account(self, example: Example) -> None:
         """Add one executed example to the sums."""
         self.examples += 1
+        self.ledger.append(ledger_entry(example))
         self.slowest = max(self.slowest, example.seconds)
         for r in example.results:
             self.tallies.setdefault(r.name, Tally()).add(r)
@@ -149,3 +155,20 @@ class Outcome:
             if self.first_failure_seconds is None:
                 self.first_failure_seconds = time.monotonic() - self.started
                 self.first_failure_examples = self.examples
+
+
+def ledger_entry(example: Example) -> dict[str, Any]:
+    """One line of ``scenarios.jsonl``: the scenario's ``id`` (the start of
+    the SHA-256 of its JSON: equal ids, equal scenarios), its name, the
+    fault kinds it armed, the properties it failed, and the SHA-256 of its
+    history (equal in every run of the scenario, the ``race`` family
+    excepted: two workers racing on purpose)."""
+    text = example.scenario.model_dump_json()
+    history = example.folder / "history.jsonl"
+    return {
+        "id": hashlib.sha256(text.encode()).hexdigest()[:16],
+        "name": example.scenario.name,
+        "faults": sorted(k for k, n in example.coverage.armed.items() if n),
+        "failed": [r.name for r in example.results if r.verdict is Verdict.FAIL],
+        "history": hashlib.sha256(history.read_bytes()).hexdigest() if history.is_file() else None,
+    }

@@ -14,6 +14,11 @@ exercised) are judged again over the sums: another shard may have covered
 them. What the sums cannot show (a shard the budget cut short, or a signal
 stopped) keeps the merge inconclusive, with the shard's reason.
 
+Each shard's ``scenarios.jsonl`` (every scenario it ran, see
+:func:`harness.report._write.ledger_lines`) is joined into the merged
+folder's, each line marked with its ``shard``: the shards of a plan ran
+exactly the scenarios the unsharded search runs, and this shows it.
+
 Report folders are data anyone may have written (CI artifacts): each is
 loaded and validated like ``harness report`` does (:func:`load_report`), the
 paths it names must stay inside it, and only regular files are copied.
@@ -21,8 +26,9 @@ paths it names must stay inside it, and only regular files are copied.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -40,7 +46,7 @@ from ._schema import (
     Report,
 )
 from ._store import load_report, load_results
-from ._write import WORKER_LOG, write_merged
+from ._write import LEDGER, WORKER_LOG, write_merged
 
 _SAME = (
     "merge only the shards of one search: the same --adapter, --adapter-opt, --seed, "
@@ -211,7 +217,7 @@ def _checked_dir(root: Path, rel: str) -> Path | None:
     return path if root.resolve() in [path.resolve(), *path.resolve().parents] else None
 
 
-def _copy_example(root: Path, rel: str, dest: str, files: dict[str, Path]) -> None:
+def _copy_example(root: Path, rel: str, dest: str, files: dict[str, bytes | Path]) -> None:
     """The kept files of the scenario at ``root/rel`` (plain files only), to ``dest``."""
     src = _checked_dir(root, rel)
     if src is None:
@@ -222,11 +228,41 @@ def _copy_example(root: Path, rel: str, dest: str, files: dict[str, Path]) -> No
             files[f"{dest}{name}"] = path
 
 
-def merge_reports(folders: Sequence[Path], out: Path, *, partial: bool = False) -> Report:
+def _ledger(r: Report) -> list[bytes]:
+    """The shard's ``scenarios.jsonl`` lines, each marked with its shard
+    (none if the folder has no such plain file, or it is not JSON lines)."""
+    assert r.shard is not None and r.folder is not None
+    path = r.folder / LEDGER
+    if not path.is_file() or path.is_symlink():
+        return []
+    lines = []
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            entry = json.loads(line)
+            if not isinstance(entry, dict):
+                return []
+            entry["shard"] = r.shard.k
+            lines.append(json.dumps(entry, sort_keys=True).encode("ascii") + b"\n")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    return lines
+
+
+def merge_reports(
+    folders: Sequence[Path],
+    out: Path,
+    *,
+    partial: bool = False,
+    why_missing: Mapping[int, str] | None = None,
+    duration: float | None = None,
+) -> Report:
     """Merge the shard report folders ``folders`` into ``out`` (every
     format, and every counterexample copied); returns the merged report.
     ``partial`` merges even when shards are missing: the verdict is then
-    inconclusive, naming them."""
+    inconclusive, naming them, each with its reason in ``why_missing`` (by
+    K) when the caller knows it (``harness run --jobs``: the job died).
+    ``duration``: the whole search's wall seconds, when the caller measured
+    them (else the slowest shard's)."""
     shards = load_shards(folders, out, partial=partial)
     first = shards[0]
     assert first.shard is not None
@@ -275,15 +311,18 @@ def merge_reports(folders: Sequence[Path], out: Path, *, partial: bool = False) 
         fail_messages=messages,
     )
     inconclusive = list(judgement.inconclusive) + reasons
-    if missing:
+    why = dict(why_missing or {})
+    unexplained = [k for k in missing if k not in why]
+    inconclusive += [f"shard {k}/{n}: {why[k]}" for k in missing if k in why]
+    if unexplained:
         inconclusive.append(
-            f"shard(s) {', '.join(f'{k}/{n}' for k in missing)} of {n} missing (merged with "
-            "--partial): their part of the plan is not in this report"
+            f"shard(s) {', '.join(f'{k}/{n}' for k in unexplained)} of {n} missing (merged "
+            "with --partial): their part of the plan is not in this report"
         )
 
     # Every counterexample: each shard's kept ones under shards/K/, with the
     # shard's report.json (so replay works on the copy), the first also at the top.
-    files: dict[str, Path] = {}
+    files: dict[str, bytes | Path] = {LEDGER: b"".join(line for r in shards for line in _ledger(r))}
     kept: list[tuple[int, str, list[str], list[str], list[str]]] = []
     copied: dict[str, str] = {}
     for r in shards:
@@ -349,11 +388,12 @@ def merge_reports(folders: Sequence[Path], out: Path, *, partial: bool = False) 
     report = Report(
         verdict=verdict,
         inconclusive=inconclusive,
-        interrupted=None,
+        # a shard a signal stopped: the merge of it is a partial report too
+        interrupted=next((r.interrupted for r in shards if r.interrupted), None),
         seed=first.seed,
         profile=first.profile,
         adapter=first.adapter,
-        duration_seconds=max(r.duration_seconds for r in shards),
+        duration_seconds=duration or max(r.duration_seconds for r in shards),
         slowest_seconds=max(r.slowest_seconds for r in shards),
         scenarios=sum(r.scenarios for r in shards),
         planned_scenarios=None if None in planned else sum(p or 0 for p in planned),

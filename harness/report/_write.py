@@ -50,6 +50,7 @@ def write_run(report: Report, outcome: Outcome, last: Example | None, folder: Pa
     _keep_example(outcome.failure or last, "", kept)
     for n, (_, ex) in enumerate(other_failures(outcome), 1):
         _keep_example(ex, f"failures/{n}/", kept)
+    kept[LEDGER] = ledger_lines(outcome)
     owned.write(kept)
     # The renderings read the histories just kept: render after writing them.
     texts = _renderings(report, folder)
@@ -57,9 +58,10 @@ def write_run(report: Report, outcome: Outcome, last: Example | None, folder: Pa
     owned.keep_only([*kept, *texts])
 
 
-def write_merged(report: Report, files: dict[str, Path], folder: Path) -> None:
+def write_merged(report: Report, files: dict[str, bytes | Path], folder: Path) -> None:
     """Keep a merged report in ``folder`` (``harness merge``): ``files`` (a
-    relative path -> the file to copy: the shards' counterexamples), then
+    relative path -> the file to copy, or its bytes: the shards'
+    counterexamples, the joined ``scenarios.jsonl``), then
     every format of ``report``, ``report.json`` last; what an earlier
     report there had and this one has not is removed, nothing else is."""
     owned = _Owned.claim(folder)
@@ -96,6 +98,24 @@ def _keep_example(example: Example | None, prefix: str, into: dict[str, bytes | 
         log = worker_output(example.folder)
         if log:
             into[prefix + WORKER_LOG] = log
+
+
+#: every scenario the run executed, one JSON object a line
+LEDGER = "scenarios.jsonl"
+
+
+def ledger_lines(outcome: Outcome) -> bytes:
+    """``scenarios.jsonl``: the outcome's ledger in the order run, each line
+    with its ``n`` (from 1) and ``phase``: ``search`` (the plan: targeted,
+    sampled, regressions) or ``shrink`` (run after the plan, shrinking)."""
+    lines = [
+        json.dumps(
+            {"n": n, "phase": "search" if n <= outcome.searched else "shrink", **entry},
+            sort_keys=True,
+        )
+        for n, entry in enumerate(outcome.ledger, 1)
+    ]
+    return "".join(line + "\n" for line in lines).encode("ascii")
 
 
 #: where a failing scenario's worker output is kept, beside its history

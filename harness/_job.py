@@ -1,0 +1,78 @@
+"""One job of ``harness run --jobs N``: ``python -m harness._job ARGS``.
+
+Started by :mod:`harness._jobs` (never by hand): runs shard K of N of the
+search ``ARGS`` (a JSON object of :func:`harness.run`'s arguments) into a
+folder of its own, writing one JSON object per line on stdout (the wire
+:mod:`harness._jobs` describes). Its exit code is ``harness run``'s: 0, 1
+or 3 by the verdict, 2 when it refused the run, 130 / 143 when a signal
+stopped it (its partial report written first).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from . import _api as api
+from ._errors import AdapterError, HarnessError, Interrupted, UsageError
+from ._signals import exit_code, handling_signals
+from .model import Verdict
+from .outcome import Outcome
+
+_EXIT = {Verdict.FAIL.value: 1, Verdict.UNKNOWN.value: 3}
+
+
+def _send(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def _progress(o: Outcome) -> None:
+    _send(
+        {
+            "progress": {
+                "examples": o.examples,
+                "searched": o.searched,
+                "planned": o.planned,
+                "slowest": o.slowest,
+                "faults_fired": dict(o.faults_fired),
+                "failing": sorted(n for n, t in o.tallies.items() if t.failed),
+            }
+        }
+    )
+
+
+def main(argv: list[str]) -> int:
+    args = json.loads(argv[0])
+    with handling_signals():
+        try:
+            report = api.run(
+                args["adapter"],
+                options=args["options"],
+                profile=args["profile"],
+                seed=args["seed"],
+                budget=args["budget"],
+                max_examples=args["max_examples"],
+                report_dir=args["report_dir"],
+                targeted=args["targeted"],
+                stop_on_first=args["stop_on_first"],
+                scenarios=args["scenarios"],
+                shard=tuple(args["shard"]),
+                jobs=1,
+                log=lambda text: _send({"log": text}),
+                progress=_progress,
+            )
+        except Interrupted as exc:
+            return exit_code(exc.signum)
+        except (UsageError, AdapterError) as exc:
+            _send({"error": str(exc)})
+            return 2
+        except HarnessError as exc:
+            _send({"error": f"internal error (please file a bug): {exc}"})
+            return 2
+    return _EXIT.get(report.verdict, 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

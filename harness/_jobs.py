@@ -1,0 +1,301 @@
+"""``harness run --jobs N``: one search in N processes of this machine.
+
+The N jobs are the N shards of the search's plan (``--shard K/N``, see
+``harness.session._engine.shard_plan``): each is a harness process of its
+own (``python -m harness._job``), with its own fork server, deployments
+and scratch folder, running shard K of N into a folder of its own; the
+parent streams their progress, then merges their folders into the one
+report folder (:func:`harness.report.merge_reports`). The plan is the
+unsharded search's, whatever N: every shard plans the same targeted list
+and draws the same sampled stream from the one seed (the parent draws it
+when none is fixed), and runs its part of both; the merge sums the
+evidence and judges the verdicts again by a single run's rules. Each
+scenario's history is the one a single process records (scenarios are
+deterministic: the ``race`` family excepted). A failure is shrunk in the
+job that found it.
+
+The parent owns its jobs: they run in sessions of their own (a terminal's
+Ctrl-C reaches the parent only), and a SIGINT or SIGTERM of the parent is
+passed on to each job once; each stops, cleans up and writes a partial
+report, which the parent merges, marked interrupted. A job that dies
+without a report (killed, out of memory) leaves its part of the plan out
+of the merge, which is then inconclusive, naming it: never passed. A job
+refusing its settings or adapter (exit 2) stops the others and the run
+with its message.
+
+The wire between them is one JSON object per line on the job's stdout:
+``{"log": TEXT}`` (a notice; the parent prints job 1's),
+``{"progress": {...}}`` (after every scenario) and ``{"error": TEXT}``
+(why it exits 2). Anything else a job prints there is passed on as a notice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from ._errors import Interrupted, UsageError
+from ._janitor import remove_scratch, scratch_dir
+from ._settings import Settings
+from ._signals import shielded
+from .model import Scenario
+from .outcome import Outcome
+from .outcome._verdicts import Tally
+from .report import Report, claim_report_folder, merge_reports
+
+Log = Callable[[str], None]
+
+#: how long jobs get to stop, clean up and write their partial report
+#: after the parent passed a signal on, before they are killed
+STOP_SECONDS = 60.0
+
+
+def job_seed(settings: Settings) -> int:
+    """The seed every job plans from: the fixed one, or one drawn now."""
+    if settings.seed is not None:
+        return settings.seed
+    if settings.derandomize:
+        return 0
+    return random.SystemRandom().randrange(2**32)
+
+
+def _child_env() -> dict[str, str]:
+    """This environment, with this process's import path: an adapter spec
+    the parent can import (a test folder pytest put on ``sys.path``), the
+    jobs can too."""
+    env = dict(os.environ)
+    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
+class _Job:
+    def __init__(self, k: int, n: int, folder: Path, args: dict[str, Any]) -> None:
+        self.k, self.n, self.folder = k, n, folder
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harness._job", json.dumps(args)],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=_child_env(),
+            # A terminal's Ctrl-C reaches the parent only: it passes the
+            # signal on once (two would make a job exit without cleaning up).
+            start_new_session=True,
+        )
+        self.progress: dict[str, Any] | None = None
+        self.error: str | None = None
+        self.signalled = False
+
+    def signal(self, signum: int) -> None:
+        if self.proc.poll() is None and not self.signalled:
+            self.signalled = True
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signum)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+
+    def died(self) -> str | None:
+        """Why this job left no report (None: it wrote one)."""
+        if (self.folder / "report.json").is_file():
+            return None
+        code = self.proc.returncode
+        how = (
+            f"was killed by {signal.Signals(-code).name}"
+            if code is not None and code < 0 and -code in signal.valid_signals()
+            else f"exited with code {code}"
+        )
+        return (
+            f"job {self.k} of {self.n} {how} before writing its report: its part of the plan "
+            "was not run to the end, and is not judged here"
+        )
+
+
+def _read(job: _Job, out: IO[bytes], inbox: queue.Queue[tuple[_Job, Any]]) -> None:
+    """Pass job's wire messages to the parent's main thread; None at the end."""
+    for raw in out:
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            message = {"log": f"job {job.k}: {line}"}
+        inbox.put((job, message))
+    inbox.put((job, None))
+
+
+def _snapshot(jobs: Sequence[_Job], settings: Settings, seed: int, planned: int) -> Outcome:
+    """The jobs' progress so far, summed, as the one Outcome a progress
+    display reads (scenarios run and planned, the slowest, faults fired,
+    properties failing)."""
+    outcome = Outcome(adapter="", adapter_options={}, capabilities=[], settings=settings, seed=seed)
+    outcome.planned = planned
+    for job in jobs:
+        p = job.progress or {}
+        outcome.examples += int(p.get("examples", 0))
+        outcome.searched += int(p.get("searched", 0))
+        outcome.slowest = max(outcome.slowest, float(p.get("slowest", 0.0)))
+        outcome.faults_fired.update(Counter(p.get("faults_fired", {})))
+        for name in p.get("failing", []):
+            outcome.tallies.setdefault(str(name), Tally()).failed += 1
+    return outcome
+
+
+def run_jobs(
+    *,
+    spec: str,
+    options: Mapping[str, str],
+    settings: Settings,
+    n: int,
+    regressions: Sequence[Scenario] = (),
+    log: Log | None = None,
+    progress: Callable[[Outcome], None] | None = None,
+) -> Report:
+    """Run the search ``settings`` describe in ``n`` jobs (shards 1..n of
+    its plan) and merge them into ``settings.report_dir``; returns the
+    merged report. ``regressions`` run first, as ``--scenario`` files do
+    (every job gets them all: the plan splits them). Raises
+    :class:`UsageError` when a job refuses the run, :class:`Interrupted`
+    (with the partial merged report) on a signal."""
+    say = log or (lambda _line: None)
+    report_dir = Path(settings.report_dir)
+    claim_report_folder(report_dir)  # refused now (exit 2), not after the search
+    seed = job_seed(settings)
+    planned = settings.max_examples + len(regressions)
+    started = time.monotonic()
+    scratch = scratch_dir("jobs")
+    jobs: list[_Job] = []
+    inbox: queue.Queue[tuple[_Job, Any]] = queue.Queue()
+    interrupted: Interrupted | None = None
+    try:
+        say(
+            f"harness: {n} jobs, each a process running shard K/{n} of the plan "
+            f"(seed {seed}), merged into {report_dir}"
+        )
+        files = []
+        for i, scenario in enumerate(regressions, 1):
+            files.append(scratch / f"regression-{i:05d}.json")
+            files[-1].write_text(scenario.model_dump_json(indent=2))
+        for k in range(1, n + 1):
+            folder = scratch / f"shard-{k}"
+            args = {
+                "adapter": spec,
+                "options": dict(options),
+                "profile": settings.profile,
+                "seed": seed,
+                "budget": settings.budget_seconds,
+                "max_examples": settings.max_examples,
+                "targeted": settings.targeted,
+                "stop_on_first": settings.stop_on_first,
+                "scenarios": [str(f) for f in files],
+                "shard": [k, n],
+                "report_dir": str(folder),
+            }
+            job = _Job(k, n, folder, args)
+            jobs.append(job)
+            assert job.proc.stdout is not None
+            threading.Thread(target=_read, args=(job, job.proc.stdout, inbox), daemon=True).start()
+        try:
+            _follow(jobs, inbox, say, progress, settings, seed, planned)
+        except Interrupted as exc:
+            interrupted = exc
+            for job in jobs:
+                job.signal(exc.signum)
+            with shielded():
+                _wait(jobs, STOP_SECONDS)
+        refused = next((job for job in jobs if job.error is not None), None)
+        if refused is not None and interrupted is None:
+            raise UsageError(str(refused.error))
+        with shielded():
+            report = _merge(jobs, report_dir, required=interrupted is None, started=started)
+        if interrupted is not None:
+            interrupted.report = report
+            raise interrupted
+        assert report is not None
+        return report
+    finally:
+        with shielded():
+            for job in jobs:
+                job.kill()
+            _wait(jobs, STOP_SECONDS)
+            remove_scratch(scratch)
+
+
+def _follow(
+    jobs: Sequence[_Job],
+    inbox: queue.Queue[tuple[_Job, Any]],
+    say: Log,
+    progress: Callable[[Outcome], None] | None,
+    settings: Settings,
+    seed: int,
+    planned: int,
+) -> None:
+    """Until every job's output has ended: print job 1's notices, pass the
+    summed progress on; a job refusing the run stops the others."""
+    open_ = len(jobs)
+    while open_:
+        try:
+            # A timeout, so that a signal's Interrupted is raised here promptly.
+            job, message = inbox.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        if message is None:
+            open_ -= 1
+            continue
+        if "progress" in message:
+            job.progress = message["progress"]
+            if progress is not None:
+                progress(_snapshot(jobs, settings, seed, planned))
+        elif "error" in message:
+            job.error = str(message["error"])
+            for other in jobs:
+                other.signal(signal.SIGTERM)
+        elif "log" in message and (job.k == 1 or str(message["log"]).startswith("job ")):
+            say(str(message["log"]))
+    _wait(jobs, STOP_SECONDS)
+
+
+def _wait(jobs: Sequence[_Job], seconds: float) -> None:
+    for job in jobs:
+        try:
+            job.proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            job.proc.wait()
+
+
+def _merge(
+    jobs: Sequence[_Job], report_dir: Path, *, required: bool, started: float
+) -> Report | None:
+    """The jobs' reports merged into ``report_dir``; None when no job wrote
+    one and none is ``required`` (a signal stopped them all first)."""
+    why = {job.k: reason for job in jobs if (reason := job.died()) is not None}
+    folders = [job.folder for job in jobs if job.k not in why]
+    if not folders and not required:
+        return None
+    if not folders:
+        raise UsageError(
+            f"none of the {len(jobs)} jobs wrote a report ({'; '.join(why.values())}): "
+            "nothing to merge; run again with --jobs 1 to see the error in this process"
+        )
+    return merge_reports(
+        folders,
+        report_dir,
+        partial=True,
+        why_missing=why,
+        duration=time.monotonic() - started,
+    )
