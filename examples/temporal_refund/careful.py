@@ -29,7 +29,6 @@ def refund(payload: dict[str, Any]) -> str:
 
 
 APP = TemporalApp(
-    name="refund-careful",
     workflows=(REFUND,),
     delivery=DELIVERY,
     code={None: [RefundThenNotify]},

@@ -28,7 +28,6 @@ def refund(payload: dict[str, Any]) -> str:
 
 
 APP = TemporalApp(
-    name="refund-naive",
     workflows=(REFUND,),
     delivery=DELIVERY,
     code={None: [RefundThenNotify]},

@@ -37,7 +37,6 @@ class PatchedRefund:
 
 
 APP = TemporalApp(
-    name="refund-patched",
     workflows=(REFUND,),
     delivery=DELIVERY,
     code={1: [RefundThenNotify], None: [PatchedRefund]},

@@ -35,7 +35,6 @@ class NotifyThenRefund:
 
 
 APP = TemporalApp(
-    name="refund-reordered",
     workflows=(REFUND,),
     delivery=DELIVERY,
     code={1: [RefundThenNotify], None: [NotifyThenRefund]},

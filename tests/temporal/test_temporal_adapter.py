@@ -1,0 +1,128 @@
+"""The Temporal adapter on explicit scenarios: what a kill after the refund
+does to the naive and the careful app, and what an upgrade mid-run does to
+the reordered and the patched release -- and that closing the adapter leaves
+no server and no folder behind."""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import Engine, Example, load_settings
+from harness.adapters.temporal import TemporalAdapter
+from harness.model import ArmWorldFault, Quiesce, RunSpec, RunWorker, Scenario, Submit, Verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+R1 = RunSpec(
+    run_id="r1",
+    tenant="acme",
+    workflow="refund",
+    input={"customer_id": "c-1", "amount_cents": 1250, "currency": "EUR"},
+)
+KILL = ArmWorldFault(service="payments", action="refund", mode="kill_after_apply")
+#: The worker dies right after the payment service applied the refund; the
+#: next worker gets the activity again once its start_to_close_timeout passed.
+KILL_AFTER_REFUND = Scenario(
+    name="kill-after-refund", steps=(Submit(run=R1), KILL, RunWorker(worker_id="w1"), Quiesce())
+)
+#: Release 1 starts the run and dies after the refund; today's workers take over.
+UPGRADE_MID_RUN = Scenario(
+    name="upgrade-mid-run",
+    steps=(
+        Submit(run=R1.model_copy(update={"code_version": 1})),
+        KILL,
+        RunWorker(worker_id="v1", code_version=1),
+        Quiesce(),
+    ),
+)
+JUDGED = ("exactly_once_effects", "resume_equivalence", "progress", "legal_transitions")
+
+
+def lines_of_code(source: str) -> int:
+    """Lines holding code: blank lines, comments and docstrings left out
+    (as tests/examples/test_minimal_adapter.py counts them)."""
+    docstrings: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        kinds = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+        if isinstance(node, kinds) and body:
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+    code: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type not in skip and tok.type != tokenize.ENDMARKER:
+            code.update(range(tok.start[0], tok.end[0] + 1))
+    return len(code - docstrings)
+
+
+@pytest.fixture
+def adapters() -> Iterator[dict[str, TemporalAdapter]]:
+    """One adapter per example app, made on demand; each is closed after the
+    test, which must stop its dev server and remove its folder."""
+    made: dict[str, TemporalAdapter] = {}
+
+    class Apps(dict[str, TemporalAdapter]):
+        def __missing__(self, app: str) -> TemporalAdapter:
+            made[app] = TemporalAdapter(app=f"examples.temporal_refund.{app}:APP")
+            return made[app]
+
+    yield Apps()
+    for adapter in made.values():
+        folder = adapter.folder
+        adapter.close()
+        if folder is not None:
+            assert all(p.poll() is not None for p in folder.processes), "the server outlived close"
+            assert not folder.path.exists(), "its folder outlived close"
+
+
+def execute(adapter: TemporalAdapter, scenario: Scenario, workdir: Path) -> Example:
+    """Run ``scenario`` and its fault-free oracle, and check every property."""
+    return Engine(adapter, load_settings("dev", start=workdir), workdir=workdir).execute(scenario)
+
+
+def verdicts(example: Example) -> dict[str, Verdict]:
+    return {r.name: r.verdict for r in example.results}
+
+
+def test_the_adapter_is_at_most_150_lines_of_code() -> None:
+    assert lines_of_code('"""doc"""\n\n# note\nx = 1  # one\n') == 1
+    package = ROOT / "harness" / "adapters" / "temporal"
+    total = sum(lines_of_code(p.read_text()) for p in package.glob("*.py"))
+    assert 100 < total <= 150, total
+
+
+def test_a_kill_after_the_refund_refunds_twice_without_a_key_once_with_one(
+    adapters: dict[str, TemporalAdapter], tmp_path: Path
+) -> None:
+    """Temporal retries the killed worker's activity after its timeout: the
+    naive refund runs again and pays twice, the keyed one is deduplicated."""
+    naive = execute(adapters["naive"], KILL_AFTER_REFUND, tmp_path / "naive")
+    assert verdicts(naive)["exactly_once_effects"] is Verdict.FAIL, naive.results
+    careful = execute(adapters["careful"], KILL_AFTER_REFUND, tmp_path / "careful")
+    assert {verdicts(careful)[p] for p in JUDGED} == {Verdict.PASS}, careful.results
+
+
+def test_an_upgrade_that_reorders_activities_strands_the_old_run_a_patch_does_not(
+    adapters: dict[str, TemporalAdapter], tmp_path: Path
+) -> None:
+    """The reordered release cannot replay release 1's history: its workflow
+    task fails with a nondeterminism error, retried forever, and the harness
+    says so; behind workflow.patched() the old run finishes."""
+    reordered = execute(adapters["reordered"], UPGRADE_MID_RUN, tmp_path / "reordered")
+    found = verdicts(reordered)
+    assert found["progress"] is Verdict.FAIL, reordered.results
+    assert found["migration_safety"] is Verdict.FAIL, reordered.results
+    assert found["exactly_once_effects"] is Verdict.PASS, reordered.results
+    progress = next(r for r in reordered.results if r.name == "progress")
+    assert "raw status 'TASK_FAILING'" in progress.message, progress.message
+    history = (reordered.folder / "history.jsonl").read_text()
+    assert "[TMPRL1100] Nondeterminism error" in history  # Temporal's message, kept
+    patched = execute(adapters["patched"], UPGRADE_MID_RUN, tmp_path / "patched")
+    assert {verdicts(patched)[p] for p in (*JUDGED, "migration_safety")} == {Verdict.PASS}
