@@ -116,6 +116,15 @@ BUGS: dict[str, SeededBug] = {
             "migration_safety",
         ),
         SeededBug(
+            "retry-unknown-commit",
+            "a checkpoint whose COMMIT outcome is unknown (its connection died, the "
+            "acknowledgement lost) is taken for failed and written again over the run's "
+            "current version: a commit that did happen is applied twice (needs network "
+            "faults: backend=postgres, iptables)",
+            "executor",
+            "legal_transitions",
+        ),
+        SeededBug(
             "context-from-process-memory",
             "the worker caches each run's tool results and memory in process memory and "
             "builds later contexts from the cache instead of from durable records",

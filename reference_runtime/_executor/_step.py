@@ -14,6 +14,7 @@ a snapshot.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
@@ -164,12 +165,34 @@ class StepContext:
         try:
             self.store.commit(checkpoint)
         except StorageUnavailable as lost:
+            if "retry-unknown-commit" in self.settings.bugs:
+                return self._retry_as_failed(checkpoint)
             # The connection died during the commit: it may have committed
             # (a lost acknowledgement) or not. Never retry or redo anything
             # before knowing which.
             if not self.committed(new, lost):
                 raise
         return new
+
+    def _retry_as_failed(self, checkpoint: Commit) -> Run:
+        """SEEDED BUG retry-unknown-commit: "the commit failed, so write it
+        again" -- on a fresh connection, over the version the run is at now
+        (so the version check cannot refuse it). When the lost commit had
+        in fact committed, its transition is written a second time."""
+        current = self.store.load(checkpoint.run.run_id).run
+        version = current.state_version + 1
+        audit = tuple(
+            a.model_copy(update={"state_version": version}) if a.state_version else a
+            for a in checkpoint.audit
+        )
+        again = dataclasses.replace(
+            checkpoint,
+            run=checkpoint.run.model_copy(update={"state_version": version}),
+            expected_version=current.state_version,
+            audit=audit,
+        )
+        self.store.commit(again)
+        return again.run
 
     def committed(self, new: Run, lost: StorageUnavailable) -> bool:
         """Whether the checkpoint that would have moved the run to ``new``
