@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ._errors import AdapterError, Interrupted, UsageError
+from ._exampledb import ExampleDb
 from ._janitor import sweep_folders
 from ._jobs import run_jobs
 from ._settings import Settings, load_settings, resolve_jobs
@@ -56,6 +57,7 @@ def run(
     scenarios: Sequence[str | Path] = (),
     shard: str | tuple[int, int] | None = None,
     jobs: int | str | None = None,
+    example_db: str | Path | None = None,
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Report:
@@ -74,6 +76,8 @@ def run(
     ``jobs`` (a number, or ``"auto"``: one per usable core) runs the search
     in that many processes, as the shards of its plan, merged into one
     report (see :mod:`harness._jobs`; ``adapter`` must then be a spec).
+    ``example_db`` (a folder, or a ``redis://`` URL) keeps the sampled
+    search's failing examples and replays them first in later runs.
     ``log`` receives the
     run's one-line notices (adapter, seed, gaps), ``progress`` the outcome
     after every scenario.
@@ -91,6 +95,7 @@ def run(
         stop_on_first=stop_on_first,
         shard=shard,
         jobs=jobs,
+        example_db=None if example_db is None else str(example_db),
     )
     _check_shard(settings, exhaustive)
     n = _check_jobs(settings, exhaustive, spec_given=isinstance(adapter, str))
@@ -99,11 +104,24 @@ def run(
     regressions = [sc for _, sc in scenario_files([Path(p) for p in scenarios])]
     if regressions and (exhaustive or settings.mode != "search"):
         raise UsageError("--scenario runs within a search; drop --exhaustive / --mode random-kill")
+    if settings.example_db is not None and (exhaustive or settings.mode != "search"):
+        raise UsageError(
+            "--example-db keeps and replays a search's counterexamples; drop --exhaustive / "
+            "--mode random-kill, or drop --example-db"
+        )
     opts = dict(options or {})
     if isinstance(adapter, str):
         spec = adapter
     else:
         spec = f"{type(adapter).__module__}:{type(adapter).__qualname__}"
+    db = None if settings.example_db is None else ExampleDb(settings.example_db, spec, opts)
+    saved = [] if db is None else db.saved()
+    if db is not None and log is not None:
+        log(
+            f"harness: example database {db.where}: replaying its {len(saved)} kept "
+            "scenario(s) first"
+        )
+    regressions = [*saved, *regressions]
     if n > 1:
         report = run_jobs(
             spec=spec,
@@ -122,6 +140,13 @@ def run(
             validate_adapter(loaded, spec)
         session = Session(loaded, settings, spec=spec, options=opts, log=log, progress=progress)
         report = session.run(exhaustive=exhaustive, regressions=regressions)
+    if db is not None:
+        kept, dropped = db.keep(report, saved)
+        if log is not None:
+            log(
+                f"harness: example database {db.where}: kept {kept} counterexample(s), "
+                f"dropped {dropped} that no longer fail"
+            )
     return report
 
 

@@ -54,6 +54,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
             scenarios=ns.scenarios,
             shard=getattr(ns, "shard", None),
             jobs=getattr(ns, "jobs", None),
+            example_db=getattr(ns, "example_db", None),
             log=progress.log,
             progress=progress.update,
         )

@@ -68,6 +68,10 @@ class Settings:
     #: per :data:`SCENARIOS_PER_JOB` planned scenarios). 1: today's single
     #: process, the default of every profile but ``thorough``
     jobs: int | None = 1
+    #: where the sampled search keeps and replays its failing examples
+    #: (``--example-db PATH|redis://...``, see ``harness.session._exampledb``);
+    #: None: nowhere
+    example_db: str | None = None
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)

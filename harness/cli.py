@@ -4,7 +4,7 @@
                 [--profile dev|ci|thorough] [--seed N] [--budget SECONDS]
                 [--report-dir DIR] [--exhaustive WORKFLOW]
                 [--mode search|random-kill] [--stop-on-first] [--scenario FILE ...]
-                [--shard K/N] [--jobs N|auto]
+                [--shard K/N] [--jobs N|auto] [--example-db PATH|redis://...]
     harness merge DIR... --report-dir OUT [--partial]
     harness replay DIR | FILE --adapter NAME [--adapter-opt KEY=VALUE ...]
     harness report DIR
@@ -106,6 +106,14 @@ def _parser() -> argparse.ArgumentParser:
         "most one per 40 planned scenarios), as N shards of its plan merged into one report; "
         "the plan, the verdicts and every scenario's history are those of --jobs 1 (default: "
         "1, or HARNESS_JOBS / jobs in [tool.harness]; the thorough profile: auto)",
+    )
+    r.add_argument(
+        "--example-db",
+        dest="example_db",
+        metavar="PATH|redis://...",
+        default=None,
+        help="keep the sampled search's failing examples in this folder (or Redis) and "
+        "replay them first in every later run that names it, whatever its seed",
     )
     r.add_argument(
         "--exhaustive",
