@@ -90,6 +90,7 @@ EXPORTS: dict[str, list[str]] = {
         "work_until_idle",
     ],
     "harness.adapters.kit": [
+        "AsyncBridge",
         "ConstantClock",
         "DedupInbox",
         "EPOCH",
@@ -103,6 +104,7 @@ EXPORTS: dict[str, list[str]] = {
         "WRONG_ROLE",
         "WorkerSet",
         "owned_folder",
+        "run_async",
         "signed_decision",
         "spawn_owned",
         "transitions_from_sequence",
