@@ -19,12 +19,20 @@ replaced by redis-py before the next command is sent; one lost while a command
 was in flight raises :class:`~reference_runtime.StorageUnavailable`, and the
 command is *not* retried here: a retried ``acquire`` whose first attempt ran
 would find its own lease and strand it until expiry. The worker decides.
+
+Lost replies: a command whose reply never comes (the network lost it, the
+server is gone) fails after :data:`NETWORK_TIMEOUT` seconds (a socket
+timeout, and keepalives on idle connections), not after the kernel's
+fifteen minutes. Its outcome is then unknown: ``acquire`` and ``renew``
+read the lease back on a fresh connection, and a lease that holds exactly
+what they wrote is theirs -- never retried blindly.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import socket
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -35,6 +43,9 @@ from ._urls import redact
 
 #: Seconds to wait for the Redis server before calling it unreachable.
 CONNECT_TIMEOUT = 5.0
+#: Seconds to wait for a reply (or, on an idle connection, for keepalives)
+#: before calling a connection lost.
+NETWORK_TIMEOUT = 5.0
 
 T = TypeVar("T")
 
@@ -94,6 +105,9 @@ class RedisLeases:
                 client_name=client_name,
                 retry=Retry(NoBackoff(), 0),
                 socket_connect_timeout=CONNECT_TIMEOUT,
+                socket_timeout=NETWORK_TIMEOUT,
+                socket_keepalive=True,
+                socket_keepalive_options=_keepalive(NETWORK_TIMEOUT),
             )
         except ValueError as exc:
             raise ConfigError(
@@ -118,14 +132,37 @@ class RedisLeases:
     def _keys(self, run_id: str) -> list[str]:
         return [f"{self.prefix}lease:{run_id}", f"{self.prefix}fence:{run_id}"]
 
+    def _written(self, run_id: str, worker_id: str, expiry: str) -> int | None:
+        """After a command whose reply was lost: the lease's token if it holds
+        exactly what that command wrote (this owner, this expiry), else None.
+        Read on a fresh connection (redis-py drops the broken one)."""
+        lease = self._call(lambda: self.client.hgetall(self._keys(run_id)[0]))
+        fields = {k.decode(): v.decode() for k, v in lease.items()}
+        if fields.get("owner") == worker_id and fields.get("expiry") == expiry:
+            return int(fields["token"])
+        return None
+
     def acquire(self, run_id: str, worker_id: str, now: float, ttl: float) -> int | None:
         keys, args = self._keys(run_id), [worker_id, str(now), str(now + ttl)]
-        token = int(self._call(lambda: self._acquire(keys=keys, args=args)))
+        try:
+            token = int(self._call(lambda: self._acquire(keys=keys, args=args)))
+        except StorageUnavailable:
+            # The lease may be ours, its reply lost: one we hold and do not
+            # know of would strand the run until it expires.
+            ours = self._written(run_id, worker_id, args[2])
+            if ours is None:
+                raise
+            return ours
         return None if token < 0 else token
 
     def renew(self, run_id: str, worker_id: str, token: int, now: float, ttl: float) -> bool:
         keys, args = self._keys(run_id)[:1], [worker_id, str(token), str(now), str(now + ttl)]
-        return bool(self._call(lambda: self._renew(keys=keys, args=args)))
+        try:
+            return bool(self._call(lambda: self._renew(keys=keys, args=args)))
+        except StorageUnavailable:
+            if self._written(run_id, worker_id, args[3]) != token:
+                raise
+            return True
 
     def release(self, run_id: str, worker_id: str, token: int) -> bool:
         keys, args = self._keys(run_id)[:1], [worker_id, str(token)]
@@ -138,6 +175,18 @@ class RedisLeases:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _keepalive(timeout: float) -> dict[int, int]:
+    """TCP options that break a connection whose peer went silent within
+    ``timeout`` seconds: unacknowledged data, or an idle connection's
+    keepalive probes unanswered."""
+    idle = max(1, round(timeout) - 3)
+    options = {socket.TCP_KEEPIDLE: idle, socket.TCP_KEEPINTVL: 1, socket.TCP_KEEPCNT: 3}
+    user_timeout = getattr(socket, "TCP_USER_TIMEOUT", None)
+    if user_timeout is not None:
+        options[user_timeout] = round(timeout * 1000)
+    return options
 
 
 def prefix_for(store_url: str, schema: str | None) -> str:
