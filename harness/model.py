@@ -76,6 +76,12 @@ class RunState(StrEnum):
     WAITING_EVENT = "waiting_event"
     NEEDS_OPERATOR = "needs_operator"  # an effect's outcome is unknown and unknowable
     PARKED = "parked"  # the runtime refused to read it (e.g. a future schema)
+    #: the runtime keeps failing it and will not give up: a workflow task that
+    #: fails on every attempt (Temporal's nondeterminism error), a step retried
+    #: forever. Neither ended nor a legitimate wait: ``progress`` and
+    #: ``migration_safety`` fail it, with ``RunView.error`` (the runtime's
+    #: message) in the witness.
+    RETRYING = "retrying"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"

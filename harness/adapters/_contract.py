@@ -164,6 +164,11 @@ class RunView(_Frozen):
     state: RunState
     raw_status: str
     output: dict[str, Any] | None = None
+    #: the runtime's own message on what went wrong: why the run failed,
+    #: parked, or -- ``RunState.RETRYING`` -- keeps failing (the last
+    #: attempt's error). Shown in the checkers' witnesses. Keep it the same
+    #: from one attempt to the next (no attempt count, no time): the final
+    #: quiesce takes a changed message for progress.
     error: str | None = None
     waiting_on: str | None = None
     #: when a timer (retry backoff, wait timeout) will make the run runnable

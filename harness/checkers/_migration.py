@@ -33,7 +33,9 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
     fails, and so does one *stranded*: parked for its schema although only an
     older release touched it (it submitted the run; no worker of other code
     ran it) and the oracle does not park it -- the new release must resume
-    what the old one started. No migration fault: nothing to judge.
+    what the old one started. A run that ends ``retrying`` (the runtime
+    keeps failing it, a replay that no longer matches the history, say)
+    fails, with the runtime's message. No migration fault: nothing to judge.
 
     Cannot see: without an oracle, any run that did not park (``unknown``);
     a lost field that changes neither output nor any request; runs with no
@@ -61,6 +63,18 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
         final = finals.get(run_id)
         if final is None:
             f.unknown(f"run {run_id}, touched by migration fault #{by[0]}, has no final event", by)
+            continue
+        if final_state(final) is RunState.RETRYING:
+            ofinal = ofinals.get(run_id)
+            f.fail(
+                f"run {run_id}, touched by migration fault #{by[0]}, is retried forever: the "
+                f"runtime keeps failing it (final #{final.index}: raw status "
+                f"{short(final.value.get('raw_status'))}, error "
+                f"{short(final.value.get('error'), 300)}), while the oracle ends it "
+                f"{ofinal.value.get('state') if ofinal is not None else 'unknown'}",
+                [by[0], final.index],
+            )
+            f.count("retrying")
             continue
         if parked_for_schema(final):
             # Parking is the right answer for code that meets a payload newer

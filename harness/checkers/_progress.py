@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..history import History
-from ..model import EventF, PropertyResult
+from ..model import EventF, PropertyResult, RunState
 from ._base import Findings, final_state, guarded, plural, short
 
 NAME = "progress"
@@ -18,7 +18,9 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
     a ``final`` event -- submitted or spawned, e.g. a child run -- is in a
     terminal state (``completed``, ``failed``, ``cancelled``) or a legitimate
     wait (``waiting_approval``, ``waiting_event``, ``needs_operator``,
-    ``parked``). ``running``, ``pending`` and ``unknown`` are *stuck*. Under
+    ``parked``). ``running``, ``pending`` and ``unknown`` are *stuck*;
+    ``retrying`` (the runtime keeps failing the run and will not give up) is
+    *retried forever*, failed with the runtime's message (``error``). Under
     a persistent outage, a run whose workflow declares a ``retry_limit``
     is not refused more often than that by one service action (*retries
     past its limit*: a retry counter that is lost, say, retries for ever). A run
@@ -31,7 +33,7 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
     stopped before observing the end): that is ``unknown``, not "all lost".
     """
     f = Findings(NAME)
-    f.zero("runs", "terminal", "waiting", "lost", "stuck")
+    f.zero("runs", "terminal", "waiting", "lost", "stuck", "retrying")
     _retry_limits(history, f)
     submissions = history.submissions()
     finals = history.finals()
@@ -65,6 +67,14 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
             f.count("terminal")
         elif state.legitimate_wait:
             f.count("waiting")
+        elif state is RunState.RETRYING:
+            f.fail(
+                f"run {run_id} is retried forever: the runtime keeps failing it and will not "
+                f"give up (raw status {short(final.value.get('raw_status'))}, error "
+                f"{short(final.value.get('error'), 300)})",
+                [final.index],
+            )
+            f.count("retrying")
         else:
             f.fail(
                 f"run {run_id} is stuck in {state.value} "
@@ -74,7 +84,8 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
             f.count("stuck")
     return f.result(
         f"All {plural(f.counts['runs'], 'run')} ended: {f.counts['terminal']} terminal, "
-        f"{f.counts['waiting']} in a legitimate wait; none lost, none stuck",
+        f"{f.counts['waiting']} in a legitimate wait; none lost, none stuck, none retried "
+        "forever",
         evidence=f.counts["runs"] + f.counts["lost"],
     )
 

@@ -1,5 +1,6 @@
-"""Adapters with run-level hooks (issue 18): ``setup()`` starts what a whole
-harness run shares; what it leaves must reach ``open()`` and the workers."""
+"""Adapters of issue 18: run-level hooks (``setup()`` starts what a whole
+harness run shares; what it leaves must reach ``open()`` and the workers),
+and a runtime that retries a run forever (``RunState.RETRYING``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from examples.minimal_adapter.adapter import ToyAdapter, ToyEnvironment, worker_main
-from harness.adapters import ForkServerWorker
-from harness.model import CrashSpec
+from harness.adapters import Declarations, ForkServerWorker, Observation, RunView, WorkflowSpec
+from harness.adapters.kit import transitions_from_sequence
+from harness.model import CrashSpec, RunState
 
 
 def _log(event: str, **data: Any) -> None:
@@ -73,3 +75,55 @@ class SetupRaises(ToyAdapter):
 
     def close(self) -> None:
         _log("close")
+
+
+# -- a run the runtime keeps failing --------------------------------------------------
+
+NONDETERMINISM = "nondeterminism: the history has activity 'notify' where the code has 'refund'"
+
+
+def failing_worker(args: dict[str, Any]) -> int:
+    """A worker whose every attempt at a run fails the same way (a replay
+    that no longer matches the run's history), and which never gives up."""
+    for path in sorted(Path(args["runs"]).glob("*.json")):
+        run = json.loads(path.read_text())
+        if run["status"] in ("pending", "failing"):
+            path.write_text(json.dumps({**run, "status": "failing", "error": NONDETERMINISM}))
+    return 0
+
+
+class _RetryingEnvironment(ToyEnvironment):
+    def declarations(self) -> Declarations:
+        return Declarations(transitions=transitions_from_sequence(["pending", "failing"]))
+
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        args = {**self.args, "worker_id": worker_id}
+        return self.workers.spawn(worker_id, f"{__name__}:failing_worker", args)
+
+    def observe(self) -> Observation:
+        views = []
+        for path in sorted(self.runs.glob("*.json")):
+            run = json.loads(path.read_text())
+            state = RunState.RETRYING if run["status"] == "failing" else RunState.PENDING
+            views.append(
+                RunView(
+                    run_id=run["run_id"],
+                    tenant=run["tenant"],
+                    state=state,
+                    raw_status=run["status"],
+                    error=run.get("error"),
+                )
+            )
+        return self.registry.observation(views)
+
+
+class RetryingForever(ToyAdapter):
+    """Every run ends ``retrying``: the runtime keeps failing it."""
+
+    def workflows(self) -> list[WorkflowSpec]:
+        return [WorkflowSpec(name="charge", inputs=({"customer_id": "c-1"},))]
+
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _RetryingEnvironment(workdir, self.keyed)

@@ -80,3 +80,34 @@ def test_a_setup_that_raises_is_an_adapter_error_and_close_still_runs(
     ) in proc.stderr
     assert "Traceback" not in proc.stderr
     assert [e["event"] for e in _events(log)] == ["setup", "close"], "no open() after it"
+
+
+def test_check_adapter_names_a_run_retried_forever_with_the_runtimes_message(
+    tmp_path: Path,
+) -> None:
+    """``RunState.RETRYING`` with the runtime's ``error``: never a finished
+    run, and the message says why (issue 18)."""
+    from lifecycle_adapters import NONDETERMINISM
+
+    env = subprocess_env()
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "check-adapter",
+            "lifecycle_adapters:RetryingForever",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = "ended retrying (raw status 'failing'): neither terminal nor a legitimate wait; "
+    assert said + NONDETERMINISM in proc.stdout
+    assert "runs that do not finish" in proc.stdout
+    assert "illegal transitions" not in proc.stdout and "wrong effect" not in proc.stdout
