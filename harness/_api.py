@@ -263,7 +263,7 @@ class Session:
         )
         for gap in not_tested(adapter):
             self._log(f"harness: not tested ({gap['capability']} missing): {gap['what']}")
-        engine = Engine(adapter, settings, progress=self._progress)
+        engine = Engine(adapter, settings, progress=self._progress, log=self._log)
         self._log(f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})")
         try:
             try:

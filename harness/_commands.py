@@ -17,6 +17,7 @@ from ._settings import load_settings
 from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
 from .model import Verdict
+from .nemesis import resolve_worker_timeout, worker_timeout_limit
 from .outcome import Outcome
 from .report import (
     Report,
@@ -55,6 +56,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
             shard=getattr(ns, "shard", None),
             jobs=getattr(ns, "jobs", None),
             example_db=getattr(ns, "example_db", None),
+            worker_timeout=getattr(ns, "worker_timeout", None),
             log=progress.log,
             progress=progress.update,
         )
@@ -191,15 +193,9 @@ def _summary(out: TextIO, report: Report, report_dir: Path) -> None:
         f"harness: {report.scenarios} scenarios in {report.duration_seconds:.1f} s; "
         f"verdict: {report.verdict.upper()}",
     )
-    if report.planned_scenarios is not None and report.searched_scenarios is not None:
-        _line(
-            out,
-            f"  ran {report.searched_scenarios} of {report.planned_scenarios} planned "
-            "scenarios (the rest were shrinking)"
-            if report.scenarios > report.searched_scenarios
-            else f"  ran {report.searched_scenarios} of {report.planned_scenarios} planned "
-            "scenarios",
-        )
+    plan = report.plan_line()
+    if plan is not None:
+        _line(out, f"  {plan}")
     if report.shard is not None:
         whole = f" of a {report.shard.plan}-scenario plan" if report.shard.plan is not None else ""
         _line(
@@ -291,7 +287,8 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
     engine = Engine(guard(adapter), settings)
     try:
         setup_adapter(adapter)
-        example = engine.execute(scenario)
+        with worker_timeout_limit(resolve_worker_timeout(settings.worker_timeout, adapter)):
+            example = engine.execute(scenario)
     except BaseException as exc:
         engine.close()
         close_adapter(adapter, failing=exc)
@@ -363,7 +360,9 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     engine = Engine(adapter, load_settings(ns.profile))
     try:
         setup_adapter(adapter)
-        checks = check_workflows(adapter, engine)
+        limit = resolve_worker_timeout(engine.settings.worker_timeout, adapter)
+        with worker_timeout_limit(limit):
+            checks = check_workflows(adapter, engine)
     except BaseException as exc:
         engine.close()
         close_adapter(adapter, failing=exc)

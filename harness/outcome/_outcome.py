@@ -9,6 +9,7 @@ property's verdict over the whole search (see :mod:`harness.outcome._verdicts`).
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -98,6 +99,18 @@ class Outcome:
     stopped_on_first: bool = False
     #: the signal that stopped the run (SIGINT, SIGTERM), if one did
     interrupted: str | None = None
+    #: what one scenario costs in real time, about (None: not known), and
+    #: how that is known ("declared" by the adapter, "measured" from the
+    #: fault-free runs); of the planned scenarios, how many were expected
+    #: to fit in the budget, said before the search (None: not known)
+    scenario_seconds: float | None = None
+    scenario_cost: str | None = None
+    fit: int | None = None
+    #: the targeted schedules the budget left unrun, by name, in plan order,
+    #: and the kinds of schedule (``targeted/WORKFLOW/KIND/...``) of which
+    #: none ran
+    not_run_targeted: list[str] = field(default_factory=list)
+    unreached_kinds: list[str] = field(default_factory=list)
     #: every executed example, in order, as :func:`ledger_entry` gives it
     #: (the run folder's ``scenarios.jsonl``): which scenarios ran, and
     #: whether a search spread over shards or jobs ran the same ones
@@ -124,6 +137,8 @@ class Outcome:
             budget_cut=self.budget_cut,
             complete_search=not self.stopped_on_first,
         )
+        if self.budget_cut and self.planned is not None:
+            judgement.inconclusive.append(self.not_exercised())
         if self.interrupted:
             judgement.inconclusive.insert(
                 0,
@@ -131,6 +146,27 @@ class Outcome:
                 "search did not finish (counterexamples, if any, are not shrunk)",
             )
         return judgement
+
+    def not_exercised(self) -> str:
+        """What the budget left unrun, plainly: how many targeted and sampled
+        scenarios, the kinds of targeted schedule none of which ran, and the
+        budget that would run them all."""
+        planned = self.planned or 0
+        targeted = len(self.not_run_targeted)
+        sampled = planned - self.searched - targeted
+        parts = []
+        if targeted:
+            parts.append(f"{targeted} targeted schedule{'' if targeted == 1 else 's'}")
+        if sampled > 0:
+            parts.append(f"{sampled} sampled scenario{'' if sampled == 1 else 's'}")
+        text = f"not exercised: {' and '.join(parts) or 'nothing'} of the plan did not run"
+        if self.unreached_kinds:
+            text += f", among them every schedule of {', '.join(self.unreached_kinds)}"
+        if self.searched:
+            # at the pace the budget ran: it spent all of itself on those that ran
+            need = math.ceil(self.settings.budget_seconds * planned / self.searched)
+            text += f"; about --budget {need} would run them all"
+        return text
 
     def account(self, example: Example) -> None:
         """Add one executed example to the sums."""

@@ -138,6 +138,15 @@ def build_report(
         scenarios=outcome.examples,
         planned_scenarios=outcome.planned,
         searched_scenarios=outcome.searched if outcome.planned is not None else None,
+        fit_scenarios=outcome.fit,
+        scenario_seconds=None
+        if outcome.scenario_seconds is None
+        else round(outcome.scenario_seconds, 3),
+        scenario_cost="declared"
+        if outcome.scenario_cost == "declared"
+        else "measured"
+        if outcome.scenario_cost == "measured"
+        else None,
         properties=properties,
         other_failures=[
             OtherFailure(

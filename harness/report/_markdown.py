@@ -87,7 +87,7 @@ def render_markdown(report: Report) -> str:
         "",
         *(
             [
-                f"Ran {report.searched_scenarios} of {report.planned_scenarios} planned scenarios.",
+                f"R{(report.plan_line() or '')[1:]}.",
                 "",
             ]
             if report.planned_scenarios is not None

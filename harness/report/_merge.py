@@ -302,6 +302,7 @@ def merge_reports(
         messages[name] = said[0] if said else ""
     planned = [r.planned_scenarios for r in shards]
     searched = [r.searched_scenarios for r in shards]
+    fit = [r.fit_scenarios for r in shards]
     judgement = judge(
         tallies,
         capabilities=first.adapter.capabilities,
@@ -398,6 +399,7 @@ def merge_reports(
         scenarios=sum(r.scenarios for r in shards),
         planned_scenarios=None if None in planned else sum(p or 0 for p in planned),
         searched_scenarios=None if None in searched else sum(s or 0 for s in searched),
+        fit_scenarios=None if None in fit or missing else sum(f or 0 for f in fit),
         properties=properties,
         other_failures=others,
         faults=faults,

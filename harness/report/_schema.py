@@ -22,8 +22,10 @@ inconclusive (``inconclusive`` says why), the plan (``planned_scenarios``,
 ``searched_scenarios``), and which properties each counterexample serves
 (``counterexample_for``); later in 3, ``interrupted`` (optional), then
 ``shard`` (a run of ``--shard K/N``), ``merged`` (a report ``harness merge``
-joined from shards) and each property's ``failed`` and ``unknown`` counts
-(all optional). Older reports still load (the new fields default).
+joined from shards) and each property's ``failed`` and ``unknown`` counts,
+then what fits the budget (``fit_scenarios``, ``scenario_seconds``,
+``scenario_cost``) and counterexamples whose shrinking stopped at its budget
+(``fully_shrunk``) (all optional). Older reports still load (the new fields default).
 """
 
 from __future__ import annotations
@@ -199,6 +201,20 @@ class Report(_Frozen):
     searched_scenarios: int | None = Field(
         None, description="of those, how many ran before the search ended"
     )
+    fit_scenarios: int | None = Field(
+        None,
+        description="of the planned scenarios, how many were expected to fit in the budget, "
+        "said before the search from scenario_seconds; null: not known",
+    )
+    scenario_seconds: float | None = Field(
+        None,
+        description="the real time one scenario was expected to take, about; null: not known",
+    )
+    scenario_cost: Literal["declared", "measured"] | None = Field(
+        None,
+        description="how scenario_seconds is known: declared by the adapter "
+        "(Adapter.scenario_seconds) or measured from the fault-free runs",
+    )
     properties: list[PropertyReport]
     other_failures: list[OtherFailure]
     faults: dict[str, FaultCoverage] = Field(description="by fault kind")
@@ -231,6 +247,26 @@ class Report(_Frozen):
     def folder(self) -> Path | None:
         """The run folder this report was written to or loaded from."""
         return self._folder
+
+    def plan_line(self) -> str | None:
+        """How much of the search's plan ran, and how much was expected to
+        fit its budget, in words (None: not a planned search)."""
+        if self.planned_scenarios is None or self.searched_scenarios is None:
+            return None
+        planned = self.planned_scenarios
+        text = f"ran {self.searched_scenarios} of {planned} planned scenarios"
+        notes = []
+        if self.fit_scenarios is not None:
+            fit = "all" if self.fit_scenarios >= planned else f"about {self.fit_scenarios}"
+            at = (
+                ""
+                if self.scenario_seconds is None
+                else f", at about {self.scenario_seconds:.2g} s each, {self.scenario_cost}"
+            )
+            notes.append(f"{fit} expected to fit the budget{at}")
+        if self.scenarios > self.searched_scenarios:
+            notes.append("the rest were shrinking")
+        return text + (f" ({'; '.join(notes)})" if notes else "")
 
     @property
     def failed(self) -> list[PropertyReport]:

@@ -14,8 +14,10 @@ counterexample per failing property. What it found is summed in an
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import shutil
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,7 +25,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
 
-from .._errors import HarnessError
+from .._errors import HarnessError, UsageError
 from .._janitor import scratch_dir, sweep_folders
 from .._settings import Settings
 from .._signals import check_interrupted, shielded
@@ -83,6 +85,27 @@ def shard_plan(
     return mine, len(mine) + share
 
 
+#: a measured scenario costs this many fault-free runs: its own run, and
+#: (the first time its workload runs) its oracle's; faults that cost real
+#: time (a timeout after a kill) are not in it: an adapter that has them
+#: declares ``scenario_seconds``
+MEASURED_RUNS = 2.0
+#: scenarios after which the plan is checked against the pace of the search
+REVISE_AFTER = 10
+
+
+def budget_fit(planned: int, budget: float, cost: float | None) -> int | None:
+    """How many of ``planned`` scenarios fit in ``budget`` seconds at
+    ``cost`` seconds each (None: the cost is not known). The search starts
+    a scenario while its budget lasts, so one that begins just in time
+    counts."""
+    if cost is None:
+        return None
+    if cost <= 0:
+        return planned
+    return min(planned, math.ceil(budget / cost))
+
+
 def drawn_by(shard: tuple[int, int] | None, index: int) -> bool:
     """Whether shard ``(K, N)`` runs the sampled scenario drawn ``index``-th
     (from 0). Every shard draws the one stream of the whole plan from the
@@ -110,8 +133,14 @@ class Engine:
         workdir: Path | None = None,
         progress: Callable[[Outcome], None] | None = None,
         shrink: bool = True,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.adapter = adapter
+        #: receives the plan's one-line notices (what fits the budget)
+        self._log = log or (lambda _line: None)
+        #: seconds of every fault-free run so far (the probe's first): what
+        #: a scenario costs, when the adapter does not say (see plan_budget)
+        self.fault_free_seconds: list[float] = []
         #: False: stop at the first failing example (the detection benchmark)
         self.shrink = shrink
         self.settings = settings
@@ -185,6 +214,7 @@ class Engine:
             history_name="oracle.jsonl",
             worker_timeout=self._worker_timeout(),
         )
+        self.fault_free_seconds.append(result.seconds)
         return result.history_path
 
     def _migrated_input(self, run: RunSpec) -> dict[str, Any]:
@@ -274,6 +304,7 @@ class Engine:
         # Hypothesis draws the whole plan's sampled stream in every shard.
         draws = outcome.whole_plan - len(aimed)
         aimed, outcome.planned = shard_plan(aimed, outcome.whole_plan, s.shard)
+        self._plan_budget(outcome, len(aimed))
         #: per property, the first failing example and whether it was sampled
         self._first = {}
         self._known = {}
@@ -288,11 +319,83 @@ class Engine:
             self._search_step(outcome, scenario, sampled=False)
             if self._stop:
                 break
+        if outcome.budget_cut:
+            outcome.not_run_targeted = [sc.name for sc in aimed[outcome.searched :]]
+            ran = {_kind(sc.name) for sc in aimed[: outcome.searched]}
+            unrun = {_kind(n) for n in outcome.not_run_targeted}
+            outcome.unreached_kinds = sorted(k for k in unrun - ran if k)
         remaining = outcome.planned - outcome.searched
         if not self._stop and not outcome.budget_cut and remaining > 0:
             self._sample(outcome, universe, draws)
         self._shrink_all(outcome, universe, draws)
         return self._finish(outcome, started)
+
+    def scenario_cost(self) -> tuple[float | None, str]:
+        """What one scenario costs in real time, about, and how that is
+        known: the adapter's ``scenario_seconds`` (``declared``), else
+        :data:`MEASURED_RUNS` times the median fault-free run so far
+        (``measured``), else ``(None, "unknown")``."""
+        declared = getattr(self.adapter, "scenario_seconds", None)
+        if declared is not None:
+            if (
+                isinstance(declared, bool)
+                or not isinstance(declared, (int, float))
+                or not math.isfinite(declared)
+                or declared < 0
+            ):
+                raise UsageError(
+                    f"adapter {self.adapter.name!r} declares scenario_seconds={declared!r}: "
+                    "it must be the real seconds one scenario takes, a number >= 0 (say "
+                    "scenario_seconds = 3.5), or left out to have the harness measure it"
+                )
+            return float(declared), "declared"
+        if self.fault_free_seconds:
+            return MEASURED_RUNS * statistics.median(self.fault_free_seconds), "measured"
+        return None, "unknown"
+
+    def _plan_budget(self, outcome: Outcome, aimed: int) -> None:
+        """Say before the search how many planned scenarios fit in the budget
+        (kept in the outcome, for the report), and what to do if not all do."""
+        budget = self.settings.budget_seconds
+        planned = outcome.planned or 0
+        cost, source = self.scenario_cost()
+        outcome.scenario_seconds, outcome.scenario_cost = cost, source
+        outcome.fit = budget_fit(planned, budget, cost)
+        sampled = max(planned - aimed, 0)
+        head = f"harness: plan: {planned} scenarios ({aimed} targeted, {sampled} sampled)"
+        if cost is None or outcome.fit is None:
+            self._log(f"{head}; the {budget:g} s budget may cut it short (cost not known)")
+            return
+        how = (
+            "declared by the adapter"
+            if source == "declared"
+            else f"measured: {MEASURED_RUNS:g} x the median fault-free run"
+        )
+        at = f"at about {cost:.2g} s a scenario ({how})"
+        if outcome.fit >= planned:
+            self._log(f"{head}; {at}, all fit in the {budget:g} s budget")
+            return
+        self._log(
+            f"{head}; {at}, about {outcome.fit} fit in the {budget:g} s budget: the other "
+            f"{planned - outcome.fit} will not run, and the report will say so "
+            "(inconclusive). Every targeted category comes once before any comes twice. "
+            f"To run them all: --budget {math.ceil(planned * cost)}"
+        )
+
+    def _revise_plan(self, outcome: Outcome) -> None:
+        """Once :data:`REVISE_AFTER` scenarios ran: if they ran slower than
+        planned, say how many now fit (once)."""
+        if outcome.searched != REVISE_AFTER or outcome.planned is None:
+            return
+        pace = (time.monotonic() - self._started) / outcome.searched
+        fit = budget_fit(outcome.planned, self.settings.budget_seconds, pace)
+        if fit is not None and fit < outcome.planned and fit < (outcome.fit or 0) * 0.9:
+            self._log(
+                f"harness: the first {outcome.searched} scenarios took {pace:.2g} s each: "
+                f"about {fit} of the {outcome.planned} planned fit in the "
+                f"{self.settings.budget_seconds:g} s budget (to run them all: --budget "
+                f"{math.ceil(outcome.planned * pace)})"
+            )
 
     def _worker_timeout(self) -> float:
         return worker_timeout(self.settings.budget_seconds - (time.monotonic() - self._started))
@@ -365,6 +468,7 @@ class Engine:
         check_interrupted()
         example = self._run_cached(outcome, scenario)
         outcome.searched += 1
+        self._revise_plan(outcome)
         if not sampled:
             self._seen |= example.combinations  # old ground for the sampled phase
         for name in self._failed(example):
@@ -482,6 +586,13 @@ class Engine:
         if self._own_workdir:
             with shielded():
                 shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _kind(name: str) -> str:
+    """A targeted schedule's kind, from its name ``targeted/WORKFLOW/KIND/...``
+    ("" for a regression's or a sampled scenario's name)."""
+    parts = name.split("/")
+    return parts[2] if len(parts) > 2 and parts[0] == "targeted" else ""
 
 
 def _key(scenario: Scenario) -> str:

@@ -1,18 +1,24 @@
-"""Planning a search on real time (issue 18): the targeted list's order, and
-the upgrade mid-run of an adapter without crash points."""
+"""Planning a search on real time (issue 18): the targeted list's order, the
+upgrade mid-run of an adapter without crash points, and what fits the
+budget."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from engine_support import harness_cli
 from upgrade_toy import UpgradeToy
 
+import harness
 from harness._settings import load_settings
 from harness.adapters.reference import ReferenceAdapter
 from harness.model import Verdict
 from harness.scenarios import Universe, probe_universe, targeted
 from harness.session import Engine
+from harness.session._engine import MEASURED_RUNS, budget_fit
 
 #: the category of a targeted schedule, by the kind its name carries
 #: (``targeted/WORKFLOW/KIND/...``)
@@ -126,3 +132,70 @@ def test_a_reordering_release_is_found_only_when_old_code_stops_mid_run(engine_f
     # the same schedule against a release that keys calls by what they do
     careful = UpgradeToy("action")
     assert _failed(engine_for(careful), name, probe_universe(careful)) == []
+
+
+def test_what_fits_a_budget() -> None:
+    assert budget_fit(150, 180.0, 3.6) == 50
+    assert budget_fit(150, 180.0, 0.2) == 150
+    assert budget_fit(150, 180.0, 0.0) == 150  # free: all of it
+    assert budget_fit(150, 180.0, None) is None  # not known
+    assert budget_fit(10, 5.0, 2.0) == 3  # one started just in time counts
+
+
+def test_a_declared_cost_plans_the_budget_before_the_search(tmp_path: Path) -> None:
+    lines: list[str] = []
+    report = harness.run(
+        UpgradeToy("action", scenario_seconds="30"),
+        profile="dev",
+        seed=0,
+        budget=60,
+        report_dir=tmp_path / "r",
+        log=lines.append,
+    )
+    plan = next(line for line in lines if line.startswith("harness: plan:"))
+    assert "12 scenarios" in plan, plan
+    assert "at about 30 s a scenario (declared by the adapter)" in plan, plan
+    assert "about 2 fit in the 60 s budget: the other 10 will not run" in plan, plan
+    assert "--budget 360" in plan, plan
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert data["fit_scenarios"] == 2
+    assert data["scenario_seconds"] == 30.0
+    assert data["scenario_cost"] == "declared"
+    assert report.plan_line() is not None
+    assert "about 2 expected to fit the budget" in (report.plan_line() or "")
+
+
+def test_a_cost_not_declared_is_measured_from_the_fault_free_runs(tmp_path: Path) -> None:
+    lines: list[str] = []
+    harness.run(UpgradeToy("action"), profile="dev", seed=0, report_dir=tmp_path, log=lines.append)
+    plan = next(line for line in lines if line.startswith("harness: plan:"))
+    assert f"(measured: {MEASURED_RUNS:g} x the median fault-free run)" in plan, plan
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["scenario_cost"] == "measured" and data["scenario_seconds"] > 0
+    assert 0 < data["fit_scenarios"] <= data["planned_scenarios"]
+
+
+@pytest.mark.parametrize("bad", ["-1", "nan"])
+def test_a_bad_declared_cost_is_refused_with_the_fix(bad: str, tmp_path: Path) -> None:
+    with pytest.raises(harness.UsageError, match=r"scenario_seconds=.*a number >= 0"):
+        harness.run(UpgradeToy("action", scenario_seconds=bad), profile="dev", report_dir=tmp_path)
+
+
+def test_a_plan_the_budget_cut_says_plainly_what_it_did_not_exercise(tmp_path: Path) -> None:
+    """The reference on the ci plan with a 3 s budget: most of the plan is not
+    run, and the run is inconclusive, naming what it left out."""
+    proc = harness_cli(
+        "run", "--adapter", "reference", "--profile", "ci", "--budget", "3",
+        "--report-dir", str(tmp_path / "r"), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "harness: plan: 150 scenarios (120 targeted, 30 sampled)" in proc.stdout
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    ran = data["searched_scenarios"]
+    assert data["verdict"] == "unknown" and ran < 150
+    said = [r for r in data["inconclusive"] if r.startswith("not exercised: ")]
+    assert len(said) == 1, data["inconclusive"]
+    assert "30 sampled scenarios" in said[0] and "--budget" in said[0], said
+    if ran < 120:
+        assert f"{120 - ran} targeted schedules" in said[0], said
+    assert f"ran {ran} of 150 planned scenarios (" in proc.stdout
