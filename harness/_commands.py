@@ -17,7 +17,6 @@ from ._settings import load_settings
 from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
 from .model import Verdict
-from .nemesis import resolve_worker_timeout, worker_timeout_limit
 from .outcome import Outcome
 from .report import (
     Report,
@@ -56,7 +55,6 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
             shard=getattr(ns, "shard", None),
             jobs=getattr(ns, "jobs", None),
             example_db=getattr(ns, "example_db", None),
-            worker_timeout=getattr(ns, "worker_timeout", None),
             log=progress.log,
             progress=progress.update,
         )
@@ -287,8 +285,7 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
     engine = Engine(guard(adapter), settings)
     try:
         setup_adapter(adapter)
-        with worker_timeout_limit(resolve_worker_timeout(settings.worker_timeout, adapter)):
-            example = engine.execute(scenario)
+        example = engine.execute(scenario)
     except BaseException as exc:
         engine.close()
         close_adapter(adapter, failing=exc)
@@ -360,9 +357,7 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     engine = Engine(adapter, load_settings(ns.profile))
     try:
         setup_adapter(adapter)
-        limit = resolve_worker_timeout(engine.settings.worker_timeout, adapter)
-        with worker_timeout_limit(limit):
-            checks = check_workflows(adapter, engine)
+        checks = check_workflows(adapter, engine)
     except BaseException as exc:
         engine.close()
         close_adapter(adapter, failing=exc)
