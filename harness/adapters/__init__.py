@@ -36,6 +36,7 @@ from ._contract import (
     WorkerHandle,
     WorkflowSpec,
 )
+from ._netinfo import tcp_connections
 from ._workers import ForkServerWorker, shared_fork_server
 from .kit import (
     ConstantClock,
@@ -80,6 +81,7 @@ __all__ = [
     "World",
     "WorldClient",
     "shared_fork_server",
+    "tcp_connections",
     "transitions_from_sequence",
     "work_until_idle",
 ]

@@ -57,8 +57,8 @@ still satisfies the protocol):
     stores that ``worker``, stopped at a ``pause`` crash point, was using
     there, the one in use first (an empty list: none). The harness then
     drops or resets that one connection's packets (:mod:`harness._netfilter`)
-    and lets the worker go on. A runtime whose workers cannot say it may read
-    read it from ``/proc/<pid>/fd`` and ``/proc/net/tcp``.
+    and lets the worker go on. An adapter whose workers cannot say it may
+    read it from ``/proc``: :func:`harness.adapters.tcp_connections`.
 
 ``Adapter.lease_seconds: float``
     How long a worker's claim on a run lasts (default 30): the clock

@@ -35,7 +35,10 @@ def test_a_run_whose_machine_lacks_iptables_reports_the_network_family_not_teste
         steps=(
             Submit(
                 run=RunSpec(
-                    run_id="r1", tenant="acme", workflow="procurement", input={"item": "bolts"}
+                    run_id="r1",
+                    tenant="acme",
+                    workflow="procurement",
+                    input={"item": "bolts", "quantity": 3},
                 )
             ),
             RunWorker(
