@@ -31,7 +31,7 @@ from .adapters import Adapter
 from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import load_adapter, validate_adapter
 from .model import Scenario
-from .nemesis import worker_timeout
+from .nemesis import resolve_worker_timeout, worker_timeout, worker_timeout_limit
 from .outcome import Outcome
 from .report import Report, build_report, claim_report_folder, not_tested, write_run
 from .report._folder import keep_file
@@ -58,6 +58,7 @@ def run(
     shard: str | tuple[int, int] | None = None,
     jobs: int | str | None = None,
     example_db: str | Path | None = None,
+    worker_timeout: float | None = None,
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Report:
@@ -78,6 +79,9 @@ def run(
     report (see :mod:`harness._jobs`; ``adapter`` must then be a spec).
     ``example_db`` (a folder, or a ``redis://`` URL) keeps the sampled
     search's failing examples and replays them first in later runs.
+    ``worker_timeout`` (seconds) is how long one worker may run before it
+    is killed and called stuck (default: the adapter's ``worker_timeout``,
+    else 120).
     ``log`` receives the
     run's one-line notices (adapter, seed, gaps), ``progress`` the outcome
     after every scenario.
@@ -96,6 +100,7 @@ def run(
         shard=shard,
         jobs=jobs,
         example_db=None if example_db is None else str(example_db),
+        worker_timeout=worker_timeout,
     )
     _check_shard(settings, exhaustive)
     n = _check_jobs(settings, exhaustive, spec_given=isinstance(adapter, str))
@@ -229,7 +234,9 @@ class Session:
                 # first; then the adapter's run-level hook, before the probe.
                 sweep_folders()
                 setup_adapter(self.adapter)
-                report = self._run(report_dir, exhaustive, regressions)
+                limit = resolve_worker_timeout(self.settings.worker_timeout, self.adapter)
+                with worker_timeout_limit(limit):
+                    report = self._run(report_dir, exhaustive, regressions)
             except BaseException as exc:
                 close_adapter(self.adapter, failing=exc)
                 raise

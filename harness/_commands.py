@@ -17,6 +17,7 @@ from ._settings import load_settings
 from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
 from .model import Verdict
+from .nemesis import resolve_worker_timeout, worker_timeout_limit
 from .outcome import Outcome
 from .report import (
     Report,
@@ -55,6 +56,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
             shard=getattr(ns, "shard", None),
             jobs=getattr(ns, "jobs", None),
             example_db=getattr(ns, "example_db", None),
+            worker_timeout=getattr(ns, "worker_timeout", None),
             log=progress.log,
             progress=progress.update,
         )
@@ -285,7 +287,8 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
     engine = Engine(guard(adapter), settings)
     try:
         setup_adapter(adapter)
-        example = engine.execute(scenario)
+        with worker_timeout_limit(resolve_worker_timeout(settings.worker_timeout, adapter)):
+            example = engine.execute(scenario)
     except BaseException as exc:
         engine.close()
         close_adapter(adapter, failing=exc)
@@ -357,7 +360,9 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     engine = Engine(adapter, load_settings(ns.profile))
     try:
         setup_adapter(adapter)
-        checks = check_workflows(adapter, engine)
+        limit = resolve_worker_timeout(engine.settings.worker_timeout, adapter)
+        with worker_timeout_limit(limit):
+            checks = check_workflows(adapter, engine)
     except BaseException as exc:
         engine.close()
         close_adapter(adapter, failing=exc)

@@ -57,6 +57,7 @@ def main(argv: list[str]) -> int:
                 report_dir=args["report_dir"],
                 targeted=args["targeted"],
                 stop_on_first=args["stop_on_first"],
+                worker_timeout=args.get("worker_timeout"),
                 scenarios=args["scenarios"],
                 shard=tuple(args["shard"]),
                 jobs=1,

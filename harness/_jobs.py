@@ -201,6 +201,7 @@ def run_jobs(
                 "max_examples": settings.max_examples,
                 "targeted": settings.targeted,
                 "stop_on_first": settings.stop_on_first,
+                "worker_timeout": settings.worker_timeout,
                 "scenarios": [str(f) for f in files],
                 "shard": [k, n],
                 "report_dir": str(folder),

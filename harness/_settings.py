@@ -72,6 +72,10 @@ class Settings:
     #: (``--example-db PATH|redis://...``, see ``harness.session._exampledb``);
     #: None: nowhere
     example_db: str | None = None
+    #: seconds one worker may run before it is killed and called stuck
+    #: (``--worker-timeout``); None: the adapter's ``worker_timeout``, else
+    #: 120 (``harness.nemesis.resolve_worker_timeout``)
+    worker_timeout: float | None = None
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -104,6 +108,8 @@ def _coerce(name: str, value: Any, source: str) -> Any:
     if name == "jobs":
         return parse_jobs(value, source)
     try:
+        if target == "float | None":
+            return None if value in (None, "", "none") else float(value)
         if "int" in str(target) and "None" in str(target):
             return None if value in (None, "", "none") else int(value)
         if target in ("int", int):
@@ -247,6 +253,7 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "seed": (0, 2**64 - 1, "the search's seed"),
     "max_runs": (1, 50, "runs per scenario"),
     "max_episodes": (1, 50, "fault episodes per scenario"),
+    "worker_timeout": (1, 24 * 3600.0, "seconds one worker may run"),
 }
 
 

@@ -50,6 +50,15 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", choices=list(PROFILES))
     r.add_argument("--seed", type=int)
     r.add_argument("--budget", type=float, metavar="SECONDS")
+    r.add_argument(
+        "--worker-timeout",
+        type=float,
+        dest="worker_timeout",
+        metavar="SECONDS",
+        help="how long one worker may run before it is killed and called stuck (default: "
+        "the adapter's worker_timeout, else 120; never more than the budget left, nor under "
+        "30 s unless set lower)",
+    )
     r.add_argument("--max-examples", type=int, dest="max_examples")
     r.add_argument("--report-dir", default=None, metavar="DIR")
     r.add_argument(

@@ -36,8 +36,10 @@ from ._processes import (
     kill_worker,
     race,
     release,
+    resolve_worker_timeout,
     wait_worker,
     worker_timeout,
+    worker_timeout_limit,
 )
 from ._storage import cancel, storage_fault
 from ._validate import needs, validate
@@ -63,9 +65,11 @@ __all__ = [
     "network_fault",
     "race",
     "release",
+    "resolve_worker_timeout",
     "storage_fault",
     "validate",
     "wait_worker",
     "worker_timeout",
+    "worker_timeout_limit",
     "world_kind",
 ]

@@ -10,22 +10,66 @@ own, and leave the recording of how each worker ended to
 from __future__ import annotations
 
 import contextlib
+import math
 import time
+from collections.abc import Iterator
+from contextvars import ContextVar
 
 from .._errors import AdapterError
 from ..adapters import WorkerExit, WorkerHandle
 from ..model import ContinueWorker, EventF, KillAfter, KillWorker, RaceWorkers, ReleaseWorkers
 from ._context import ScenarioError, StepContext
 
-#: Longest a single worker may run before the harness calls it stuck.
+#: Longest a single worker may run before the harness calls it stuck, unless
+#: the run says otherwise (``--worker-timeout``, or the adapter's
+#: ``worker_timeout``: see :func:`resolve_worker_timeout`).
 WORKER_TIMEOUT = 120.0
 
+#: the limit of the harness run in progress (set by :func:`worker_timeout_limit`)
+_limit: ContextVar[float] = ContextVar("harness_worker_timeout", default=WORKER_TIMEOUT)
 
-def worker_timeout(budget_left: float) -> float:
-    """How long a worker may run before it is killed as stuck: two minutes,
-    or what is left of the budget, but never under 30 s (a worker runs until
-    nothing is runnable: seconds, not minutes)."""
-    return min(WORKER_TIMEOUT, max(30.0, budget_left))
+
+def worker_timeout(budget_left: float, limit: float | None = None) -> float:
+    """How long a worker may run before it is killed as stuck: ``limit``
+    (default: the run's, :func:`worker_timeout_limit`, else
+    :data:`WORKER_TIMEOUT`), or what is left of the budget, but never under
+    30 s nor over ``limit`` (a worker runs until nothing is runnable:
+    seconds, not minutes)."""
+    cap = _limit.get() if limit is None else limit
+    return min(cap, max(30.0, budget_left))
+
+
+@contextlib.contextmanager
+def worker_timeout_limit(seconds: float) -> Iterator[None]:
+    """Within this block (one harness run, replay or check), a worker may
+    run ``seconds`` at most: what :func:`worker_timeout` caps at."""
+    token = _limit.set(seconds)
+    try:
+        yield
+    finally:
+        _limit.reset(token)
+
+
+def resolve_worker_timeout(setting: float | None, adapter: object) -> float:
+    """The worker timeout of a run: the ``worker_timeout`` setting
+    (``--worker-timeout``, ``HARNESS_WORKER_TIMEOUT``, ``[tool.harness]``)
+    if given, else the adapter's optional ``worker_timeout`` attribute (a
+    runtime on real time declares what its workers need), else
+    :data:`WORKER_TIMEOUT`. An adapter's value that is not a positive
+    finite number is an :class:`AdapterError`."""
+    if setting is not None:
+        return float(setting)
+    declared = getattr(adapter, "worker_timeout", None)
+    if declared is None:
+        return WORKER_TIMEOUT
+    ok = isinstance(declared, (int, float)) and not isinstance(declared, bool)
+    if not ok or not math.isfinite(declared) or declared <= 0:
+        name = type(getattr(adapter, "unguarded", adapter)).__name__
+        raise AdapterError(
+            f"{name}.worker_timeout is {declared!r}: it must be a positive number of seconds "
+            "(how long one of its workers may run before the harness calls it stuck)"
+        )
+    return float(declared)
 
 
 def wait_worker(handle: WorkerHandle, timeout: float) -> WorkerExit:

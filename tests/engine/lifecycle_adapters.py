@@ -127,3 +127,27 @@ class RetryingForever(ToyAdapter):
 
     def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
         return _RetryingEnvironment(workdir, self.keyed)
+
+
+# -- a worker that never exits ----------------------------------------------------------
+
+
+class _Stuck(ToyEnvironment):
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        return self.workers.spawn(worker_id, "harness.procs._selftest:sleep_forever", {})
+
+
+class StuckDeclaring(ToyAdapter):
+    """Its workers never exit; it declares how long one may run (a runtime
+    on real time would declare more than the default, this one less)."""
+
+    worker_timeout = 3.0
+
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _Stuck(workdir, self.keyed)
+
+
+class BadWorkerTimeout(ToyAdapter):
+    worker_timeout = float("nan")
