@@ -147,10 +147,12 @@ EXPORTS: dict[str, list[str]] = {
         "network_fault",
         "race",
         "release",
+        "resolve_worker_timeout",
         "storage_fault",
         "validate",
         "wait_worker",
         "worker_timeout",
+        "worker_timeout_limit",
         "world_kind",
     ],
     "harness.outcome": [
