@@ -15,7 +15,8 @@ it, so that an adapter keeps only the mapping:
 - :func:`transitions_from_sequence`: a legal-transition table for a runtime
   without a state machine of its own;
 - :class:`IdlePolicy`, :func:`work_until_idle`: when a worker of a runtime
-  that recovers in the background may exit (quiet for N polls in a row);
+  that recovers in the background may exit (quiet for N polls in a row,
+  and no run with a task pending, by an adapter's ``busy`` predicate);
 - :func:`signed_decision`: the approval message ``approval_message()``
   returns, signed by the world's approver, with each refused variant made
   as the harness asks (forged, wrong role, wrong parameters);
@@ -90,6 +91,8 @@ EPOCH = 1_700_000_000.0
 
 #: The exit code of :func:`work_until_idle` when the runtime never went quiet.
 GAVE_UP = 3
+
+T = TypeVar("T")
 
 
 # -- workers -----------------------------------------------------------------
@@ -503,12 +506,24 @@ def transitions_from_sequence(
 class IdlePolicy:
     """When a worker whose runtime works in the background may exit.
 
-    The worker polls a *probe* (any comparable snapshot of the runtime's
-    progress: statuses, versions, a row count) every ``interval`` seconds.
-    The runtime is idle once ``quiet`` consecutive polls return the same
-    snapshot as the poll before them; if it is not idle within ``give_up``
-    seconds, the worker stops waiting. Real time, on purpose: it measures
-    the runtime's own background threads, not the virtual clock.
+    The contract: the worker polls a *probe* (any comparable snapshot of the
+    runtime's progress: statuses, versions, a row count) every ``interval``
+    seconds. A poll is *quiet* when its snapshot equals the one before it
+    and, if the adapter gives a ``busy`` predicate, ``busy(snapshot)`` is
+    False: no run of this worker's deployment has a task pending that the
+    runtime will hand out by itself (an activity in flight or due for a
+    retry, a task queued, a timer due within seconds) -- what the snapshot
+    alone cannot show, since nothing changes while a retry timer runs. The
+    runtime is idle after ``quiet`` quiet polls in a row. A run the runtime
+    fails again and again (``RunState.RETRYING``) is no pending task: its
+    worker may exit, and the harness reports the run.
+
+    If it is not idle within ``give_up`` seconds, the worker stops waiting
+    (:data:`GAVE_UP`, a failed worker). Keep ``give_up``, plus the time a
+    worker takes to start, under the run's worker timeout (``--worker-timeout``
+    or the adapter's ``worker_timeout``, default 120 s), or the harness
+    kills the worker as stuck first. Real time, on purpose: it measures the
+    runtime's own background threads and timers, not the virtual clock.
     """
 
     quiet: int = 3
@@ -519,9 +534,10 @@ class IdlePolicy:
         if self.quiet < 1 or not self.interval > 0 or not self.give_up > 0:
             raise ValueError(f"IdlePolicy needs quiet >= 1, interval > 0, give_up > 0: {self}")
 
-    def wait(self, probe: Callable[[], object]) -> bool:
+    def wait(self, probe: Callable[[], T], busy: Callable[[T], bool] | None = None) -> bool:
         """Poll ``probe`` until the runtime is idle (True) or ``give_up``
-        seconds have passed (False). An exception from ``probe`` propagates."""
+        seconds have passed (False); ``busy`` (optional) is asked about each
+        poll's snapshot. An exception from either propagates."""
         deadline = time.monotonic() + self.give_up
         last, calm = probe(), 0
         while calm < self.quiet:
@@ -529,17 +545,31 @@ class IdlePolicy:
                 return False
             time.sleep(self.interval)
             now = probe()
-            calm = calm + 1 if now == last else 0
+            quiet = now == last and not (busy is not None and busy(now))
+            calm = calm + 1 if quiet else 0
             last = now
         return True
 
 
-def work_until_idle(probe: Callable[[], object], policy: IdlePolicy | None = None) -> int:
-    """A worker's last line: wait until ``probe`` says the runtime is idle
-    (see :class:`IdlePolicy`), then return the worker's exit code: 0 when
-    idle, :data:`GAVE_UP` when it never went quiet (the harness records a
-    worker that failed, and the run's state says what it was doing)."""
-    return 0 if (policy or IdlePolicy()).wait(probe) else GAVE_UP
+def work_until_idle(
+    probe: Callable[[], T],
+    policy: IdlePolicy | None = None,
+    *,
+    busy: Callable[[T], bool] | None = None,
+) -> int:
+    """A worker's last line: wait until the runtime is idle -- ``probe``'s
+    snapshot unchanged for ``policy.quiet`` polls in a row, ``busy(snapshot)``
+    False at each (see :class:`IdlePolicy`) -- then return the worker's exit
+    code: 0 when idle, :data:`GAVE_UP` when it never went quiet (the harness
+    records a worker that failed, and the run's state says what it was
+    doing). For example, a worker of a runtime that retries activities on a
+    server timer::
+
+        views = lambda: bridge.run(describe_runs(client))
+        return work_until_idle(views, IdlePolicy(quiet=3, interval=0.1, give_up=60),
+                               busy=lambda vs: any(v.activity_pending for v in vs))
+    """
+    return 0 if (policy or IdlePolicy()).wait(probe, busy) else GAVE_UP
 
 
 # -- inbound messages ----------------------------------------------------------
@@ -751,8 +781,6 @@ def spawn_owned(
 
 
 # -- asyncio runtimes --------------------------------------------------------------
-
-T = TypeVar("T")
 
 #: every bridge of this process, so a forked child can forget their loops
 _bridges: weakref.WeakSet[AsyncBridge] = weakref.WeakSet()
