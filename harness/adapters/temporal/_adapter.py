@@ -14,7 +14,10 @@ its code version until its runs are idle (:data:`IDLE`).
 Statuses are Temporal's execution statuses, plus ``TASK_FAILING``: a
 running workflow whose last workflow task failed (a nondeterminism error
 after an upgrade, an exception in workflow code), which Temporal retries
-forever; its error is the failure's message. Declared: concurrent workers
+forever -- ``RunState.RETRYING``, its error the failure's message (the
+first failure's: core reports a task's failure once, so it stays the same).
+The harness talks to the server through one client on the kit's event loop
+(``kit.run_async``); a worker runs its own. Declared: concurrent workers
 (any number may poll one queue), and version switching when the app has
 code for version 1. Not declared: crash points (the world kills workers at
 effect boundaries), a clock, approvals, memory, cancel.
@@ -48,7 +51,7 @@ from .. import kit
 _ENDS = ["FAILED", "CANCELED", "TERMINATED", "TIMED_OUT"]
 TABLE = kit.transitions_from_sequence(["RUNNING", "TASK_FAILING", "COMPLETED"], terminal=_ENDS)
 TABLE["TASK_FAILING"].append("RUNNING")  # a release that fixed the workflow code
-_STATES = {"RUNNING": "running", "TASK_FAILING": "running", "COMPLETED": "completed"}
+_STATES = {"RUNNING": "running", "TASK_FAILING": "retrying", "COMPLETED": "completed"}
 #: A worker is busy while a run is ``RUNNING`` (an activity a killed worker
 #: held is retried once its start_to_close_timeout has passed: no worker sees
 #: that coming), then waits for three quiet polls; a workflow task failing
@@ -94,6 +97,8 @@ async def _work(args: dict[str, Any]) -> int:
     world = WorldClient(args["world"], clock=lambda: kit.EPOCH)
     _worker.update(args, world=world, registry=registry)
     client, loop = await Client.connect(args["address"]), asyncio.get_running_loop()
+    if all(v.state.terminal for v in await _views(client, args["prefix"], registry.runs())):
+        return 0  # nothing left to do: no need to start a Worker (a second or so)
     opts = {"workflows": list(app.code[args["code_version"]]), "activities": app.activities}
     # No workflow cache, so no sticky queue to wait out after a kill.
     opts |= {"activity_executor": ThreadPoolExecutor(4), "max_cached_workflows": 0}
@@ -136,13 +141,13 @@ class TemporalEnvironment(c.BaseEnvironment):
 
     def __init__(self, adapter: TemporalAdapter, workdir: Path) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
-        self.app, self.address = adapter.app, adapter.address
+        self.app, self.client = adapter.app, adapter.client
         self.prefix = f"harness-{time.time_ns()}-"  # unique on the run's server
         self.world = World(workdir / "world.db", clock=lambda: kit.EPOCH).create()
         self.registry = kit.RunRegistry(workdir / "registry.db")
         preload = ("temporalio.worker", __name__, adapter.app_spec.partition(":")[0])
         self.workers = kit.WorkerSet(workdir, preload)
-        self.args = {"app": adapter.app_spec, "address": self.address, "prefix": self.prefix}
+        self.args = {"app": adapter.app_spec, "address": adapter.address, "prefix": self.prefix}
         self.args |= {"world": self.world.path, "registry": str(self.registry.path)}
 
     def declarations(self) -> c.Declarations:
@@ -156,17 +161,12 @@ class TemporalEnvironment(c.BaseEnvironment):
 
     def submit(self, run: RunSpec) -> None:
         self.registry.add(run.run_id, run.tenant, "RUNNING")
-        asyncio.run(self._start(run))
-
-    async def _start(self, run: RunSpec) -> None:
-        client, wid = await Client.connect(self.address), self.prefix + run.run_id
-        await client.start_workflow(run.workflow, run.input, id=wid, task_queue=self.prefix)
+        wid, start = self.prefix + run.run_id, self.client.start_workflow
+        kit.run_async(start(run.workflow, run.input, id=wid, task_queue=self.prefix))
 
     def observe(self) -> c.Observation:
-        return self.registry.observation(asyncio.run(self._observe()))
-
-    async def _observe(self) -> list[c.RunView]:
-        return await _views(await Client.connect(self.address), self.prefix, self.registry.runs())
+        views = kit.run_async(_views(self.client, self.prefix, self.registry.runs()))
+        return self.registry.observation(views)
 
     def now(self) -> float:
         return kit.EPOCH
@@ -182,6 +182,7 @@ class TemporalAdapter:
 
     name = "temporal"
     folder: kit.OwnedFolder | None = None
+    client: Client  # connected on the kit's event loop (run_async), by setup()
 
     def __init__(self, app: str) -> None:
         self.app_spec, self.app = app, pkgutil.resolve_name(app)
@@ -207,7 +208,7 @@ class TemporalAdapter:
         deadline = time.monotonic() + 60
         while server.poll() is None and time.monotonic() < deadline:
             with contextlib.suppress(RuntimeError):  # not listening yet
-                asyncio.run(Client.connect(self.address))
+                self.client = kit.run_async(Client.connect(self.address))
                 return
             time.sleep(0.05)
         log = (self.folder.path / "temporal.log").read_text()
@@ -226,4 +227,4 @@ class TemporalAdapter:
     def close(self) -> None:
         """Stop the dev server and remove its folder (idempotent)."""
         if self.folder is not None:
-            self.folder.close(grace=1.0)  # idempotent
+            self.folder.close(grace=0.0)  # idempotent; the server keeps nothing
