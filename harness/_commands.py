@@ -46,6 +46,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
             profile=ns.profile,
             seed=ns.seed,
             budget=ns.budget,
+            shrink_budget=getattr(ns, "shrink_budget", None),
             max_examples=ns.max_examples,
             report_dir=ns.report_dir,
             mode=getattr(ns, "mode", None),
@@ -187,6 +188,12 @@ def _step_summary(report_dir: Path) -> None:
         f.write((report_dir / "summary.md").read_text(encoding="utf-8"))
 
 
+def _minimal(fully_shrunk: bool) -> str:
+    if fully_shrunk:
+        return "minimal counterexample"
+    return "counterexample (not fully shrunk: shrinking stopped at --shrink-budget)"
+
+
 def _summary(out: TextIO, report: Report, report_dir: Path) -> None:
     _line(
         out,
@@ -214,7 +221,7 @@ def _summary(out: TextIO, report: Report, report_dir: Path) -> None:
     ce = report.counterexample
     if ce is not None:
         serves = ", ".join(ce.counterexample_for or ce.failed_properties)
-        _line(out, f"minimal counterexample for {serves}:")
+        _line(out, f"{_minimal(ce.fully_shrunk)} for {serves}:")
         for i, step in enumerate(ce.steps, 1):
             _line(out, f"  {i}. {step}")
         _line(out, f"replay: {ce.replay}")
@@ -222,7 +229,7 @@ def _summary(out: TextIO, report: Report, report_dir: Path) -> None:
         serves = ", ".join(other.counterexample_for or other.failed_properties)
         _line(
             out,
-            f"minimal counterexample for {serves}, "
+            f"{_minimal(other.fully_shrunk)} for {serves}, "
             f"kept in {report_dir / (other.folder or f'failures/{n}')}:",
         )
         for i, step in enumerate(other.steps, 1):

@@ -45,6 +45,9 @@ class Settings:
     profile: str = "dev"
     max_examples: int = 12
     budget_seconds: float = 60.0
+    #: shrinking's own budget, after the search (``--shrink-budget``); None:
+    #: a quarter of ``budget_seconds`` (see ``harness.session._engine.shrink_deadline``)
+    shrink_budget_seconds: float | None = None
     derandomize: bool = False
     seed: int | None = None
     max_runs: int = 2
@@ -250,6 +253,7 @@ def load_settings(
 BOUNDS: dict[str, tuple[float, float, str]] = {
     "max_examples": (1, 1_000_000, "scenarios to run (at least one, or nothing is judged)"),
     "budget_seconds": (0.001, 30 * 24 * 3600.0, "seconds the search may take"),
+    "shrink_budget_seconds": (0, 30 * 24 * 3600.0, "seconds shrinking may take"),
     "seed": (0, 2**64 - 1, "the search's seed"),
     "max_runs": (1, 50, "runs per scenario"),
     "max_episodes": (1, 50, "fault episodes per scenario"),

@@ -51,6 +51,15 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int)
     r.add_argument("--budget", type=float, metavar="SECONDS")
     r.add_argument(
+        "--shrink-budget",
+        type=float,
+        dest="shrink_budget",
+        metavar="SECONDS",
+        help="how long shrinking a failure may take, after the search and on top of --budget "
+        "(default: a quarter of --budget, plus what the search left of it); a counterexample "
+        "whose shrinking it stops is reported as not fully shrunk",
+    )
+    r.add_argument(
         "--worker-timeout",
         type=float,
         dest="worker_timeout",

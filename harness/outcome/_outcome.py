@@ -111,6 +111,9 @@ class Outcome:
     #: none ran
     not_run_targeted: list[str] = field(default_factory=list)
     unreached_kinds: list[str] = field(default_factory=list)
+    #: the properties whose counterexample's shrinking stopped at its own
+    #: budget (--shrink-budget) or never began: a smaller one may fail too
+    not_fully_shrunk: list[str] = field(default_factory=list)
     #: every executed example, in order, as :func:`ledger_entry` gives it
     #: (the run folder's ``scenarios.jsonl``): which scenarios ran, and
     #: whether a search spread over shards or jobs ran the same ones

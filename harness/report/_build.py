@@ -154,6 +154,7 @@ def build_report(
                 counterexample_for=props,
                 steps=ex.scenario.describe(),
                 folder=f"failures/{n}",
+                fully_shrunk=not set(props) & set(outcome.not_fully_shrunk),
                 replay=replay_command(report_dir / "failures" / str(n), spec, opts),
             )
             for n, (props, ex) in enumerate(others, 1)
@@ -174,6 +175,7 @@ def build_report(
             steps=failure.scenario.describe(),
             failed_properties=_failed(failure),
             counterexample_for=_serves(outcome, failure),
+            fully_shrunk=not set(_serves(outcome, failure)) & set(outcome.not_fully_shrunk),
             replay=replay_command(report_dir, spec, opts),
         ),
     )

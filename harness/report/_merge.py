@@ -326,9 +326,14 @@ def merge_reports(
     files: dict[str, bytes | Path] = {LEDGER: b"".join(line for r in shards for line in _ledger(r))}
     kept: list[tuple[int, str, list[str], list[str], list[str]]] = []
     copied: dict[str, str] = {}
+    #: the properties a shard's counterexample serves that it did not fully shrink
+    unshrunk: set[str] = set()
     for r in shards:
         assert r.shard is not None and r.folder is not None
         k = r.shard.k
+        for c in [r.counterexample, *r.other_failures]:
+            if c is not None and not c.fully_shrunk:
+                unshrunk.update(c.counterexample_for or c.failed_properties)
         found: list[tuple[str, list[str], list[str], list[str]]] = []
         if r.counterexample is not None:
             ce = r.counterexample
@@ -364,6 +369,7 @@ def merge_reports(
             failed_properties=failed,
             counterexample_for=serves,
             replay=replay_command(out / where(k0, rel0), spec, opts),
+            fully_shrunk=not set(serves) & unshrunk,
         )
         for k, rel, steps, failed, serves in kept[1:]:
             others.append(
@@ -373,6 +379,7 @@ def merge_reports(
                     steps=steps,
                     folder=where(k, rel),
                     replay=replay_command(out / where(k, rel), spec, opts),
+                    fully_shrunk=not set(serves) & unshrunk,
                 )
             )
     properties = []

@@ -24,8 +24,9 @@ inconclusive (``inconclusive`` says why), the plan (``planned_scenarios``,
 ``shard`` (a run of ``--shard K/N``), ``merged`` (a report ``harness merge``
 joined from shards) and each property's ``failed`` and ``unknown`` counts,
 then what fits the budget (``fit_scenarios``, ``scenario_seconds``,
-``scenario_cost``) and counterexamples whose shrinking stopped at its budget
-(``fully_shrunk``) (all optional). Older reports still load (the new fields default).
+``scenario_cost``) and whether each counterexample was fully shrunk
+(``fully_shrunk``) (all optional). Older reports still load (the new fields
+default).
 """
 
 from __future__ import annotations
@@ -131,6 +132,11 @@ class Counterexample(_Frozen):
     )
     replay: str = Field(description="the shell command that replays it")
     history: InsidePath = Field("history.jsonl", description="its history, relative to the report")
+    fully_shrunk: bool = Field(
+        True,
+        description="false: shrinking stopped at its budget (--shrink-budget) before it "
+        "finished: a smaller failing scenario may exist",
+    )
 
 
 class OtherFailure(_Frozen):
@@ -143,6 +149,11 @@ class OtherFailure(_Frozen):
     steps: list[str]
     replay: str | None = Field(None, description="the shell command that replays it")
     folder: InsidePath | None = Field(None, description="where it is kept, relative to the report")
+    fully_shrunk: bool = Field(
+        True,
+        description="false: shrinking stopped at its budget (--shrink-budget) before it "
+        "finished: a smaller failing scenario may exist",
+    )
 
 
 class ShardInfo(_Frozen):

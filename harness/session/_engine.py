@@ -94,6 +94,29 @@ MEASURED_RUNS = 2.0
 REVISE_AFTER = 10
 
 
+#: shrinking's own budget, as a share of ``--budget``, when
+#: ``--shrink-budget`` does not give it
+SHRINK_SHARE = 0.25
+
+
+def shrink_seconds(s: Settings) -> float:
+    """Shrinking's own budget: ``--shrink-budget``, else :data:`SHRINK_SHARE`
+    of ``--budget``."""
+    if s.shrink_budget_seconds is not None:
+        return s.shrink_budget_seconds
+    return SHRINK_SHARE * s.budget_seconds
+
+
+def shrink_deadline(now: float, search_started: float, s: Settings) -> float:
+    """When shrinking that begins at ``now`` must stop: after its own
+    budget (:func:`shrink_seconds`), or when the search's ``--budget`` ends
+    if that is later (a search that ended early leaves its time to
+    shrinking). Shrinking begins after the search, so it never takes time
+    from it; a search that spent all its budget still leaves shrinking its
+    own; a run lasts at most ``--budget`` plus ``--shrink-budget``."""
+    return max(now + shrink_seconds(s), search_started + s.budget_seconds)
+
+
 def budget_fit(planned: int, budget: float, cost: float | None) -> int | None:
     """How many of ``planned`` scenarios fit in ``budget`` seconds at
     ``cost`` seconds each (None: the cost is not known). The search starts
@@ -175,6 +198,8 @@ class Engine:
         self._first: dict[str, tuple[Example, bool]] = {}
         self._known: dict[str, frozenset[str]] = {}
         self._stop = False
+        #: when shrinking must stop (set as it begins: see shrink_deadline)
+        self._shrink_deadline: float | None = None
 
     # -- one example ---------------------------------------------------------
 
@@ -311,6 +336,7 @@ class Engine:
         self._seen = set()
         self._scores = {}
         self._stop = False
+        self._shrink_deadline = None
 
         for scenario in aimed:
             if self.over_budget() and outcome.searched > 0:
@@ -436,7 +462,8 @@ class Engine:
         def probe(scenario: Scenario) -> None:
             if not drawn_by(self.settings.shard, next(drawn)) or self._stop:
                 return
-            if self.over_budget():
+            # As in the targeted loop: a search runs at least one scenario.
+            if self.over_budget() and outcome.searched > 0:
                 outcome.budget_cut = True
                 self._stop = True
                 return
@@ -509,9 +536,20 @@ class Engine:
                 outcome.counterexamples[name] = shared
                 continue
             best = first
-            if sampled and self.shrink and not self.over_budget():
-                best = self._shrink(outcome, universe, name, sampled_max) or first
+            if sampled and self.shrink:
+                if self._shrink_deadline is None:
+                    self._shrink_deadline = shrink_deadline(
+                        time.monotonic(), self._started, self.settings
+                    )
+                if self._shrink_over():
+                    outcome.not_fully_shrunk.append(name)
+                else:
+                    best = self._shrink(outcome, universe, name, sampled_max) or first
             outcome.counterexamples[name] = best
+
+    def _shrink_over(self) -> bool:
+        """Whether shrinking has spent its own budget (see :func:`shrink_deadline`)."""
+        return self._shrink_deadline is not None and time.monotonic() >= self._shrink_deadline
 
     def _shrink(
         self, outcome: Outcome, universe: Universe, name: str, max_examples: int
@@ -520,7 +558,7 @@ class Engine:
         that fails ``name`` (every earlier one is known: nothing re-runs),
         then let Hypothesis shrink it. The smallest failing example seen."""
         best: list[Example] = []
-        state = {"found": False}
+        state = {"found": False, "cut": False}
         drawn: dict[str, int] = {}
 
         @self._hypothesis_settings(max_examples, shrink=True)
@@ -538,7 +576,10 @@ class Engine:
             if known is None:
                 # Before the first failure is replayed, a scenario the search
                 # never ran means the replay diverged: run nothing new.
-                if not state["found"] or self.over_budget():
+                if not state["found"]:
+                    return
+                if self._shrink_over():
+                    state["cut"] = True
                     return
                 example = self._run_cached(outcome, scenario)
                 known = self._known[key]
@@ -563,6 +604,8 @@ class Engine:
             raise  # an adapter error, an interruption: not Hypothesis's to absorb
         except Exception as exc:  # Flaky and friends: our own record still holds
             outcome.counts["hypothesis_" + type(exc).__name__] += 1
+        if state["cut"]:
+            outcome.not_fully_shrunk.append(name)
         return best[0] if best else None
 
     def _finish(self, outcome: Outcome, started: float) -> Outcome:

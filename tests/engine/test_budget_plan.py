@@ -1,6 +1,6 @@
 """Planning a search on real time (issue 18): the targeted list's order, the
-upgrade mid-run of an adapter without crash points, and what fits the
-budget."""
+upgrade mid-run of an adapter without crash points, what fits the budget,
+and shrinking on a budget of its own."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from harness.adapters.reference import ReferenceAdapter
 from harness.model import Verdict
 from harness.scenarios import Universe, probe_universe, targeted
 from harness.session import Engine
-from harness.session._engine import MEASURED_RUNS, budget_fit
+from harness.session._engine import MEASURED_RUNS, SHRINK_SHARE, budget_fit, shrink_deadline
 
 #: the category of a targeted schedule, by the kind its name carries
 #: (``targeted/WORKFLOW/KIND/...``)
@@ -199,3 +199,62 @@ def test_a_plan_the_budget_cut_says_plainly_what_it_did_not_exercise(tmp_path: P
     if ran < 120:
         assert f"{120 - ran} targeted schedules" in said[0], said
     assert f"ran {ran} of 150 planned scenarios (" in proc.stdout
+
+
+def test_shrinking_has_a_budget_of_its_own() -> None:
+    s = load_settings("dev", budget_seconds=100.0)
+    # the search ended early: shrinking may use the rest of --budget
+    assert shrink_deadline(now=30.0, search_started=0.0, s=s) == 100.0
+    # the search spent its budget: shrinking still gets its own share
+    assert shrink_deadline(now=100.0, search_started=0.0, s=s) == 100.0 + SHRINK_SHARE * 100.0
+    given = s.with_(shrink_budget_seconds=7.0)
+    assert shrink_deadline(now=100.0, search_started=0.0, s=given) == 107.0
+
+
+def test_a_counterexample_shrinking_stopped_is_reported_not_fully_shrunk(tmp_path: Path) -> None:
+    """Every scenario of this toy fails; a search the budget ends at its
+    first scenario, with no time of its own for shrinking, keeps that
+    scenario unshrunk and says so."""
+    cut = harness.run(
+        UpgradeToy("twice"),
+        profile="dev",
+        seed=0,
+        targeted=False,
+        budget=0.001,
+        shrink_budget=0,
+        report_dir=tmp_path / "cut",
+    )
+    assert cut.verdict == "fail" and cut.counterexample is not None
+    assert cut.counterexample.fully_shrunk is False
+    data = json.loads((tmp_path / "cut" / "report.json").read_text())
+    assert data["counterexample"]["fully_shrunk"] is False
+    # with time for it, the same failure is shrunk to the end
+    shrunk = harness.run(
+        UpgradeToy("twice"),
+        profile="dev",
+        seed=0,
+        targeted=False,
+        max_examples=3,
+        budget=600,
+        report_dir=tmp_path / "full",
+    )
+    assert shrunk.counterexample is not None and shrunk.counterexample.fully_shrunk
+
+
+def test_the_cli_says_a_counterexample_is_not_fully_shrunk(tmp_path: Path) -> None:
+    proc = harness_cli(
+        "run", "--adapter", "upgrade_toy:UpgradeToy", "--adapter-opt", "keyed=twice",
+        "--profile", "dev", "--no-targeted", "--budget", "0.001", "--shrink-budget", "0",
+        "--report-dir", str(tmp_path / "r"), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "counterexample (not fully shrunk: shrinking stopped at --shrink-budget)" in proc.stdout
+
+
+def test_a_negative_shrink_budget_is_refused(tmp_path: Path) -> None:
+    proc = harness_cli(
+        "run", "--adapter", "reference", "--shrink-budget", "-1",
+        "--report-dir", str(tmp_path / "r"), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "shrink-budget=-1.0 is out of range" in proc.stderr

@@ -61,6 +61,8 @@ def worker_main(args: dict[str, Any]) -> int:
             key = f"{run_id}:{run['step'] if args['keyed'] == 'step' else effect}"
             caller = Caller(tenant=run["tenant"], run_id=run_id, op_id=effect)
             world.call(service, action, run["input"], idempotency_key=key, caller=caller)
+            if args["keyed"] == "twice" and effect == "payments.charge":  # always a bug
+                world.call(service, action, run["input"], idempotency_key=f"{key}+", caller=caller)
             run = {**run, "step": run["step"] + 1}
             _write(path, run)
         _write(path, {**run, "status": "completed", "output": {"steps": run["step"]}})
@@ -111,7 +113,8 @@ class UpgradeEnvironment(BaseEnvironment):
 
 
 class UpgradeToy:
-    """Option ``keyed``: ``step`` (the bug) or ``action`` (correct)."""
+    """Option ``keyed``: ``step`` (the bug), ``action`` (correct) or
+    ``twice`` (every run charges twice: every scenario fails)."""
 
     name = "upgrade-toy"
     capabilities: frozenset[Capability] = frozenset({Capability.VERSION_SWITCH})
