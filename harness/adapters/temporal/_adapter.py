@@ -52,11 +52,11 @@ _ENDS = ["FAILED", "CANCELED", "TERMINATED", "TIMED_OUT"]
 TABLE = kit.transitions_from_sequence(["RUNNING", "TASK_FAILING", "COMPLETED"], terminal=_ENDS)
 TABLE["TASK_FAILING"].append("RUNNING")  # a release that fixed the workflow code
 _STATES = {"RUNNING": "running", "TASK_FAILING": "retrying", "COMPLETED": "completed"}
-#: A worker is busy while a run is ``RUNNING`` (an activity a killed worker
-#: held is retried once its start_to_close_timeout has passed: no worker sees
-#: that coming), then waits for three quiet polls; a workflow task failing
-#: again and again is no work. 25 s: under the harness's shortest worker
-#: timeout (30 s).
+#: A worker exits after three quiet polls (``kit.work_until_idle``): a poll
+#: is busy while a run is ``RUNNING`` -- a task pending: an activity a killed
+#: worker held is retried once its start_to_close_timeout has passed, which
+#: no snapshot shows. ``TASK_FAILING`` is no work. 25 s: under the
+#: harness's shortest worker timeout (30 s).
 IDLE = kit.IdlePolicy(quiet=3, interval=0.1, give_up=25.0)
 _worker: dict[str, Any] = {}
 
@@ -106,13 +106,15 @@ async def _work(args: dict[str, Any]) -> int:
     harness_passes = SandboxRestrictions.default.with_passthrough_modules("harness")
     runner = SandboxedWorkflowRunner(harness_passes)
 
-    def probe() -> object:  # now (never twice the same) while a run is RUNNING
+    def probe() -> list[c.RunView]:
         coro = _views(client, args["prefix"], registry.runs())
-        views = asyncio.run_coroutine_threadsafe(coro, loop).result()
-        return time.monotonic() if any(v.raw_status == "RUNNING" for v in views) else views
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def busy(views: list[c.RunView]) -> bool:  # a run RUNNING has a task pending
+        return any(v.raw_status == "RUNNING" for v in views)
 
     async with Worker(client, task_queue=args["prefix"], workflow_runner=runner, **opts):
-        return await asyncio.to_thread(kit.work_until_idle, probe, IDLE)
+        return await asyncio.to_thread(kit.work_until_idle, probe, IDLE, busy=busy)
 
 
 async def _views(client: Client, prefix: str, runs: list[kit.RunRecord]) -> list[c.RunView]:
