@@ -72,15 +72,26 @@ def network_fault(ctx: StepContext, step: NetworkFault) -> None:
         "client": f"{ep.local_host}:{ep.local_port}",
         "server": f"{ep.remote_host}:{ep.remote_port}",
     }
-    with _netfilter.owner().holding(_rule(step.kind, ep)):
-        if step.kind == "reset_mid_transaction":
-            found = _netfilter.reset_server_end(
-                (ep.remote_host, ep.remote_port), (ep.local_host, ep.local_port)
-            )
-            if not found:
-                value["reason"] = "the server's end of the connection was already gone"
-            ctx.recorder.fault(step.kind, found, **value)
-        else:
-            ctx.recorder.fault(step.kind, True, **value)
+    owner = _netfilter.owner()
+    rule = _rule(step.kind, ep)
+    fired = True
+    try:
+        try:
+            owner.add(rule)
+            if step.kind == "reset_mid_transaction":
+                fired = _netfilter.reset_server_end(
+                    (ep.remote_host, ep.remote_port), (ep.local_host, ep.local_port)
+                )
+                if not fired:
+                    value["reason"] = "the server's end of the connection was already gone"
+        except _netfilter.NetfilterError as exc:
+            # The kernel or its tools refused (a netfilter without the
+            # comment match, no socket destroy): not inflicted, and said so.
+            fired, value["reason"] = False, str(exc)
+        ctx.recorder.fault(step.kind, fired, **value)
         handle.cont()
         ctx.await_worker(handle)
+    finally:
+        # Healed once the worker has ended, however the step ends (an
+        # interruption, an adapter error); a no-op for a rule never added.
+        owner.remove(rule)

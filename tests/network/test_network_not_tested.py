@@ -91,3 +91,55 @@ def test_a_run_whose_machine_lacks_iptables_reports_the_network_family_not_teste
     # Armed and never fired: the run is inconclusive, not passed.
     assert report["verdict"] != "pass"
     assert any("network fault family" in line for line in report["inconclusive"])
+
+
+#: An iptables that lists rules but refuses to add any (as one without the
+#: comment match would), and an ss that finds nothing.
+REFUSING = """#!/bin/sh
+case "$*" in
+  *" -S"*) exit 0 ;;
+  *) echo "iptables: No chain/target/match by that name." >&2; exit 1 ;;
+esac
+"""
+
+
+@pytest.mark.postgres
+def test_a_rule_the_kernel_refuses_is_recorded_not_fired_and_the_worker_goes_on(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness import Engine, Settings
+    from harness.adapters.reference import ReferenceAdapter
+    from harness.history import History
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("iptables", "ss"):
+        (tools / name).write_text(REFUSING, encoding="utf-8")
+        (tools / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    adapter = ReferenceAdapter("postgres", postgres_url=postgres_url)
+    example = Engine(adapter, Settings(), workdir=tmp_path / "engine").execute(
+        Scenario(
+            steps=(
+                Submit(
+                    run=RunSpec(
+                        run_id="r1",
+                        tenant="acme",
+                        workflow="procurement",
+                        input={"item": "bolts", "quantity": 3},
+                    )
+                ),
+                RunWorker(
+                    worker_id="n0", crash=CrashSpec(site="checkpoint_stmt_commit", action="pause")
+                ),
+                NetworkFault(kind="commit_ack_lost", worker_id="n0"),
+                Quiesce(),
+            )
+        )
+    )
+    (history,) = example.folder.rglob("history.jsonl")
+    (fault,) = History.load(history).faults("commit_ack_lost")
+    assert fault.value["fired"] is False
+    assert "No chain/target/match" in fault.value["reason"]
+    # Nothing was inflicted: the run went on as without the fault.
+    assert {r.verdict.value for r in example.results} == {"pass"}
