@@ -199,11 +199,12 @@ class StepContext:
         committed, after its connection died: read the run row back on a
         fresh connection. A commit is one transaction, so its row at
         ``new.state_version``, equal to ``new`` (the lease fields aside,
-        which the store keeps), proves every record of it was written; the
-        row still at the version before proves none was. Anything else --
-        another writer's version, or no answer from the store (``lost`` is
-        raised again) -- is not ours to resolve: the caller stops working on
-        the run, and the next claim re-reads it."""
+        which the store keeps) and still under this worker's fencing token,
+        proves every record of it was written; the row still at the version
+        before proves none was. Anything else -- another writer's version,
+        or no answer from the store (``lost`` is raised again) -- is not
+        ours to resolve: the caller stops working on the run, and the next
+        claim re-reads it."""
         row: Run | None = None
         for _ in range(2):  # a second fresh connection, if the first dies too
             try:
@@ -214,7 +215,9 @@ class StepContext:
         if row is None:
             raise lost
         lease = {"lease_owner", "lease_expiry", "fencing_token"}
-        if row.model_dump(exclude=lease) == new.model_dump(exclude=lease):
+        ours = self.claim is not None and row.fencing_token == self.claim.fencing_token
+        if ours and row.model_dump(exclude=lease) == new.model_dump(exclude=lease):
+            # Under our own lease (no one else could have written it): ours.
             return True
         if row.state_version == new.state_version - 1:
             return False
