@@ -37,9 +37,10 @@ class _SeeingEnvironment(ToyEnvironment):
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> ForkServerWorker:
         args = {**self.args, "worker_id": worker_id, "token": self.token}
-        return self.workers.spawn(
-            worker_id, f"{__name__}:seeing_worker", args, env={"LIFECYCLE_TOKEN": self.token}
-        )
+        # The fork server may be older than this test's environment: what a
+        # worker needs goes with each spawn (the log's path too).
+        env = {"LIFECYCLE_TOKEN": self.token, "LIFECYCLE_LOG": os.environ["LIFECYCLE_LOG"]}
+        return self.workers.spawn(worker_id, f"{__name__}:seeing_worker", args, env=env)
 
 
 class SetupAdapter(ToyAdapter):
