@@ -72,6 +72,13 @@ still satisfies the protocol):
     fault-free runs, which no fault slows). See ``docs/architecture.md``,
     "Planning on real time".
 
+``Adapter.worker_timeout: float``
+    How long one of its workers may run before the harness kills it and
+    calls it stuck (default 120 s; the ``worker_timeout`` setting,
+    ``--worker-timeout``, overrides it): a runtime on real time declares
+    what its slowest honest worker needs. See
+    :func:`harness.nemesis.resolve_worker_timeout`.
+
 ``Adapter.migrated_input(workflow, input, code_version) -> dict``
     The input of a run that release ``code_version`` accepted, as today's
     code holds it after the upgrade: the oracle of a run carried across a
