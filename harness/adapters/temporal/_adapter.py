@@ -1,15 +1,16 @@
 """A Temporal application behind the adapter contract, on the kit.
 
 One Temporal dev server (``temporal server start-dev``, its SQLite file in
-a scratch folder the janitor sweeps) serves a whole harness run:
-:meth:`TemporalAdapter.setup` starts it on a free loopback port,
-:meth:`TemporalAdapter.close` stops it, and a parent-death signal kills it
-with a harness that is killed. Each environment (one scenario) has its own
-task queue and workflow id prefix (one string, both), its own world and its
-own run registry. A run is a workflow execution (id: prefix + run id)
-started on that queue. A worker is a process forked from a fork server that
-imported temporalio once: it polls the queue with the workflow classes of
-its code version until its runs are idle (:data:`IDLE`).
+a folder owned through the kit: ``owned_folder``, ``spawn_owned``) serves a
+whole harness run: :meth:`TemporalAdapter.setup` starts it on a free
+loopback port, :meth:`TemporalAdapter.close` stops it; a SIGKILLed harness
+takes it along (a parent-death signal), and the next run sweeps its
+folder. Each environment (one scenario) has its own task queue and workflow
+id prefix (one string, both), its own world and its own run registry. A run
+is a workflow execution (id: prefix + run id) started on that queue. A
+worker is a process forked from a fork server that imported temporalio
+once: it polls the queue with the workflow classes of its code version
+until its runs are idle (:data:`IDLE`).
 
 Statuses are Temporal's execution statuses, plus ``TASK_FAILING``: a
 running workflow whose last workflow task failed (a nondeterminism error
