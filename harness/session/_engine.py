@@ -4,9 +4,9 @@ One *example* is a scenario executed in a fresh environment, its history
 checked by every property against the history of the same workload run
 without faults (the oracle, cached per workload; each tenant's runs in a
 deployment of their own, see ``_oracle``). The search runs the targeted
-schedules, then Hypothesis-sampled scenarios (swarms of fault kinds, each
-reporting its (fault, run state) combinations to ``hypothesis.target``, see
-``_coverage``), judging every property over all of them, then shrinks one
+schedules, then Hypothesis-sampled scenarios (swarms of fault kinds: a
+stream that depends on the seed and the plan's size only, never on what
+ran), judging every property over all of them, then shrinks one
 counterexample per failing property. What it found is summed in an
 :class:`~harness.outcome.Outcome`.
 """
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings, target
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
 from .._errors import HarnessError, UsageError
 from .._janitor import scratch_dir, sweep_folders
@@ -40,11 +40,6 @@ from ..scenarios import Universe, targeted
 from ..scenarios import scenarios as scenario_strategy
 from ._coverage import combinations
 from ._oracle import merge_histories, tenant_parts
-
-#: The ``hypothesis.target`` labels the sampled search reports per example:
-#: how many (fault, workflow, run state) combinations it fired, and how many
-#: of those no earlier example had fired.
-TARGETS = ("fault/state combinations", "new fault/state combinations")
 
 
 class _Found(Exception):
@@ -174,12 +169,6 @@ class Engine:
         self._oracles: dict[str, Path] = {}
         #: one tenant's fault-free runs, by what runs (shared by workloads)
         self._tenant_oracles: dict[str, Path] = {}
-        #: every combination fired so far, and each sampled scenario's
-        #: target scores, per time it was drawn (a scenario drawn again
-        #: finds nothing new): the shrink pass replays them as they were, so
-        #: Hypothesis takes the same path
-        self._seen: set[tuple[str, str, str]] = set()
-        self._scores: dict[str, list[tuple[float, ...]]] = {}
         self._n = 0
         self._progress = progress
         self.last_example: Example | None = None
@@ -333,8 +322,6 @@ class Engine:
         #: per property, the first failing example and whether it was sampled
         self._first = {}
         self._known = {}
-        self._seen = set()
-        self._scores = {}
         self._stop = False
         self._shrink_deadline = None
 
@@ -431,7 +418,12 @@ class Engine:
         return time.monotonic() - self._started > self.settings.budget_seconds
 
     def _hypothesis_settings(self, max_examples: int, shrink: bool) -> settings:
-        # Without Phase.target, target() only records (Hypothesis's
+        # No hypothesis.target() either (issue 15): even without Phase.target
+        # its scores decide which of Hypothesis's mutations are kept
+        # (generate_mutations_from keeps one only if no score drops), so the
+        # sampled stream would depend on what each scenario did, and a shard
+        # (a job of --jobs N) that runs only part of it could not draw the
+        # stream every N shares. Before that, target() only recorded (Hypothesis's
         # statistics). With it, past half the examples Hypothesis hill-climbs
         # from the best-scoring example of each label, mutating its choices:
         # measured on the reference runtime (ci, --no-targeted, seeds 0-2) it
@@ -468,36 +460,24 @@ class Engine:
                 self._stop = True
                 return
             try:
-                example = self._search_step(outcome, scenario, sampled=True)
+                self._search_step(outcome, scenario, sampled=True)
             except HarnessError as exc:
                 # Raised out of Hypothesis it would be taken for a failing
                 # example (replayed, shrunk): stop, and raise it after.
                 fatal.append(exc)
                 self._stop = True
                 return
-            self._target(scenario, example)
 
         fatal: list[HarnessError] = []
         seed(self.seed)(probe)()
         if fatal:
             raise fatal[0]
 
-    def _target(self, scenario: Scenario, example: Example) -> None:
-        """Report the example's coverage scores to Hypothesis (see ``TARGETS``)."""
-        new = example.combinations - self._seen
-        self._seen |= example.combinations
-        scores = (float(len(example.combinations)), float(len(new)))
-        self._scores.setdefault(scenario.model_dump_json(), []).append(scores)
-        for label, score in zip(TARGETS, scores, strict=True):
-            target(score, label=label)
-
     def _search_step(self, outcome: Outcome, scenario: Scenario, *, sampled: bool) -> Example:
         check_interrupted()
         example = self._run_cached(outcome, scenario)
         outcome.searched += 1
         self._revise_plan(outcome)
-        if not sampled:
-            self._seen |= example.combinations  # old ground for the sampled phase
         for name in self._failed(example):
             if name not in self._first:
                 self._first[name] = (example, sampled)
@@ -559,20 +539,12 @@ class Engine:
         then let Hypothesis shrink it. The smallest failing example seen."""
         best: list[Example] = []
         state = {"found": False, "cut": False}
-        drawn: dict[str, int] = {}
 
         @self._hypothesis_settings(max_examples, shrink=True)
         @given(scenario_strategy(universe))
         def probe(scenario: Scenario) -> None:
             key = scenario.model_dump_json()
             known = self._known.get(key)
-            # Each time as the search reported it, or Hypothesis's targeting
-            # takes another path and the replay never reaches the failure.
-            n = drawn[key] = drawn.get(key, -1) + 1
-            reported = self._scores.get(key, [])
-            if n < len(reported):
-                for label, score in zip(TARGETS, reported[n], strict=True):
-                    target(score, label=label)
             if known is None:
                 # Before the first failure is replayed, a scenario the search
                 # never ran means the replay diverged: run nothing new.
