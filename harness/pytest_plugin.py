@@ -4,10 +4,21 @@ Thin on purpose, like Hypothesis's: it adds the ``--harness-*`` options and,
 when ``--harness-adapter`` is given, collects the resilience suite against
 that adapter as if it were a test file of the project. Without that option it
 changes nothing in a test run.
+
+Under pytest-xdist (``-n N``) the suite is still one search: xdist worker K
+runs shard K of N of its plan (``--shard K/N``, the seed fixed by the
+controller), every property test judges the shards' reports merged, and the
+controller merges them once more into the report folder when the session
+ends (see :class:`_Xdist`).
 """
 
 from __future__ import annotations
 
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,7 +81,11 @@ class _SuiteItem(pytest.Item):
             opts = parse_opts(cfg.getoption("harness_adapter_opt"))
         except UsageError as exc:
             raise _PropertyFailed(f"harness: error: {exc}") from None
-        report = run_suite(cfg.getoption("harness_adapter"), opts, cfg)
+        xdist = cfg.stash.get(_XDIST, None)
+        if xdist is not None:
+            report = xdist.merged(self)
+        else:
+            report = run_suite(cfg.getoption("harness_adapter"), opts, cfg)
         prop = next((p for p in report["properties"] if p["name"] == self.prop), None)
         if prop is None:
             raise _PropertyFailed(f"{self.prop} was not checked; log:\n{report['_log']}")
@@ -118,3 +133,194 @@ def pytest_collection_modifyitems(
         report=pytest.CollectReport(suite.nodeid, "passed", None, list[Any](found))
     )
     items.extend(found)
+
+
+# -- pytest-xdist: one search, sharded over the workers --------------------
+
+
+class _Xdist:
+    """The suite's search under pytest-xdist: worker K of N runs shard K/N
+    into ``root/shard-K`` before its tests (an error it met goes to
+    ``root/shard-K.error``); a property test waits for every shard, then
+    judges their merge; the controller merges them into the report folder
+    at the end. ``root`` and the seed come from the controller, so that
+    every worker plans the same search."""
+
+    def __init__(self, config: pytest.Config, root: Path, seed: int, k: int, n: int) -> None:
+        self.config, self.root, self.seed, self.k, self.n = config, root, seed, k, n
+        self.log: list[str] = []
+        self._report: dict[str, Any] | None = None
+
+    def _opts(self) -> dict[str, str]:
+        from .adapters._loading import parse_opts
+
+        return parse_opts(self.config.getoption("harness_adapter_opt"))
+
+    def run_shard(self) -> None:
+        """This worker's shard of the search (errors kept for every worker)."""
+        from ._api import run
+
+        cfg = self.config
+        try:
+            run(
+                cfg.getoption("harness_adapter"),
+                options=self._opts(),
+                profile=cfg.getoption("harness_profile"),
+                seed=self.seed,
+                shard=(self.k, self.n),
+                jobs=1,
+                report_dir=self.root / f"shard-{self.k}",
+                log=self.log.append,
+            )
+        except UsageError as exc:
+            (self.root / f"shard-{self.k}.error").write_text(f"harness: error: {exc}")
+
+    def _wait(self) -> tuple[list[Path], dict[int, str]]:
+        """The shards' folders once each has a report or an error, and the
+        errors; a shard still missing at the deadline (its worker died)
+        is left out, with the reason."""
+        from ._settings import load_settings
+
+        budget = load_settings(self.config.getoption("harness_profile")).budget_seconds
+        deadline = time.monotonic() + 2 * budget + 600
+        why: dict[int, str] = {}
+        while True:
+            done, why = [], {}
+            for k in range(1, self.n + 1):
+                error = self.root / f"shard-{k}.error"
+                if error.is_file():
+                    why[k] = error.read_text()
+                elif (self.root / f"shard-{k}" / "report.json").is_file():
+                    done.append(self.root / f"shard-{k}")
+            if len(done) + len(why) == self.n:
+                return done, why
+            if time.monotonic() > deadline:
+                for k in range(1, self.n + 1):
+                    if self.root / f"shard-{k}" not in done and k not in why:
+                        why[k] = f"xdist worker gw{k - 1} never wrote its shard's report"
+                return done, why
+            time.sleep(0.2)
+
+    def merged(self, item: pytest.Item) -> dict[str, Any]:
+        """The shards' merged report, as :func:`harness.testing.run_suite`
+        gives a run's (fails the test when a shard refused the run)."""
+        if self._report is not None:
+            return self._report
+        from .report import merge_reports
+
+        folders, why = self._wait()
+        errors = [text for text in why.values() if text.startswith("harness: ")]
+        if errors or not folders:
+            pytest.fail(errors[0] if errors else "; ".join(why.values()), pytrace=False)
+        out = self.root / f"merged-{self.k}"
+        report = merge_reports(folders, out, partial=True, why_missing=why)
+        data: dict[str, Any] = report.model_dump(mode="json")
+        data["_log"] = "\n".join(self.log)
+        data["_folder"] = str(out)
+        self._report = data
+        return data
+
+
+_XDIST = pytest.StashKey[_Xdist]()
+_CONTROLLER = pytest.StashKey[dict[str, Any]]()
+
+
+def _report_folder(config: pytest.Config, root: Path) -> Path:
+    """Where the controller keeps the merged report: as run_suite names it."""
+    from .adapters._loading import parse_opts
+
+    given = config.getoption("harness_report_dir")
+    if not given:
+        return root / "merged"
+    adapter = config.getoption("harness_adapter")
+    opts = parse_opts(config.getoption("harness_adapter_opt"))
+    name = "-".join(
+        [
+            adapter.replace(":", "_").replace(".", "_"),
+            *(f"{k}={v}" for k, v in sorted(opts.items())),
+        ]
+    )
+    return Path(given) / name
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("harness_adapter", None):
+        return
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and "harness_xdist" in workerinput:
+        shared = workerinput["harness_xdist"]
+        k = int(str(workerinput["workerid"]).removeprefix("gw")) + 1
+        n = int(workerinput["workercount"])
+        config.stash[_XDIST] = _Xdist(config, Path(shared["root"]), int(shared["seed"]), k, n)
+    elif workerinput is None and _xdist_controller(config):
+        from ._settings import load_settings
+
+        settings = load_settings(
+            config.getoption("harness_profile"), seed=config.getoption("harness_seed")
+        )
+        seed = settings.seed
+        if seed is None:
+            seed = 0 if settings.derandomize else random.SystemRandom().randrange(2**32)
+        root = Path(tempfile.mkdtemp(prefix="harness-xdist-"))
+        config.stash[_CONTROLLER] = {"root": str(root), "seed": seed}
+
+
+def _xdist_controller(config: pytest.Config) -> bool:
+    """Whether this process is the controller of xdist workers (``-n N``)."""
+    return bool(
+        config.pluginmanager.hasplugin("xdist")
+        and getattr(config.option, "numprocesses", None)
+        and not getattr(config.option, "collectonly", False)
+    )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist, on the controller: every worker gets the same folder and seed."""
+    shared = node.config.stash.get(_CONTROLLER, None)
+    if shared is not None:
+        node.workerinput["harness_xdist"] = shared
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Any:
+    """On an xdist worker: its shard of the search, before its tests (so that
+    every shard runs, whichever worker got which property test)."""
+    xdist = session.config.stash.get(_XDIST, None)
+    if xdist is not None:
+        xdist.run_shard()
+    return (yield)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On the xdist controller: the shards merged into the report folder."""
+    shared = session.config.stash.get(_CONTROLLER, None)
+    if shared is None:
+        return
+    from .report import merge_reports
+
+    root = Path(shared["root"])
+    n = len([p for p in root.iterdir() if p.name.startswith("shard-") and p.is_dir()])
+    folders = sorted(root.glob("shard-*/report.json"))
+    if not folders:
+        return
+    out = _report_folder(session.config, root)
+    try:
+        report = merge_reports([f.parent for f in folders], out, partial=True)
+    except UsageError as exc:
+        line = f"harness: the xdist shards could not be merged: {exc}"
+    else:
+        line = (
+            f"harness: one search in {n} shards (xdist workers), merged into {out}: "
+            f"verdict {report.verdict}"
+        )
+    shared["line"] = line
+    if out.parent != root:  # the shards are merged and copied: drop them
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """On the xdist controller: where the merged report is, and its verdict."""
+    shared = config.stash.get(_CONTROLLER, None)
+    if shared is not None and "line" in shared:
+        terminalreporter.write_line(shared["line"])
