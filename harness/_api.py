@@ -147,7 +147,15 @@ def run(
             validate_adapter(loaded, spec)
         session = Session(loaded, settings, spec=spec, options=opts, log=log, progress=progress)
         report = session.run(exhaustive=exhaustive, regressions=regressions)
-    if db is not None:
+    if db is not None and settings.shard is not None:
+        # Every shard of a search must replay what the others replay: none
+        # writes, harness merge --example-db keeps what they found together.
+        if log is not None:
+            log(
+                f"harness: example database {db.where}: read only in a shard; "
+                "harness merge --example-db keeps what the shards found"
+            )
+    elif db is not None:
         kept, dropped = db.keep(report, saved)
         if log is not None:
             log(

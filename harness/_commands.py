@@ -257,6 +257,16 @@ def merge(ns: argparse.Namespace, out: TextIO) -> int:
     merged = merge_reports(list(ns.dirs), ns.report_dir, partial=ns.partial)
     info = merged.merged
     assert info is not None
+    if getattr(ns, "example_db", None) is not None:
+        from ._exampledb import ExampleDb
+
+        db = ExampleDb(ns.example_db, merged.adapter.spec, merged.adapter.options)
+        kept, dropped = db.keep(merged, db.saved())
+        _line(
+            out,
+            f"harness: example database {db.where}: kept {kept} counterexample(s), "
+            f"dropped {dropped} that no longer fail",
+        )
     missing = (
         f", missing {', '.join(f'{k}/{info.n}' for k in info.missing)}" if info.missing else ""
     )

@@ -72,7 +72,7 @@ class Settings:
     #: process, the default of every profile but ``thorough``
     jobs: int | None = 1
     #: where the sampled search keeps and replays its failing examples
-    #: (``--example-db PATH|redis://...``, see ``harness.session._exampledb``);
+    #: (``--example-db PATH|redis://...``, see ``harness._exampledb``);
     #: None: nowhere
     example_db: str | None = None
     #: seconds one worker may run before it is killed and called stuck

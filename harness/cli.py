@@ -5,7 +5,7 @@
                 [--report-dir DIR] [--exhaustive WORKFLOW]
                 [--mode search|random-kill] [--stop-on-first] [--scenario FILE ...]
                 [--shard K/N] [--jobs N|auto] [--example-db PATH|redis://...]
-    harness merge DIR... --report-dir OUT [--partial]
+    harness merge DIR... --report-dir OUT [--partial] [--example-db PATH|redis://...]
     harness replay DIR | FILE --adapter NAME [--adapter-opt KEY=VALUE ...]
     harness report DIR
     harness check-adapter NAME|module:attr [--adapter-opt KEY=VALUE ...]
@@ -172,6 +172,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="merge even when shards are missing (the merged verdict is then inconclusive, "
         "naming them)",
+    )
+    mg.add_argument(
+        "--example-db",
+        dest="example_db",
+        metavar="PATH|redis://...",
+        default=None,
+        help="keep the merged search's counterexamples in this example database (shards "
+        "run with --example-db only read it), and drop what it replayed that no longer fails",
     )
     rr = sub.add_parser(
         "report", help="re-render report.json/html, junit.xml and summary.md of a run folder"
