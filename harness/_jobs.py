@@ -72,10 +72,13 @@ def job_seed(settings: Settings) -> int:
 
 
 def _child_env() -> dict[str, str]:
-    """This environment, with this process's import path: an adapter spec
-    the parent can import (a test folder pytest put on ``sys.path``), the
-    jobs can too."""
-    env = dict(os.environ)
+    """This environment, with this process's import path (an adapter spec
+    the parent can import, from a test folder pytest put on ``sys.path``,
+    the jobs can too)."""
+    # What the parent resolved it passes itself: a job must not read the
+    # example database again (it would replay its scenarios twice), nor
+    # split itself into jobs.
+    env = {k: v for k, v in os.environ.items() if k not in ("HARNESS_EXAMPLE_DB", "HARNESS_JOBS")}
     paths = [p for p in sys.path if p and os.path.isdir(p)]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     return env

@@ -8,11 +8,13 @@ the database is a folder, or the Redis of the test services.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import harness_cli
+from engine_support import harness_cli, subprocess_env
 
 from harness._exampledb import example_key, open_example_db
 from harness.model import Scenario
@@ -136,3 +138,24 @@ def test_an_example_db_outside_a_search_is_refused(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--example-db keeps and replays a search's counterexamples" in proc.stderr
+
+
+def test_jobs_replay_a_database_named_in_the_environment_once(tmp_path: Path) -> None:
+    """The parent reads HARNESS_EXAMPLE_DB and hands the jobs its scenarios;
+    a job reading it again would run each of them twice."""
+    first = tmp_path / "first"
+    harness_cli(
+        "run", "--adapter", "reference", *BUG, *SMALL, "--max-examples", "20", "--seed", "2",
+        "--example-db", str(tmp_path / "db"), "--report-dir", str(first), cwd=tmp_path,
+    )  # fmt: skip
+    second = tmp_path / "second"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--adapter", "reference", *BUG, *SMALL,
+         "--max-examples", "2", "--seed", "7", "--no-targeted", "--jobs", "2",
+         "--report-dir", str(second)],
+        cwd=tmp_path, env=subprocess_env({"HARNESS_EXAMPLE_DB": str(tmp_path / "db")}),
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    ran = [e["id"] for e in _ledger(second) if e["phase"] == "search"]
+    assert ran.count(_id(first)) == 1 and len(ran) == 3, ran
