@@ -95,6 +95,9 @@ class Outcome:
     whole_plan: int | None = None
     #: the budget stopped the search before its plan ended
     budget_cut: bool = False
+    #: of the plan, the sampled part, and how many sampled scenarios ran
+    sampled_planned: int = 0
+    sampled_searched: int = 0
     #: the search stopped at the first failure on request (--stop-on-first)
     stopped_on_first: bool = False
     #: the signal that stopped the run (SIGINT, SIGTERM), if one did
@@ -137,10 +140,10 @@ class Outcome:
             fail_messages=messages,
             planned=self.planned,
             ran=self.searched,
-            budget_cut=self.budget_cut,
+            budget_cut=self.cut_leaves_gaps(),
             complete_search=not self.stopped_on_first,
         )
-        if self.budget_cut and self.planned is not None:
+        if self.cut_leaves_gaps():
             judgement.inconclusive.append(self.not_exercised())
         if self.interrupted:
             judgement.inconclusive.insert(
@@ -149,6 +152,28 @@ class Outcome:
                 "search did not finish (counterexamples, if any, are not shrunk)",
             )
         return judgement
+
+    def cut_leaves_gaps(self) -> bool:
+        """Whether what the budget left unrun makes the run inconclusive.
+
+        A budget that ends a planned search early leaves it with fewer
+        scenarios, not necessarily with a blind spot: the targeted schedules
+        run breadth-first (every kind once before any twice) and a share of
+        the budget is kept for sampling, so a cut plan has still tried every
+        kind of fault it planned. It is a gap -- the run cannot earn a PASS --
+        when a kind of targeted schedule had none of its schedules run, or a
+        sampled part was planned and no sampled scenario ran, or nothing ran.
+        Otherwise the report says how much did not run (:meth:`not_exercised`)
+        beside a verdict the scenarios that ran have earned: a Jepsen test
+        with a time limit, not a proof.
+        """
+        if not self.budget_cut or self.planned is None:
+            return False
+        return (
+            self.searched == 0
+            or bool(self.unreached_kinds)
+            or (self.sampled_planned > 0 and self.sampled_searched == 0)
+        )
 
     def not_exercised(self) -> str:
         """What the budget left unrun, plainly: how many targeted and sampled

@@ -139,6 +139,9 @@ def build_report(
         planned_scenarios=outcome.planned,
         searched_scenarios=outcome.searched if outcome.planned is not None else None,
         fit_scenarios=outcome.fit,
+        not_run=outcome.not_exercised()
+        if outcome.budget_cut and outcome.planned is not None
+        else None,
         scenario_seconds=None
         if outcome.scenario_seconds is None
         else round(outcome.scenario_seconds, 3),

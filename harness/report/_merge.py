@@ -407,6 +407,10 @@ def merge_reports(
         planned_scenarios=None if None in planned else sum(p or 0 for p in planned),
         searched_scenarios=None if None in searched else sum(s or 0 for s in searched),
         fit_scenarios=None if None in fit or missing else sum(f or 0 for f in fit),
+        not_run="; ".join(
+            f"shard {r.shard.k}/{n}: {r.not_run}" for r in shards if r.not_run and r.shard
+        )
+        or None,
         properties=properties,
         other_failures=others,
         faults=faults,

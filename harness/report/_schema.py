@@ -217,6 +217,14 @@ class Report(_Frozen):
         description="of the planned scenarios, how many were expected to fit in the budget, "
         "said before the search from scenario_seconds; null: not known",
     )
+    not_run: str | None = Field(
+        None,
+        description="what the budget left unrun of the plan, in words (targeted schedules, "
+        "sampled scenarios, the kinds of schedule none of which ran, the --budget that would "
+        "run it all); null: the plan ran to its end. A cut that left a kind of schedule "
+        "unrun, or no sampled scenario, makes the run inconclusive; one that did not "
+        "leaves the verdict to the scenarios that ran",
+    )
     scenario_seconds: float | None = Field(
         None,
         description="the real time one scenario was expected to take, about; null: not known",
@@ -277,7 +285,10 @@ class Report(_Frozen):
             notes.append(f"{fit} expected to fit the budget{at}")
         if self.scenarios > self.searched_scenarios:
             notes.append("the rest were shrinking")
-        return text + (f" ({'; '.join(notes)})" if notes else "")
+        text += f" ({'; '.join(notes)})" if notes else ""
+        if self.not_run and self.not_run not in self.inconclusive:
+            text += f"; {self.not_run}"
+        return text
 
     @property
     def failed(self) -> list[PropertyReport]:

@@ -175,14 +175,24 @@ def targeted(u: Universe) -> list[Scenario]:
     ]
     sweeps = _interleave(sweep_groups)
     cats += [sweeps[i::SWEEP_SLOTS] for i in range(SWEEP_SLOTS)]
-    # Every category's first scenario (each sweep's too) before any
-    # category's second, so a plan the budget cuts short still tries every
-    # category once; the rest keep the order above.
-    firsts = {g[0].name for g in [*cats, *sweep_groups] if g}
+    # Every category's first scenario (each sweep's too), and the first of
+    # every kind of schedule within them (each world fault mode, each kind
+    # of bad decision...), before any category's second, so a plan the
+    # budget cuts short still tries every kind once (a kind none of whose
+    # schedules ran makes the run inconclusive); the rest keep the order above.
     ordered = _interleave(cats)
-    ordered = [s for s in ordered if s.name in firsts] + [
-        s for s in ordered if s.name not in firsts
-    ]
+    firsts = {g[0].name for g in [*cats, *sweep_groups] if g}
+    kinds = {_kind_of(s.name) for s in ordered if s.name in firsts}
+    kind_firsts: set[str] = set()
+    for s in ordered:
+        if _kind_of(s.name) not in kinds:
+            kinds.add(_kind_of(s.name))
+            kind_firsts.add(s.name)
+    ordered = (
+        [s for s in ordered if s.name in firsts]
+        + [s for s in ordered if s.name in kind_firsts]
+        + [s for s in ordered if s.name not in firsts | kind_firsts]
+    )
     out: list[Scenario] = []
     seen: set[str] = set()
     for s in ordered:
@@ -190,6 +200,12 @@ def targeted(u: Universe) -> list[Scenario]:
             seen.add(s.name)
             out.append(s)
     return out
+
+
+def _kind_of(name: str) -> str:
+    """A schedule's kind, from its name ``targeted/WORKFLOW/KIND/...``."""
+    parts = name.split("/")
+    return parts[2] if len(parts) > 2 else name
 
 
 def _world_kills(a: _Aim) -> list[Scenario]:

@@ -318,6 +318,7 @@ class Engine:
         # Hypothesis draws the whole plan's sampled stream in every shard.
         draws = outcome.whole_plan - len(aimed)
         aimed, outcome.planned = shard_plan(aimed, outcome.whole_plan, s.shard)
+        outcome.sampled_planned = max(outcome.planned - len(aimed), 0)
         self._plan_budget(outcome, len(aimed))
         #: per property, the first failing example and whether it was sampled
         self._first = {}
@@ -329,6 +330,14 @@ class Engine:
             if self.over_budget() and outcome.searched > 0:
                 outcome.budget_cut = True
                 break
+            if self._left_for_sampling(outcome):
+                outcome.budget_cut = True
+                self._log(
+                    f"harness: the budget left fits about the sampled share of the plan: "
+                    f"{len(aimed) - outcome.searched} targeted schedules will not run, "
+                    "sampling starts now (the report will say what did not run)"
+                )
+                break
             self._search_step(outcome, scenario, sampled=False)
             if self._stop:
                 break
@@ -338,7 +347,7 @@ class Engine:
             unrun = {_kind(n) for n in outcome.not_run_targeted}
             outcome.unreached_kinds = sorted(k for k in unrun - ran if k)
         remaining = outcome.planned - outcome.searched
-        if not self._stop and not outcome.budget_cut and remaining > 0:
+        if not self._stop and not self.over_budget() and remaining > 0:
             self._sample(outcome, universe, draws)
         self._shrink_all(outcome, universe, draws)
         return self._finish(outcome, started)
@@ -390,10 +399,34 @@ class Engine:
             return
         self._log(
             f"{head}; {at}, about {outcome.fit} fit in the {budget:g} s budget: the other "
-            f"{planned - outcome.fit} will not run, and the report will say so "
-            "(inconclusive). Every targeted category comes once before any comes twice. "
+            f"{planned - outcome.fit} will not run, and the report will say which. Every "
+            "kind of targeted schedule comes once before any comes twice, and about "
+            f"{SAMPLED_SHARE:.0%} of what fits is kept for sampling; a kind that never runs "
+            "makes the run inconclusive. "
             f"To run them all: --budget {math.ceil(planned * cost)}"
         )
+
+    def _left_for_sampling(self, outcome: Outcome) -> bool:
+        """Whether the targeted schedules must stop so that sampling gets its
+        share: at the pace so far (the declared or measured cost until
+        :data:`REVISE_AFTER` scenarios ran), the scenarios the rest of the
+        budget fits are no more than :data:`SAMPLED_SHARE` of all that fit.
+        A budget too short for the whole plan then still samples (the
+        mistakes only sampling finds), and the targeted schedules it cuts are
+        the later rounds: every kind comes once before any comes twice."""
+        if outcome.sampled_planned <= 0 or outcome.planned is None:
+            return False
+        elapsed = time.monotonic() - self._started
+        if outcome.searched >= REVISE_AFTER:
+            pace = elapsed / outcome.searched
+        else:
+            pace = outcome.scenario_seconds or 0.0
+        if pace <= 0:
+            return False
+        left = max(self.settings.budget_seconds - elapsed, 0.0) / pace
+        fit = outcome.searched + left
+        reserve = min(outcome.sampled_planned, max(1, int(fit * SAMPLED_SHARE)))
+        return left <= reserve
 
     def _revise_plan(self, outcome: Outcome) -> None:
         """Once :data:`REVISE_AFTER` scenarios ran: if they ran slower than
@@ -477,6 +510,7 @@ class Engine:
         check_interrupted()
         example = self._run_cached(outcome, scenario)
         outcome.searched += 1
+        outcome.sampled_searched += sampled
         self._revise_plan(outcome)
         for name in self._failed(example):
             if name not in self._first:

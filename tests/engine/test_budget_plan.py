@@ -5,6 +5,8 @@ and shrinking on a budget of its own."""
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +17,8 @@ from upgrade_toy import UpgradeToy
 import harness
 from harness._settings import load_settings
 from harness.adapters.reference import ReferenceAdapter
-from harness.model import Verdict
+from harness.model import PropertyResult, Verdict
+from harness.outcome import Outcome, Tally
 from harness.scenarios import Universe, probe_universe, targeted
 from harness.session import Engine
 from harness.session._engine import MEASURED_RUNS, SHRINK_SHARE, budget_fit, shrink_deadline
@@ -195,9 +198,12 @@ def test_a_plan_the_budget_cut_says_plainly_what_it_did_not_exercise(tmp_path: P
     assert data["verdict"] == "unknown" and ran < 150
     said = [r for r in data["inconclusive"] if r.startswith("not exercised: ")]
     assert len(said) == 1, data["inconclusive"]
-    assert "30 sampled scenarios" in said[0] and "--budget" in said[0], said
-    if ran < 120:
-        assert f"{120 - ran} targeted schedules" in said[0], said
+    assert "sampled scenarios" in said[0] and "--budget" in said[0], said
+    assert "among them every schedule of " in said[0], said  # the kinds none of which ran
+    # what did not run adds up with what ran to the plan
+    unrun = re.match(r"not exercised: (\d+) targeted schedules and (\d+) sampled", said[0])
+    assert unrun is not None, said
+    assert int(unrun[1]) + int(unrun[2]) + ran == 150, said
     assert f"ran {ran} of 150 planned scenarios (" in proc.stdout
 
 
@@ -258,3 +264,65 @@ def test_a_negative_shrink_budget_is_refused(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "shrink-budget=-1.0 is out of range" in proc.stderr
+
+
+def _cut(**fields: object) -> Outcome:
+    """A search of 10 planned scenarios (8 targeted, 2 sampled) that the
+    budget cut after 6, every property exercised and held."""
+    outcome = Outcome(
+        adapter="toy", adapter_options={}, capabilities=[], settings=load_settings("dev"),
+        seed=0, planned=10, searched=6, budget_cut=True, sampled_planned=2,
+        not_run_targeted=["targeted/wf/kill_before/a.b"] * 4,
+    )  # fmt: skip
+    outcome.tallies["progress"] = Tally()
+    outcome.tallies["progress"].add(
+        PropertyResult(name="progress", verdict=Verdict.PASS, message="held", evidence=3)
+    )
+    for k, v in fields.items():
+        setattr(outcome, k, v)
+    return outcome
+
+
+def test_a_cut_that_tried_every_kind_and_sampled_earns_its_verdict_and_says_what_did_not_run() -> (
+    None
+):
+    outcome = _cut(sampled_searched=1)
+    judgement = outcome.judgement()
+    assert judgement.verdict is Verdict.PASS, judgement.inconclusive
+    assert outcome.not_exercised().startswith("not exercised: 4 targeted schedules of the plan")
+
+
+@pytest.mark.parametrize(
+    "gap",
+    [
+        {"sampled_searched": 0},  # a sampled part was planned and none ran
+        {"sampled_searched": 1, "unreached_kinds": ["kill_before"]},  # a kind never ran
+        {"sampled_searched": 0, "searched": 0},  # nothing ran
+    ],
+)
+def test_a_cut_that_left_a_blind_spot_is_inconclusive(gap: dict[str, object]) -> None:
+    outcome = _cut(**gap)
+    judgement = outcome.judgement()
+    assert judgement.verdict is Verdict.UNKNOWN
+    said = [r for r in judgement.inconclusive if r.startswith("not exercised: ")]
+    assert said, judgement.inconclusive
+    if gap.get("unreached_kinds"):
+        assert "every schedule of kill_before" in said[0]
+
+
+def test_sampling_gets_its_share_of_a_budget_too_short_for_the_plan(
+    engine_for: type[Engine],
+) -> None:
+    """At 1 s a scenario with 100 s left, after 10 scenarios: 110 fit in all,
+    a fifth of them (22) is sampling's, so the targeted schedules go on while
+    more than 22 fit, and stop once the rest of the budget is sampling's."""
+    engine = engine_for(UpgradeToy("action"))  # type: ignore[call-arg]
+    outcome = _cut(budget_cut=False, searched=10, sampled_planned=30)
+    outcome.settings = engine.settings.with_(budget_seconds=110.0)
+    engine.settings = outcome.settings
+    engine._started = time.monotonic() - 10.0  # 10 scenarios in 10 s
+    assert not engine._left_for_sampling(outcome)
+    engine._started = time.monotonic() - 95.0  # 15 s left: about 15 fit, 21 is sampling's
+    assert engine._left_for_sampling(outcome)
+    # no sampled part planned: the targeted schedules use the whole budget
+    assert not engine._left_for_sampling(_cut(budget_cut=False, searched=10, sampled_planned=0))
