@@ -49,6 +49,7 @@ from ..model import (
     ContinueWorker,
     CrashSpec,
     InjectMemory,
+    NetworkFault,
     Quiesce,
     ReleaseWorkers,
     RunSpec,
@@ -89,6 +90,9 @@ MEMORY_KINDS = ("poisoned", "cross_tenant", "expired", "stale", "stale_reordered
 MAX_MEMORY = 20
 #: kills right after a commit at most (hand-offs first)
 MAX_COMMIT_KILLS = 30
+#: network fault schedules at most: a lost acknowledgement costs the worker
+#: its network timeout (seconds, not the tenths a kill costs)
+MAX_NETWORK = 10
 
 
 def _run(wf: WorkflowSpec, *, code_version: int | None = None) -> RunSpec:
@@ -162,6 +166,7 @@ def targeted(u: Universe) -> list[Scenario]:
         _zombies(aim),
         middles,
         _storage_cuts(aim),
+        _network(aim),
     ]
     # The systematic sweeps take SWEEP_SLOTS places in each round, round
     # robin among themselves: each one's first scenario still comes within
@@ -448,6 +453,85 @@ def _storage_cuts(a: _Aim) -> list[Scenario]:
                     )
                 )
     return _interleave([inside, idle])
+
+
+def _network(a: _Aim) -> list[Scenario]:
+    """Network faults on the worker's storage connection, at each kind of
+    commit a fault-free run made: its acknowledgement lost (the commit
+    reached the store, the worker cannot know) at the *intent* commit (the
+    last before an effect's call), the *result* commit (the first after
+    it), the *decision* commit (the first after an approval was delivered)
+    and a plain *checkpoint* (the first commit that is none of those); and
+    the connection reset between two statements of the first commit after
+    the decision (the first of all, with none). The worker is paused at the
+    commit's last in-transaction crash point (a lost acknowledgement) or at
+    a middle one (a reset). Every variant once, on the first workflow where
+    a fault-free run made that kind of commit, before any is tried on the
+    next workflow; a reset second, so a short plan fires both kinds."""
+    if "network" not in a.families or not a.in_txn:
+        return []
+    order = ("intent", "reset", "result", "decision", "checkpoint")
+    # per variant, per workflow: breadth-first across workflows within a variant
+    by_variant: dict[str, list[list[Scenario]]] = {v: [] for v in order}
+    for wf in a.workflows:
+        mine: dict[str, list[Scenario]] = {v: [] for v in order}
+        for variant, c, site in _network_targets(a, wf):
+            kind = "reset_mid_transaction" if variant == "reset" else "commit_ack_lost"
+            name = f"{kind}/{variant}/r{c.round}/{site[0]}@{site[1]}"
+            mine[variant].append(
+                _scenario(
+                    f"{wf.name}/{name}",
+                    _run(wf),
+                    *_rounds(c.round, a.approvals),
+                    _paused("n1", *site),
+                    NetworkFault(kind=kind, worker_id="n1"),
+                )
+            )
+        for v in order:
+            by_variant[v].append(mine[v])
+    return _interleave([_interleave(by_variant[v]) for v in order])[:MAX_NETWORK]
+
+
+def _network_targets(a: _Aim, wf: WorkflowSpec) -> list[tuple[str, Commit, tuple[str, int]]]:
+    """(variant, commit, paused at) for each kind of commit of ``wf``'s
+    fault-free run, each commit once (see :func:`_network`)."""
+    p = a.profile(wf)
+    commits = list(p.commits(a.in_txn))
+    if not commits:
+        return []
+    out: list[tuple[str, Commit, tuple[str, int]]] = []
+    used: set[tuple[int, tuple[str, int]]] = set()
+
+    def add(variant: str, c: Commit | None) -> None:
+        if c is not None and (c.round, c.last) not in used:
+            used.add((c.round, c.last))
+            out.append((variant, c, c.last))
+
+    for es in p.effect_sites:
+        trace = p.rounds[es.round] if es.round < len(p.rounds) else ()
+        at = len(es.approach) - 1
+        if not trace or trace[: at + 1] != es.approach:
+            continue  # the killed run went another way: no position to aim from
+        ends = {c.last: c for c in commits if c.round == es.round}
+        before = [ends[s] for s in trace[:at] if s in ends]
+        after = [ends[s] for s in trace[at + 1 :] if s in ends]
+        add("intent", before[-1] if before else None)
+        add("result", after[0] if after else None)
+    decided = next((c for c in commits if c.round == p.resume_round), None)
+    if a.approvals and wf.needs_approval and p.resume_round > 0:
+        add("decision", decided)
+    add("checkpoint", next((c for c in commits if (c.round, c.last) not in used), None))
+    # The reset: between two statements of the first commit after the
+    # decision (or of the first commit), at its middle crash point.
+    first = decided or commits[0]
+    trace = p.rounds[first.round]
+    end = trace.index(first.last)
+    start = end
+    while start > 0 and trace[start - 1][0] in a.in_txn:
+        start -= 1
+    span = trace[start : end + 1]
+    out.append(("reset", first, span[(len(span) - 1) // 2]))
+    return out
 
 
 def _upgrades(a: _Aim) -> list[Scenario]:
