@@ -36,6 +36,7 @@ from ..model import (
     ContinueWorker,
     CrashSpec,
     InjectMemory,
+    NetworkFault,
     Quiesce,
     RaceWorkers,
     RunSpec,
@@ -63,7 +64,14 @@ FAMILY_KINDS: dict[str, tuple[str, ...]] = {
     ),
     "memory": ("poisoned", "cross_tenant", "expired", "stale"),
     "message": ("valid", "forged", "wrong_role", "wrong_params"),
+    "network": ("commit_ack_lost", "reset_mid_transaction"),
 }
+
+#: Families a scenario draws one episode of at most: a lost acknowledgement
+#: costs the worker its network timeout (seconds), where other episodes
+#: cost tenths; a second one in the same scenario finds little the first
+#: and the targeted schedules do not.
+ONCE_PER_SCENARIO = frozenset({"network"})
 
 #: A swarm gives each of its families a weight from 1 to this: how often an
 #: episode is of that family, relative to the others in the swarm.
@@ -125,16 +133,21 @@ def swarms(draw: st.DrawFn, u: Universe) -> Swarm:
     )
 
 
-def _family(draw: st.DrawFn, u: Universe, swarm: Swarm) -> str:
+def _family(draw: st.DrawFn, u: Universe, swarm: Swarm, spent: frozenset[str] = frozenset()) -> str:
     """One family of the swarm, by weight.
 
     Drawn as a slot of a fixed table (every enabled family, ``MAX_WEIGHT``
     slots each) that the swarm's families and weights open, not as an index
     into the swarm: switching another family off then leaves this draw as
     it was, so the shrinker can drop every family an example does not need.
+    ``spent``: families of :data:`ONCE_PER_SCENARIO` the scenario has drawn.
     """
     weights = swarm.weights or (1,) * len(swarm.families)
     weight = dict(zip(swarm.families, weights, strict=True))
+    # A family drawn once already that may come once only is out (the
+    # scenario ends when nothing else is left: see ``scenarios``).
+    if any(f not in spent for f in swarm.families):
+        weight = {f: w for f, w in weight.items() if f not in spent}
     order = [*u.enabled(), *(f for f in swarm.families if f not in u.enabled())]
     slots = [(fam, k) for fam in order for k in range(MAX_WEIGHT)]
     fam, _ = draw(st.sampled_from(slots).filter(lambda slot: slot[1] < weight.get(slot[0], 0)))
@@ -197,12 +210,13 @@ def episode(
     runs: tuple[RunSpec, ...],
     n: int,
     swarm: Swarm | None = None,
+    spent: frozenset[str] = frozenset(),
 ) -> list[Step]:
     """One fault episode of a family (and kinds) of ``swarm`` (default: every
     enabled family, every kind); ``n`` makes worker ids unique within the
-    scenario."""
+    scenario; ``spent``: families of :data:`ONCE_PER_SCENARIO` already drawn."""
     swarm = swarm or Swarm(families=u.enabled())
-    family = _family(draw, u, swarm)
+    family = _family(draw, u, swarm, spent)
     run_ids = [r.run_id for r in runs]
     if family == "crash":
         # A worker killed at a crash point, then possibly a kill during recovery.
@@ -299,6 +313,8 @@ def episode(
         ]
     if family == "storage":
         return _storage_episode(draw, u, runs, n)
+    if family == "network":
+        return _network_episode(draw, u, runs, n, _kind(draw, swarm, "network"))
     # migration: crash under old code, resume under the current one
     if not u.crash_points:
         # No crash points: old code runs until its runs wait or end, or until
@@ -372,6 +388,52 @@ def _storage_episode(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n:
     ]
 
 
+def _network_sites(u: Universe, runs: tuple[RunSpec, ...], kind: str) -> dict[str, int]:
+    """Where a worker is paused for a network fault of ``kind``, with hit
+    bounds: for a lost acknowledgement, the last in-transaction crash point
+    of each commit the workload's fault-free runs made (right before the
+    COMMIT); for a reset, the other in-transaction points (between two
+    statements). Without a profile, every in-transaction point; without
+    any, the pause points (between steps: the next commit is hit)."""
+    in_txn = frozenset(u.in_transaction_points())
+    ends: set[str] = set()
+    for r in runs:
+        p = u.profiles.get(r.workflow)
+        if p is not None:
+            ends.update(c.last[0] for c in p.commits(in_txn))
+    reached = u.reached(runs, tuple(in_txn))
+    if kind == "commit_ack_lost":
+        aimed = {s: n for s, n in reached.items() if s in ends}
+    else:
+        aimed = {s: n for s, n in reached.items() if s not in ends}
+    if aimed:
+        return aimed
+    if in_txn:
+        return reached or dict.fromkeys(sorted(in_txn), 3)
+    return u.reached(runs, u.pause_points) or dict.fromkeys(u.pause_points, 3)
+
+
+def _network_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, kind: str
+) -> list[Step]:
+    """Pause a worker inside a commit, then lose that commit's
+    acknowledgement or reset its connection (see :mod:`harness.nemesis._network`);
+    maybe after the runs' decisions, so it lands on the resume's commits."""
+    sites = _network_sites(u, runs, kind)
+    site = draw(st.sampled_from(sorted(sites)))
+    later = list(range(2, min(sites[site], 6) + 1))
+    nth = draw(st.sampled_from([1] * max(1, len(later)) + later))
+    assert kind in ("commit_ack_lost", "reset_mid_transaction")
+    return [
+        *_approved_first(draw, u, [r.run_id for r in runs], n),
+        RunWorker(worker_id=f"n{n}", crash=CrashSpec(site=site, nth=nth, action="pause")),
+        NetworkFault(
+            kind="commit_ack_lost" if kind == "commit_ack_lost" else "reset_mid_transaction",
+            worker_id=f"n{n}",
+        ),
+    ]
+
+
 def _memory_target(run: RunSpec) -> tuple[str, str, object]:
     """Where planted memory would do the most harm for this run's workflow."""
     if run.workflow == "research":
@@ -384,6 +446,11 @@ def _memory_target(run: RunSpec) -> tuple[str, str, object]:
     return "policy", "auto_approve_below_cents", 10**9
 
 
+def _of_family(steps: list[Step], family: str) -> bool:
+    """Whether an episode's ``steps`` are of ``family`` (network: a NetworkFault)."""
+    return family == "network" and any(isinstance(s, NetworkFault) for s in steps)
+
+
 @st.composite
 def scenarios(draw: st.DrawFn, u: Universe, swarm: Swarm | None = None) -> Scenario:
     """A workload, then 1 to ``u.max_episodes`` episodes of one swarm (drawn
@@ -394,7 +461,12 @@ def scenarios(draw: st.DrawFn, u: Universe, swarm: Swarm | None = None) -> Scena
     steps: list[Step] = [Submit(run=r) for r in runs]
     if swarm.families:
         n_episodes = draw(st.integers(min_value=1, max_value=u.max_episodes))
+        spent: frozenset[str] = frozenset()
         for i in range(n_episodes):
-            steps.extend(draw(episode(u, runs, i, swarm)))
+            if spent >= set(swarm.families):
+                break  # every family of the swarm may come once only, and has
+            ep = draw(episode(u, runs, i, swarm, spent))
+            spent |= {fam for fam in ONCE_PER_SCENARIO if _of_family(ep, fam)}
+            steps.extend(ep)
     steps.append(Quiesce())
     return Scenario(name=f"swarm: {swarm.describe() or 'none'}", steps=tuple(steps))

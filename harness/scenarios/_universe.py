@@ -28,6 +28,7 @@ FAMILIES = (
     "storage",
     "race",
     "operator",
+    "network",
 )
 
 
@@ -85,6 +86,7 @@ class Universe:
             "message": Capability.APPROVALS,
             "storage": Capability.STORAGE_FAULTS,
             "operator": Capability.CANCEL,
+            "network": Capability.NETWORK_FAULTS,
         }
         out = []
         for fam in self.families:
@@ -108,6 +110,9 @@ class Universe:
                     and Capability.CRASH_POINTS in caps
                     and (self.pause_points or self.in_transaction_points())
                 ):
+                    continue
+                # Network faults are fired at a worker paused at a crash point.
+                if fam == "network" and not (Capability.CRASH_POINTS in caps and self.crash_points):
                     continue
                 out.append(fam)
         return tuple(out)

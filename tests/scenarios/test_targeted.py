@@ -107,6 +107,7 @@ def test_the_first_round_holds_one_scenario_of_every_category() -> None:
         "zombie_before",
         "apply_then_timeout",
         "service_down",
+        "commit_ack_lost",
     }
     assert set(kinds[: len(first_round)]) == first_round
     # the systematic sweeps take two places a round: each begins by the third

@@ -1,0 +1,89 @@
+"""The sampled search draws network faults too, when the adapter declares
+``network_faults`` and the family is on: a worker paused inside a commit
+(right before its COMMIT for a lost acknowledgement, between statements for
+a reset), at most one such episode a scenario (each costs a timeout)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.adapters import Capability, WorkflowSpec
+from harness.model import NetworkFault, RunWorker, Scenario
+from harness.nemesis import validate
+from harness.scenarios import Universe, WorkflowProfile, scenarios
+from harness.scenarios._strategies import Swarm
+
+FLOW = WorkflowSpec(name="pay", inputs=({"x": 1},), effects=("bank.pay",))
+TRACE = (("a", 1), ("t1", 1), ("t2", 1), ("t3", 1), ("b", 1))
+TRACE += (("t1", 2), ("t2", 2), ("t3", 2), ("c", 1))
+PROFILE = WorkflowProfile(
+    "pay", hits={"a": 1, "b": 1, "c": 1, "t1": 2, "t2": 2, "t3": 2}, rounds=(TRACE,)
+)
+CAPS = frozenset({Capability.CRASH_POINTS, Capability.NETWORK_FAULTS, Capability.CLOCK})
+
+
+def universe(caps: frozenset[Capability] = CAPS) -> Universe:
+    return Universe(
+        workflows=(FLOW,),
+        crash_points=("a", "b", "c", "t1", "t2", "t3"),
+        pause_points=("a", "b", "c"),
+        capabilities=caps,
+        profiles={"pay": PROFILE},
+        site_hits={"pay": PROFILE.hits},
+        families=("crash", "network"),
+    )
+
+
+def network_steps(s: Scenario) -> list[tuple[NetworkFault, RunWorker]]:
+    out = []
+    for i, step in enumerate(s.steps):
+        if isinstance(step, NetworkFault):
+            paused = s.steps[i - 1]
+            assert isinstance(paused, RunWorker) and paused.worker_id == step.worker_id
+            out.append((step, paused))
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_network_episodes_pause_inside_a_commit_and_come_once_a_scenario(
+    data: st.DataObject,
+) -> None:
+    u = universe()
+    assert u.enabled() == ("crash", "network")
+    scenario: Scenario = data.draw(scenarios(u))
+    validate(scenario, CAPS)
+    faults = network_steps(scenario)
+    assert len(faults) <= 1, scenario.describe()
+    for fault, paused in faults:
+        assert paused.crash is not None and paused.crash.action == "pause"
+        # the last in-transaction point of a commit for a lost ack, a middle one for a reset
+        want = {"t3"} if fault.kind == "commit_ack_lost" else {"t1", "t2"}
+        assert paused.crash.site in want, scenario.describe()
+        assert 1 <= paused.crash.nth <= 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_a_network_swarm_draws_both_kinds_and_none_without_the_capability(
+    data: st.DataObject,
+) -> None:
+    swarm = Swarm(families=("network",), weights=(1,))
+    scenario: Scenario = data.draw(scenarios(universe(), swarm=swarm))
+    assert network_steps(scenario), scenario.describe()
+    bare = universe(CAPS - {Capability.NETWORK_FAULTS})
+    assert "network" not in bare.enabled()
+    assert not network_steps(data.draw(scenarios(bare)))
+
+
+def test_both_kinds_are_drawn() -> None:
+    seen: set[str] = set()
+
+    @settings(max_examples=60, deadline=None, database=None)
+    @given(scenarios(universe(), swarm=Swarm(families=("network",), weights=(1,))))
+    def collect(s: Scenario) -> None:
+        seen.update(f.kind for f, _ in network_steps(s))
+
+    collect()
+    assert seen == {"commit_ack_lost", "reset_mid_transaction"}

@@ -1,0 +1,107 @@
+"""Targeted network schedules: a lost acknowledgement at each kind of commit
+a fault-free run made (intent, result, decision, plain checkpoint) and a
+reset inside a commit, told from the site profile alone; only for adapters
+that declare ``network_faults`` and runs that switch the family on."""
+
+from __future__ import annotations
+
+from harness.adapters._contract import Capability, WorkflowSpec
+from harness.model import CrashSpec, NetworkFault, RunWorker, Scenario
+from harness.scenarios import EffectSite, Universe, WorkflowProfile, targeted
+from harness.scenarios._targeted import MAX_NETWORK
+
+#: a made-up runtime: sites a..g between steps, t1..t3 inside a transaction
+#: (t3 right before its COMMIT); the decision arrives before round 1
+R0 = (("a", 1), ("t1", 1), ("t2", 1), ("t3", 1), ("b", 1))
+R1 = (("a", 1), ("t1", 1), ("t2", 1), ("t3", 1), ("c", 1))
+R1 += (("t1", 2), ("t2", 2), ("t3", 2), ("d", 1), ("e", 1))  # the intent, then the call at e
+R1 += (("t1", 3), ("t2", 3), ("t3", 3), ("f", 1))  # the result
+PAY = WorkflowSpec(name="pay", inputs=({"x": 1},), needs_approval=True, effects=("bank.pay",))
+PROFILE = WorkflowProfile(
+    "pay",
+    hits={"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1, "t1": 3, "t2": 3, "t3": 3},
+    rounds=(R0, R1),
+    resume_round=1,
+    effect_sites=(EffectSite("bank.pay", 1, "e", 1, approach=R1[:10]),),
+)
+CAPS = frozenset({Capability.CRASH_POINTS, Capability.APPROVALS, Capability.NETWORK_FAULTS})
+
+
+def universe(caps: frozenset[Capability] = CAPS, **kw: object) -> Universe:
+    return Universe(
+        workflows=(PAY,),
+        crash_points=("a", "b", "c", "d", "e", "f", "t1", "t2", "t3"),
+        pause_points=("a", "b", "c", "d", "e", "f"),
+        capabilities=caps,
+        profiles={"pay": PROFILE},
+        site_hits={"pay": PROFILE.hits},
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def network(u: Universe) -> list[Scenario]:
+    return [s for s in targeted(u) if any(isinstance(x, NetworkFault) for x in s.steps)]
+
+
+def test_each_kind_of_commit_loses_its_acknowledgement_and_one_commit_is_reset() -> None:
+    got = network(universe())
+    assert [s.name for s in got] == [
+        "targeted/pay/commit_ack_lost/intent/r1/t3@2",
+        "targeted/pay/reset_mid_transaction/reset/r1/t2@1",
+        "targeted/pay/commit_ack_lost/result/r1/t3@3",
+        "targeted/pay/commit_ack_lost/decision/r1/t3@1",
+        "targeted/pay/commit_ack_lost/checkpoint/r0/t3@1",
+    ]
+    intent = got[0].steps
+    # the run brought to round 1 (a worker, then the decision), a worker
+    # paused right before the intent's COMMIT, its acknowledgement lost
+    assert [x.op for x in intent] == [
+        "submit",
+        "run_worker",
+        "approve",
+        "run_worker",
+        "network_fault",
+        "quiesce",
+    ]
+    paused = intent[3]
+    assert isinstance(paused, RunWorker)
+    assert paused.crash == CrashSpec(site="t3", nth=2, action="pause")
+    assert intent[4] == NetworkFault(kind="commit_ack_lost", worker_id=paused.worker_id)
+    # the reset: between two statements of the decision's commit
+    reset = got[1].steps
+    assert reset[4] == NetworkFault(kind="reset_mid_transaction", worker_id="n1")
+    for s in got:
+        assert len(s.steps) <= 8, s.name
+
+
+def test_no_network_schedule_without_the_capability_or_with_the_family_off() -> None:
+    assert network(universe(CAPS - {Capability.NETWORK_FAULTS})) == []
+    assert network(universe(families=("crash",))) == []
+    assert "network" not in universe(families=("crash",)).enabled()
+    # without crash points to pause at, nothing can be aimed either
+    bare = Universe(workflows=(PAY,), crash_points=(), capabilities=CAPS)
+    assert "network" not in bare.enabled()
+    assert network(bare) == []
+
+
+def test_network_schedules_go_breadth_first_across_workflows_and_are_capped() -> None:
+    other = WorkflowSpec(name="ship", inputs=({"y": 2},), effects=("post.send",))
+    ship = WorkflowProfile(
+        "ship",
+        hits=PROFILE.hits,
+        rounds=(R1,),
+        effect_sites=(EffectSite("post.send", 0, "e", 1, approach=R1[:10]),),
+    )
+    u = Universe(
+        workflows=(PAY, other),
+        crash_points=("a", "b", "c", "d", "e", "f", "t1", "t2", "t3"),
+        pause_points=("a", "b", "c", "d", "e", "f"),
+        capabilities=CAPS,
+        profiles={"pay": PROFILE, "ship": ship},
+        site_hits={"pay": PROFILE.hits, "ship": ship.hits},
+    )
+    names = [s.name for s in network(u)]
+    assert len(names) <= MAX_NETWORK
+    # every variant on the first workflow before any on the second
+    assert [n.split("/")[1] for n in names[:5]] == ["pay"] * 5
+    assert "targeted/ship/commit_ack_lost/intent/r0/t3@2" in names
