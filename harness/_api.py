@@ -35,8 +35,9 @@ from .nemesis import resolve_worker_timeout, worker_timeout, worker_timeout_limi
 from .outcome import Outcome
 from .report import Report, build_report, claim_report_folder, not_tested, write_run
 from .report._folder import keep_file
-from .scenarios import probe_universe, scenario_files
+from .scenarios import Universe, probe_universe, scenario_files
 from .session import Engine, check_declarations, run_exhaustive, run_random_kill
+from .session._probe import probe_outcome
 
 Log = Callable[[str], None]
 
@@ -165,6 +166,24 @@ def run(
     return report
 
 
+def run_job(
+    spec: str,
+    options: Mapping[str, str],
+    settings: Settings,
+    scenarios: Sequence[str | Path] = (),
+    *,
+    log: Log | None = None,
+    progress: Callable[[Outcome], None] | None = None,
+) -> Report:
+    """One job of ``--jobs N`` (:mod:`harness._job`): shard
+    ``settings.shard`` of the search its parent checked and planned, with
+    the parent's ``settings`` as they are (see ``harness._jobs.job_args``)."""
+    regressions = [sc for _, sc in scenario_files([Path(p) for p in scenarios])]
+    loaded = load_adapter(spec, dict(options))
+    session = Session(loaded, settings, spec=spec, options=options, log=log, progress=progress)
+    return session.run(regressions=regressions)
+
+
 def _check_shard(settings: Settings, exhaustive: str | None) -> None:
     """A shard is a part of a search's plan: refuse what has no such plan,
     or would plan differently on each machine (no fixed seed)."""
@@ -263,29 +282,25 @@ class Session:
         self, report_dir: Path, exhaustive: str | None, regressions: Sequence[Scenario]
     ) -> Report:
         adapter, settings = self.adapter, self.settings
-        universe = probe_universe(
-            adapter,
-            families=settings.families or None,
-            max_runs=settings.max_runs,
-            max_episodes=settings.max_episodes,
-            # The sites right before effects serve only the targeted schedules.
-            aim_effects=settings.targeted and settings.mode == "search",
-            # A profiling worker that never exits is stuck past the budget too.
-            worker_timeout=worker_timeout(settings.budget_seconds),
-        )
-        self._log(
-            f"harness: adapter {adapter.name} {adapter.describe()}, profile {settings.profile}, "
-            f"{len(universe.crash_points)} crash points, "
-            f"families {', '.join(universe.enabled())}"
-        )
-        for gap in not_tested(adapter):
-            self._log(f"harness: not tested ({gap['capability']} missing): {gap['what']}")
         engine = Engine(adapter, settings, progress=self._progress, log=self._log)
-        self._log(f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})")
         try:
             try:
-                check_declarations(adapter, engine.oracle)
-                if exhaustive:
+                # The fault-free probe first: a runtime that cannot finish a
+                # run without faults is a finding (progress fails, no search),
+                # before the site profile runs it under crash points.
+                findings = check_declarations(adapter, engine.oracle)
+                universe = self._universe(found=bool(findings))
+                self._log(
+                    f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})"
+                )
+                if findings:
+                    self._log(
+                        "harness: the fault-free run of workflow "
+                        f"{', '.join(repr(f.workflow) for f in findings)} never completed: "
+                        "no search runs; the report says why"
+                    )
+                    outcome = probe_outcome(engine, universe, findings)
+                elif exhaustive:
                     outcome = run_exhaustive(engine, universe, exhaustive)
                 elif settings.mode == "random-kill":
                     outcome = run_random_kill(engine, universe)
@@ -303,6 +318,42 @@ class Session:
         finally:
             engine.close()
         return report
+
+    def _universe(self, *, found: bool) -> Universe:
+        """What the adapter offers, with each workflow's site profile; when
+        the fault-free probe already failed (``found``), only what it
+        declares: no search runs, and profiling a runtime that cannot finish
+        a run would fail for the same reason."""
+        adapter, settings = self.adapter, self.settings
+        if found:
+            return Universe(
+                workflows=tuple(adapter.workflows()),
+                crash_points=(),
+                capabilities=frozenset(adapter.capabilities),
+            )
+        universe = probe_universe(
+            adapter,
+            families=settings.families or None,
+            max_runs=settings.max_runs,
+            max_episodes=settings.max_episodes,
+            # The sites right before effects serve only the targeted schedules.
+            aim_effects=settings.targeted and settings.mode == "search",
+            # A profiling worker that never exits is stuck past the budget too.
+            worker_timeout=worker_timeout(settings.budget_seconds),
+        )
+        self._log(
+            f"harness: adapter {adapter.name} {adapter.describe()}, profile {settings.profile}, "
+            f"{len(universe.crash_points)} crash points, "
+            f"families {', '.join(universe.enabled())}"
+        )
+        for gap in not_tested(adapter):
+            # A capability the adapter declares and this machine cannot
+            # exercise (network faults without iptables or root) is not
+            # missing: its entry already says why.
+            declared = gap["capability"] in {c.value for c in adapter.capabilities}
+            why = "declared, but this machine cannot exercise it" if declared else "missing"
+            self._log(f"harness: not tested ({gap['capability']} {why}): {gap['what']}")
+        return universe
 
     def _write(self, outcome: Outcome, engine: Engine, report_dir: Path) -> Report:
         report = build_report(outcome, self.adapter, self.spec, self.options, report_dir)

@@ -1,7 +1,7 @@
 """One job of ``harness run --jobs N``: ``python -m harness._job ARGS``.
 
 Started by :mod:`harness._jobs` (never by hand): runs shard K of N of the
-search ``ARGS`` (a JSON object of :func:`harness.run`'s arguments) into a
+search ``ARGS`` (a JSON object: ``harness._jobs.job_args``) into a
 folder of its own, writing one JSON object per line on stdout (the wire
 :mod:`harness._jobs` describes). Its exit code is ``harness run``'s: 0, 1
 or 3 by the verdict, 2 when it refused the run, 130 / 143 when a signal
@@ -16,6 +16,7 @@ from typing import Any
 
 from . import _api as api
 from ._errors import AdapterError, HarnessError, Interrupted, UsageError
+from ._jobs import job_settings
 from ._signals import exit_code, handling_signals
 from .model import Verdict
 from .outcome import Outcome
@@ -47,20 +48,11 @@ def main(argv: list[str]) -> int:
     args = json.loads(argv[0])
     with handling_signals():
         try:
-            report = api.run(
+            report = api.run_job(
                 args["adapter"],
-                options=args["options"],
-                profile=args["profile"],
-                seed=args["seed"],
-                budget=args["budget"],
-                max_examples=args["max_examples"],
-                report_dir=args["report_dir"],
-                targeted=args["targeted"],
-                stop_on_first=args["stop_on_first"],
-                worker_timeout=args.get("worker_timeout"),
-                scenarios=args["scenarios"],
-                shard=tuple(args["shard"]),
-                jobs=1,
+                args["options"],
+                job_settings(args),
+                args["scenarios"],
                 log=lambda text: _send({"log": text}),
                 progress=_progress,
             )

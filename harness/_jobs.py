@@ -43,6 +43,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -69,6 +70,41 @@ def job_seed(settings: Settings) -> int:
     if settings.derandomize:
         return 0
     return random.SystemRandom().randrange(2**32)
+
+
+def job_args(
+    spec: str,
+    options: Mapping[str, str],
+    settings: Settings,
+    seed: int,
+    scenarios: Sequence[Path],
+    shard: tuple[int, int],
+    folder: Path,
+) -> dict[str, Any]:
+    """What job ``shard`` of a run is started with (``python -m
+    harness._job ARGS``): the parent's settings, every one of them (a job
+    must search exactly as the parent was asked to: a setting left out here
+    would silently take its default there), but for its seed (drawn once),
+    its shard, one job, its own report folder and no example database (the
+    parent read it: its scenarios are in ``scenarios``)."""
+    mine = settings.with_(seed=seed, shard=shard, jobs=1, report_dir=str(folder), example_db=None)
+    return {
+        "adapter": spec,
+        "options": dict(options),
+        "settings": {f.name: getattr(mine, f.name) for f in fields(Settings)},
+        "scenarios": [str(f) for f in scenarios],
+        "shard": list(shard),
+    }
+
+
+def job_settings(args: Mapping[str, Any]) -> Settings:
+    """The :class:`Settings` a job runs with, from its ``args``
+    (:func:`job_args`)."""
+    given = dict(args["settings"])
+    for name, value in given.items():
+        if isinstance(value, list):  # JSON has no tuples
+            given[name] = tuple(value)
+    return Settings(**given)
 
 
 def _child_env() -> dict[str, str]:
@@ -195,20 +231,7 @@ def run_jobs(
             files[-1].write_text(scenario.model_dump_json(indent=2))
         for k in range(1, n + 1):
             folder = scratch / f"shard-{k}"
-            args = {
-                "adapter": spec,
-                "options": dict(options),
-                "profile": settings.profile,
-                "seed": seed,
-                "budget": settings.budget_seconds,
-                "max_examples": settings.max_examples,
-                "targeted": settings.targeted,
-                "stop_on_first": settings.stop_on_first,
-                "worker_timeout": settings.worker_timeout,
-                "scenarios": [str(f) for f in files],
-                "shard": [k, n],
-                "report_dir": str(folder),
-            }
+            args = job_args(spec, options, settings, seed, files, (k, n), folder)
             job = _Job(k, n, folder, args)
             jobs.append(job)
             assert job.proc.stdout is not None

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,14 @@ import pytest
 from engine_support import harness_cli, subprocess_env
 
 from harness._errors import UsageError
-from harness._settings import SCENARIOS_PER_JOB, load_settings, parse_jobs, resolve_jobs
+from harness._jobs import job_args, job_settings
+from harness._settings import (
+    SCENARIOS_PER_JOB,
+    Settings,
+    load_settings,
+    parse_jobs,
+    resolve_jobs,
+)
 from harness.outcome._verdicts import KIND_FAMILY
 
 PLAN = ("--profile", "dev", "--max-examples", "20", "--seed", "2", "--budget", "600")
@@ -113,6 +121,48 @@ def test_a_bug_fails_every_n_alike_and_the_counterexample_replays(tmp_path: Path
     assert replay.startswith(f"harness replay {tmp_path / 'bug2' / 'shards'}")
     proc = harness_cli(*replay.split()[1:], cwd=tmp_path)
     assert proc.returncode == 1 and "reproduced:" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_job_searches_with_every_setting_of_its_parent(tmp_path: Path) -> None:
+    """A setting the parent does not hand on takes its default in the jobs
+    (``--shrink-budget`` once did): every one is handed on, but for what
+    makes a job one shard of the run."""
+    own = {"seed", "shard", "jobs", "report_dir", "example_db"}
+    parent = Settings(
+        profile="ci", max_examples=33, budget_seconds=77.0, shrink_budget_seconds=9.0,
+        derandomize=True, seed=None, max_runs=3, max_episodes=6, families=("crash", "clock"),
+        report_dir=str(tmp_path / "r"), exhaustive=True, mode="random-kill", targeted=False,
+        stop_on_first=True, shard=None, jobs=2, example_db="db", worker_timeout=12.0,
+    )  # fmt: skip
+    defaults = Settings()
+    # every setting differs from its default here, so none can be lost unseen
+    assert [f.name for f in fields(Settings) if f.name not in own] == [
+        f.name
+        for f in fields(Settings)
+        if f.name not in own and getattr(parent, f.name) != getattr(defaults, f.name)
+    ]
+    args = job_args("reference", {"k": "v"}, parent, 5, [tmp_path / "a.json"], (2, 3), tmp_path)
+    got = job_settings(json.loads(json.dumps(args)))
+    assert got == parent.with_(
+        seed=5, shard=(2, 3), jobs=1, report_dir=str(tmp_path), example_db=None
+    )
+    assert got.shrink_budget_seconds == 9.0
+    assert args["options"] == {"k": "v"} and args["scenarios"] == [str(tmp_path / "a.json")]
+
+
+def test_the_shrink_budget_reaches_the_jobs(tmp_path: Path) -> None:
+    """No time for shrinking: each job keeps its failure unshrunk and says
+    so (with the default, a quarter of --budget, the toy's shrinks at once)."""
+    proc = harness_cli(
+        "run", "--adapter", "upgrade_toy:UpgradeToy", "--adapter-opt", "keyed=twice",
+        "--profile", "dev", "--seed", "0", "--no-targeted", "--budget", "0.001",
+        "--shrink-budget", "0", "--jobs", "2", "--report-dir", str(tmp_path / "r"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = _json(tmp_path / "r")
+    assert report["merged"]["shards"] == [1, 2]
+    assert report["counterexample"]["fully_shrunk"] is False, report["counterexample"]
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "x", "1.5", "257", ""])
