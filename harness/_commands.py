@@ -29,6 +29,7 @@ from .report import (
 )
 from .scenarios import load_scenario_file
 from .session import Engine
+from .session._probe import judge_probe
 
 
 def _line(out: TextIO, text: str) -> None:
@@ -305,7 +306,8 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
     try:
         setup_adapter(adapter)
         with worker_timeout_limit(resolve_worker_timeout(settings.worker_timeout, adapter)):
-            example = engine.execute(scenario)
+            # a fault-free probe's counterexample is judged as the probe judged it
+            example = judge_probe(engine.adapter, engine.execute(scenario))
     except BaseException as exc:
         engine.close()
         close_adapter(adapter, failing=exc)

@@ -36,6 +36,8 @@ from ._probe import (
     performed_effects,
     probe_scenario,
 )
+from ._probe import last_error as _last_error
+from ._probe import worker_log as _worker_log
 
 #: the causes a check names, in the order they are reported
 WRONG_EFFECTS = "wrong effect declaration"
@@ -52,9 +54,6 @@ CAUSES: tuple[str, ...] = (
     UNJUDGED_TRANSITIONS,
     UNFINISHED,
 )
-
-#: lines of a crashed worker's log shown
-LOG_LINES = 12
 
 
 @dataclass(frozen=True)
@@ -241,30 +240,7 @@ def _workers(out: WorkflowCheck, history: History, env_dir: Path) -> None:
     )
 
 
-def _last_error(lines: list[str]) -> tuple[str, ...]:
-    """The log's last traceback when one starts in its last lines (its end,
-    at most :data:`LOG_LINES` lines), else its last lines."""
-    recent = lines[-4 * LOG_LINES :]
-    starts = [i for i, line in enumerate(recent) if line.startswith("Traceback (most recent")]
-    if starts:
-        recent = recent[starts[-1] :]
-    return tuple(recent[-LOG_LINES:])
-
-
 _NO_LOG = (
     "the deployment left no worker log (*.log) to show why: send the workers' stdout and "
     "stderr to workdir/workers.log (ForkServer.spawn(log=...), or the kit's WorkerSet)"
 )
-
-
-def _worker_log(env_dir: Path) -> Path | None:
-    """The workers' log the deployment left in its folder: ``workers.log``
-    (the convention of the kit and the built-in adapters), else the most
-    recently written ``*.log``."""
-    if not env_dir.is_dir():
-        return None
-    logs = [p for p in env_dir.rglob("*.log") if p.is_file() and p.stat().st_size]
-    if not logs:
-        return None
-    named = [p for p in logs if p.name == "workers.log"]
-    return max(named or logs, key=lambda p: p.stat().st_mtime)

@@ -114,8 +114,9 @@ class _DeliverRaises(ReferenceEnvironment):
 
 
 class DeliverRaises(ReferenceAdapter):
-    """A runtime broken on its fault-free path: it raised out of the site
-    profile as a traceback, exit 1 (found by a generated mutant)."""
+    """A runtime broken on its fault-free path (found by a generated mutant):
+    it raised out of the site profile as a traceback (exit 1 without a
+    report), then was refused as an adapter error (exit 2); it is a finding."""
 
     def open(self, workdir: Path, *, seed: int) -> ReferenceEnvironment:
         return _DeliverRaises(self, workdir)

@@ -4,6 +4,7 @@ property exits 1 (issue 13, defect 4)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -59,11 +60,6 @@ def _run(adapter: str, tmp_path: Path, **env: str) -> subprocess.CompletedProces
             "AdapterCloseRaises.close() raised RuntimeError: cannot stop the runtime's server",
         ),
         ("MisspelledTarget", "wroker_main"),
-        (
-            "DeliverRaises",
-            "the fault-free profile run of workflow 'refund': deliver of the approver's "
-            "valid decision raised ValueError: the runtime refuses every decision",
-        ),
     ],
 )
 def test_a_misbehaving_adapter_is_an_adapter_error(adapter: str, says: str, tmp_path: Path) -> None:
@@ -72,6 +68,25 @@ def test_a_misbehaving_adapter_is_an_adapter_error(adapter: str, says: str, tmp_
     assert "harness: adapter error: " in proc.stderr
     assert says in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_runtime_that_refuses_every_decision_is_a_finding_not_an_adapter_error(
+    tmp_path: Path,
+) -> None:
+    """``deliver`` is the runtime's answer (recorded in the history, like
+    ``submit``'s): a runtime that raises on every valid decision leaves its
+    gated runs waiting forever, and that is a failure of the runtime (exit
+    1, ``progress``, the fault-free probe as counterexample). It used to
+    be refused as an adapter error (exit 2) from the site profile."""
+    proc = _run("DeliverRaises", tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "adapter error" not in proc.stderr
+    assert "Traceback" not in proc.stderr
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    progress = next(p for p in report["properties"] if p["name"] == "progress")
+    assert progress["verdict"] == "fail"
+    assert "the fault-free run of workflow 'refund' never completed" in progress["message"]
+    assert "the runtime did not act on the decision delivered" in progress["message"]
 
 
 def test_the_adapters_traceback_is_kept_in_the_report_folder(tmp_path: Path) -> None:
