@@ -16,7 +16,8 @@ and held; 1 a property failed (or replay reproduced the failure); 2 usage,
 configuration or adapter error (the message says what was wrong and how to
 fix it); 3 inconclusive: a property that should have been judged could not
 be, a fault family the run armed never fired, or the budget ended the search before
-its plan (the output says which; properties the adapter's capabilities leave
+every kind of fault in its plan ran once (a later cut keeps the verdict and says what
+did not run; the output says which; properties the adapter's capabilities leave
 ``not_tested`` are listed and do not make a run inconclusive); 130 / 143
 interrupted by SIGINT / SIGTERM (workers killed, environments closed, a
 partial report marked ``interrupted`` written; a second signal exits at once).
