@@ -467,10 +467,12 @@ def _network(a: _Aim) -> list[Scenario]:
     commit's last in-transaction crash point (a lost acknowledgement) or at
     a middle one (a reset). Every variant once, on the first workflow where
     a fault-free run made that kind of commit, before any is tried on the
-    next workflow; a reset second, so a short plan fires both kinds."""
+    next workflow: the decision's commit first (where most is at stake, and
+    a commit that moves the run's status shows a commit written twice), a
+    reset second, so a short plan fires both kinds."""
     if "network" not in a.families or not a.in_txn:
         return []
-    order = ("intent", "reset", "result", "decision", "checkpoint")
+    order = ("decision", "reset", "intent", "result", "checkpoint")
     # per variant, per workflow: breadth-first across workflows within a variant
     by_variant: dict[str, list[list[Scenario]]] = {v: [] for v in order}
     for wf in a.workflows:
@@ -507,6 +509,9 @@ def _network_targets(a: _Aim, wf: WorkflowSpec) -> list[tuple[str, Commit, tuple
             used.add((c.round, c.last))
             out.append((variant, c, c.last))
 
+    decided = next((c for c in commits if c.round == p.resume_round), None)
+    if a.approvals and wf.needs_approval and p.resume_round > 0:
+        add("decision", decided)
     for es in p.effect_sites:
         trace = p.rounds[es.round] if es.round < len(p.rounds) else ()
         at = len(es.approach) - 1
@@ -517,9 +522,6 @@ def _network_targets(a: _Aim, wf: WorkflowSpec) -> list[tuple[str, Commit, tuple
         after = [ends[s] for s in trace[at + 1 :] if s in ends]
         add("intent", before[-1] if before else None)
         add("result", after[0] if after else None)
-    decided = next((c for c in commits if c.round == p.resume_round), None)
-    if a.approvals and wf.needs_approval and p.resume_round > 0:
-        add("decision", decided)
     add("checkpoint", next((c for c in commits if (c.round, c.last) not in used), None))
     # The reset: between two statements of the first commit after the
     # decision (or of the first commit), at its middle crash point.
