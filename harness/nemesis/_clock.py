@@ -1,5 +1,6 @@
 """Clock faults: a jump of virtual time, and the wait a supervisor makes
-for a killed worker's lease (both may let approvals expire)."""
+for a killed worker's lease (both may let approvals expire, and waits
+pass their deadlines)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ def advance_clock(ctx: StepContext, step: AdvanceClock) -> None:
 def advance(ctx: StepContext, seconds: float, kind: str = "clock") -> None:
     """Move virtual time; ``kind`` is ``clock`` for a scenario's clock jump,
     ``lease_wait`` for the wait a supervisor makes after a kill. Either may
-    let an approval expire, so the runs that may change are named."""
+    let an approval expire, or a wait pass its deadline, so the runs that
+    may change are named."""
     env = ctx.env
     before = ctx.recorder.observe()
     then = env.now()
@@ -37,5 +39,13 @@ def advance(ctx: StepContext, seconds: float, kind: str = "clock") -> None:
         and a.get("expires_at") is not None
         and then < float(a["expires_at"]) <= now
         and a.get("run_id") in unfinished
+    }
+    # A run resting in a wait (for an event, a decision) whose own deadline
+    # -- the wake_at its runtime reports -- the jump passes may rightly time
+    # out: it is no longer bound to end as its fault-free run did.
+    expiring |= {
+        r.run_id
+        for r in before.runs
+        if r.state.legitimate_wait and r.wake_at is not None and r.wake_at <= now
     }
     ctx.recorder.fault(kind, True, seconds=seconds, runs=sorted(expiring))

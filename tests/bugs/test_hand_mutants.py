@@ -108,6 +108,21 @@ MUTANTS = (
             ),
         ),
     ),
+    HandMutant(
+        "event-wait-times-out-only-after-reading",
+        1,
+        "a wake-up with an empty inbox is spurious: time a wait out only when "
+        "what it read did not match (the run waiting for a child that has not run "
+        "yet is then claimed again and again, and the child starves)",
+        (
+            Edit(
+                "_executor/_inbox.py",
+                "    if run.wake_at is not None and now >= run.wake_at:\n",
+                "    if skipped and run.wake_at is not None and now >= run.wake_at:\n",
+            ),
+        ),
+        caught=True,
+    ),
     # -- 2. the shared-oracle blind spot ----------------------------------------
     HandMutant(
         "refund-output-reads-the-wrong-field",
@@ -437,6 +452,31 @@ DEMOS: dict[str, tuple[list[dict[str, Any]], Callable[[History], Any], Any, Any]
         lambda h: "planted" in _read_keys(h),
         False,
         True,
+    ),
+    "event-wait-times-out-only-after-reading": (
+        [
+            {
+                "op": "submit",
+                "run": {
+                    "run_id": "r1",
+                    "tenant": "acme",
+                    "workflow": "procurement",
+                    "input": {"item": "bolts", "quantity": 3},
+                },
+            },
+            # killed right after the parent's commit that starts its wait
+            # (the child spawned, not yet run), then a day passes
+            {
+                "op": "run_worker",
+                "worker_id": "w1",
+                "crash": {"site": "after_step_commit", "nth": 2, "action": "kill"},
+            },
+            {"op": "advance_clock", "seconds": 90000},
+            QUIESCE,
+        ],
+        lambda h: {r: f.value["state"] for r, f in sorted(h.finals().items())},
+        {"r1": "failed", "r1.quote": "completed"},  # timed out; the child still ran
+        {"r1": "waiting_event", "r1.quote": "pending"},  # waits for ever; the child starves
     ),
     "refund-output-reads-the-wrong-field": (
         [_submit("refund", REFUND), {"op": "run_worker", "worker_id": "w1"}, QUIESCE],

@@ -89,6 +89,8 @@ def test_schedules_are_aimed_by_the_profile_and_gated_workflows_come_first() -> 
     # a long outage only where an approval could expire
     assert "targeted/pay/outage_before/bank.pay" in names
     assert not [n for n in names if n.startswith("targeted/look/outage")]
+    # the clock jumps past a gated run's wait for its decision, withheld
+    assert "targeted/pay/deadline_passes/approval" in names
 
 
 def test_the_first_round_holds_one_scenario_of_every_category() -> None:
@@ -101,6 +103,7 @@ def test_the_first_round_holds_one_scenario_of_every_category() -> None:
         "memory",
         "upgrade_mid_run",
         "outage_before",
+        "deadline_passes",
         "kill_in_first_commit",
         "cancel_while_held",
         "kill_before",
@@ -234,6 +237,42 @@ def test_a_kill_lands_right_after_every_commit_hand_offs_first() -> None:
         "targeted/pay/kill_after_commit/r1/tx2@1",
     } <= names
     assert "targeted/look/kill_after_commit/r0/tx2@2" in names
+
+
+def test_the_clock_passes_a_wait_deadline_with_what_it_waits_for_withheld() -> None:
+    trace = (("a", 1), ("tx1", 1), ("tx2", 1), ("b", 1), ("a", 2), ("tx1", 2), ("tx2", 2))
+    trace += (("c", 1), ("a", 3))
+    look = replace(PROFILES["look"], rounds=(trace,))
+    waits = [
+        s
+        for s in targeted(universe(profiles={**PROFILES, "look": look}))
+        if "/deadline_passes/" in s.name
+    ]
+    names = [s.name for s in waits]
+    # the gated workflow's wait for its decision; the hand-off (the run
+    # yielded, waiting on what it handed over), killed right after, only
+    assert set(names) == {
+        "targeted/pay/deadline_passes/approval",
+        "targeted/look/deadline_passes/r0/tx2@1",
+    }
+    look_wait = waits[names.index("targeted/look/deadline_passes/r0/tx2@1")]
+    assert [x.crash for x in look_wait.steps if isinstance(x, RunWorker)] == [
+        CrashSpec(site="b", nth=1)
+    ]
+    # the jump comes after the kill, before anything else runs
+    assert isinstance(look_wait.steps[2], AdvanceClock) and look_wait.steps[2].seconds > 86_400
+    pay_wait = waits[names.index("targeted/pay/deadline_passes/approval")]
+    assert [type(x).__name__ for x in pay_wait.steps] == [
+        "Submit",
+        "RunWorker",
+        "AdvanceClock",
+        "RunWorker",
+        "Quiesce",
+    ]
+    # without a clock, no such schedule
+    assert not [
+        s for s in targeted(universe(CAPS - {Capability.CLOCK})) if "/deadline_passes/" in s.name
+    ]
 
 
 def test_workers_held_at_a_barrier_are_released_together_alongside_pause_points() -> None:
