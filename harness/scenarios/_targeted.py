@@ -7,7 +7,8 @@ effect, a decision delivered twice, memory planted before the run reads it, a
 kill inside the first commit after a decision, a zombie paused right before an
 effect, an operator cancelling a run a worker holds, a long outage between an
 approval and its effect, an upgrade between
-crash and resume. Then the systematic sweeps, each bounded: every other
+crash and resume, the clock passing a wait's deadline with what the run
+waits for withheld. Then the systematic sweeps, each bounded: every other
 world fault mode at every effect (applied then timed out, timed out before
 applying, refused, killed before applying, slow), a persistent outage of
 each service, every kind of planted memory before and after the clock
