@@ -6,8 +6,11 @@ asks for one, a long-term store beside it -- its own run registry and its own
 world. Workers are real processes forked from a fork server
 preloaded with LangGraph and the application (see ``_worker``).
 
-What LangGraph cannot offer is declared, not faked: no crash points (the
-harness kills workers at the world's effect boundaries instead), no clock,
+What LangGraph cannot offer is declared, not faked: no crash points on
+SQLite (the harness kills workers at the world's effect boundaries instead;
+on ``PostgresSaver`` the adapter's workers pass named sites inside its
+checkpoint writes, see ``_points``, and name the connection they write on:
+the ``crash_points`` and ``network_faults`` capabilities), no clock,
 no memory injection, no model contexts, no signed approvals (decisions go in
 through ``Command(resume=...)``, unsigned). Version switching is offered when
 the application builds more than one code version; concurrent workers always
@@ -38,12 +41,15 @@ from .._contract import (
     Capability,
     Declarations,
     DurableState,
+    Endpoint,
     Observation,
     RunView,
+    WorkerHandle,
     WorkflowSpec,
 )
 from .._workers import ForkServerWorker, shared_fork_server
 from ._app import DURABILITIES
+from ._points import SITES, read_log
 from ._store import Backend, Registry, RunRow, SaverSpec, create_storage, drop_storage, open_saver
 from ._worker import EPOCH, TARGET, load_app, maybe_store, thread_config
 
@@ -79,7 +85,12 @@ class LangGraphEnvironment(BaseEnvironment):
             schema = f"lg_{tag()}"
             assert adapter.postgres_url is not None  # checked by the adapter
             self._lease = SchemaLease(adapter.postgres_url, schema)
-            self.saver = SaverSpec("postgres", postgres_url=adapter.postgres_url, schema=schema)
+            self.saver = SaverSpec(
+                "postgres",
+                postgres_url=adapter.postgres_url,
+                schema=schema,
+                network_timeout=adapter.network_timeout,
+            )
         try:
             create_storage(self.saver, store=self.app.store)
         except BaseException:
@@ -95,6 +106,10 @@ class LangGraphEnvironment(BaseEnvironment):
         )
         self._workers: list[ForkServerWorker] = []
         self._seen: set[str] = set()
+        self.crash_log = workdir / "crashpoints.jsonl"
+        #: trace every crash point hit of the workers started from now on
+        #: (the harness's site profile; see crash_point_trace)
+        self.trace_crash_points = False
 
     # -- declarations ---------------------------------------------------------
 
@@ -107,13 +122,57 @@ class LangGraphEnvironment(BaseEnvironment):
             needs_approval=dict(self.app.needs_approval),
         )
 
+    # -- crash points (PostgresSaver only) -------------------------------------------
+
+    def crash_points(self) -> list[str]:
+        return sorted(SITES) if self.saver.backend == "postgres" else []
+
+    def crash_point_trace(self) -> list[tuple[int, str, int]]:
+        """Every traced crash point hit so far, in order, as (worker pid, site,
+        hit) (optional in the contract: the harness's site profile)."""
+        return [
+            (int(e["pid"]), str(e["site"]), int(e["hit"]))
+            for e in read_log(str(self.crash_log))
+            if e.get("action") == "trace"
+        ]
+
+    def network_endpoints(self, worker: WorkerHandle) -> list[Endpoint]:
+        """The checkpointer connection ``worker`` was writing on when it
+        paused at a crash point (optional in the contract: the
+        ``network_faults`` capability). The worker read it from its own
+        socket and logged it: the one connection the write uses, not a guess
+        among the worker's connections (its long-term store's, its guard's)."""
+        out = []
+        for e in read_log(str(self.crash_log)):
+            if e.get("pid") != worker.pid or e.get("action") != "pause" or not e.get("tcp"):
+                continue
+            local_host, local_port, remote_host, remote_port = e["tcp"]
+            out.append(
+                Endpoint(
+                    local_host=local_host,
+                    local_port=local_port,
+                    remote_host=remote_host,
+                    remote_port=remote_port,
+                    service="postgres",
+                )
+            )
+        return out[-1:]  # where it is paused now
+
     # -- workers --------------------------------------------------------------
 
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> ForkServerWorker:
-        if crash is not None:
-            raise NotImplementedError("LangGraph has no crash points; kill at effect boundaries")
+        if crash is not None and crash.site not in self.crash_points():
+            if self.saver.backend != "postgres":
+                raise NotImplementedError(
+                    "LangGraph has no crash points on SQLite; kill at effect boundaries, or "
+                    "use checkpointer=postgres (crash points in PostgresSaver's writes)"
+                )
+            raise ValueError(
+                f"crash point {crash.site!r}: the LangGraph adapter's sites are "
+                f"{', '.join(self.crash_points())}"
+            )
         if code_version is not None and code_version not in self.app.versions:
             raise ValueError(
                 f"code_version={code_version}: app {self.app.name!r} builds versions "
@@ -129,6 +188,9 @@ class LangGraphEnvironment(BaseEnvironment):
             "saver": self.saver.to_dict(),
             "world": self.world.path,
             "lock_dir": str(self.lock_dir),
+            "crash": None if crash is None else crash.model_dump(),
+            "crash_log": str(self.crash_log),
+            "trace": self.trace_crash_points,
         }
         proc = shared_fork_server(self.adapter.preload()).spawn(
             TARGET, args=args, log=self.workdir / "workers.log"
@@ -372,7 +434,13 @@ class LangGraphAdapter:
     ``postgres`` (a schema per environment on ``postgres_url``, default
     ``$HARNESS_POSTGRES_URL``); ``durability`` ``sync``/``async``/``exit``
     (default: the application's); ``thread_prefix`` before each run id to
-    make the thread id.
+    make the thread id; ``network_timeout`` (Postgres, default 5 s) after
+    which the workers' connections give up on a server that stopped
+    answering (``tcp_user_timeout`` and keepalives; 0: none, as
+    ``PostgresSaver.from_conn_string`` opens it).
+
+    On ``postgres`` it declares ``crash_points`` (sites in PostgresSaver's
+    writes) and, with a ``network_timeout``, ``network_faults``.
     """
 
     name = "langgraph"
@@ -384,6 +452,7 @@ class LangGraphAdapter:
         durability: str | None = None,
         postgres_url: str | None = None,
         thread_prefix: str = "",
+        network_timeout: float | str = 5.0,
     ) -> None:
         self.app_spec = app
         self.app = load_app(app)
@@ -402,7 +471,24 @@ class LangGraphAdapter:
                 "HARNESS_POSTGRES_URL (e.g. postgresql://postgres@127.0.0.1:5432/test)"
             )
         self.thread_prefix = thread_prefix
+        try:
+            self.network_timeout = float(network_timeout)
+        except ValueError:
+            self.network_timeout = -1.0
+        if not self.network_timeout >= 0:  # NaN too
+            raise ValueError(
+                f"network_timeout={network_timeout!r}: give seconds >= 0 (e.g. 5; 0 for none, "
+                "as PostgresSaver.from_conn_string opens its connection)"
+            )
         caps = {Capability.CONCURRENT_WORKERS, Capability.DURABLE_STATE}
+        if self.checkpointer == "postgres":
+            # Sites in PostgresSaver's writes, and the connection each is on.
+            caps.add(Capability.CRASH_POINTS)
+            if self.network_timeout > 0:
+                # Without a timeout a worker whose commit reply was lost
+                # blocks for the kernel's retransmission timeout (15 min):
+                # nothing the harness could judge, so not offered.
+                caps.add(Capability.NETWORK_FAULTS)
         if len(self.app.versions) > 1:
             caps.add(Capability.VERSION_SWITCH)
         self.capabilities: frozenset[Capability] = frozenset(caps)
@@ -441,6 +527,9 @@ class LangGraphAdapter:
             "checkpointer": self.checkpointer,
             "durability": self.durability or f"{self.app.durability} (app default)",
             "thread_prefix": self.thread_prefix,
+            **(
+                {"network_timeout": self.network_timeout} if self.checkpointer == "postgres" else {}
+            ),
             **({"store": self.checkpointer} if self.app.store else {}),
             "langgraph": metadata.version("langgraph"),
         }

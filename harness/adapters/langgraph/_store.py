@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ._points import CrashPoints, pointed_saver
+
 Backend = Literal["sqlite", "postgres"]
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -64,6 +66,10 @@ class SaverSpec:
     postgres_url: str | None = None
     schema: str | None = None
     sqlite_autocommit: bool = field(default_factory=_sqlite_autocommit)
+    #: seconds after which a Postgres connection whose server stopped
+    #: answering fails (``tcp_user_timeout`` and keepalives); 0: never, as
+    #: ``PostgresSaver.from_conn_string`` opens it
+    network_timeout: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +78,7 @@ class SaverSpec:
             "postgres_url": self.postgres_url,
             "schema": self.schema,
             "sqlite_autocommit": self.sqlite_autocommit,
+            "network_timeout": self.network_timeout,
         }
 
     @classmethod
@@ -116,8 +123,9 @@ def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
 
 
 @contextlib.contextmanager
-def open_saver(spec: SaverSpec) -> Iterator[Any]:
-    """LangGraph's checkpointer for ``spec``, with its own connection."""
+def open_saver(spec: SaverSpec, points: CrashPoints | None = None) -> Iterator[Any]:
+    """LangGraph's checkpointer for ``spec``, with its own connection; on
+    Postgres with ``points``, one that passes them in its writes (``_points``)."""
     if spec.backend == "sqlite":
         from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -141,7 +149,24 @@ def open_saver(spec: SaverSpec) -> Iterator[Any]:
     from langgraph.checkpoint.postgres import PostgresSaver
 
     with _langgraph_pg(spec) as pg:
-        yield PostgresSaver(pg)
+        yield PostgresSaver(pg) if points is None else pointed_saver(pg, points)
+
+
+def network_timeouts(seconds: float) -> dict[str, int]:
+    """libpq settings that make a connection whose server stopped answering
+    fail within about ``seconds`` (none for 0): ``tcp_user_timeout`` for a
+    request sent and never acknowledged -- a lost COMMIT reply -- and
+    keepalives for an idle connection whose server went away."""
+    if seconds <= 0:
+        return {}
+    probe = max(1, int(seconds // 3))
+    return {
+        "tcp_user_timeout": int(seconds * 1000),
+        "keepalives": 1,
+        "keepalives_idle": probe,
+        "keepalives_interval": probe,
+        "keepalives_count": 2,
+    }
 
 
 @contextlib.contextmanager
@@ -152,7 +177,12 @@ def _langgraph_pg(spec: SaverSpec) -> Iterator[Any]:
 
     assert spec.postgres_url is not None
     pg = _pg_connect(
-        spec.postgres_url, spec.schema, autocommit=True, prepare_threshold=0, row_factory=dict_row
+        spec.postgres_url,
+        spec.schema,
+        autocommit=True,
+        prepare_threshold=0,
+        row_factory=dict_row,
+        **network_timeouts(spec.network_timeout),
     )
     try:
         yield pg

@@ -21,6 +21,10 @@ while ``tasks`` is not, and ``invoke(None)`` applies the writes and goes on.
 On a finished thread ``tasks`` is empty (and ``invoke(None)`` would do
 nothing anyway).
 
+On ``PostgresSaver`` the checkpointer passes the crash points of
+``_points`` in its writes (armed by the harness's ``RunWorker(crash=...)``,
+traced for its site profile).
+
 An exception from ``invoke`` is the run's failure (LangGraph keeps the task
 error in the checkpoint), logged, and the worker goes on to the next run.
 """
@@ -36,6 +40,7 @@ from typing import Any
 
 from ...world import WorldClient
 from ._app import CONTEXT_KEY, GuardSite, LangGraphApp, WorkerContext
+from ._points import CrashPoints
 from ._store import Registry, RunRow, SaverSpec, open_saver, open_store
 
 #: The (constant) time of a runtime without a clock: keeps histories reproducible.
@@ -80,7 +85,10 @@ def worker_main(args: dict[str, Any]) -> int:
     registry = Registry(args["registry"])
     spec = SaverSpec.from_dict(args["saver"])
     world = WorldClient(args["world"], clock=lambda: EPOCH)
-    with open_saver(spec) as saver, maybe_store(app, spec) as store:
+    points = None
+    if spec.backend == "postgres":
+        points = CrashPoints(str(args["crash_log"]), args.get("crash"), bool(args.get("trace")))
+    with open_saver(spec, points) as saver, maybe_store(app, spec) as store:
         graph = app.make_graph(saver, version, store)
         for run in registry.runs():
             thread_id = f"{args['thread_prefix']}{run.run_id}"
