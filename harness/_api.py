@@ -17,9 +17,12 @@ one counterexample per failing property, and writes every report format into
 from __future__ import annotations
 
 import contextlib
+import os
+import pickle
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from ._errors import AdapterError, Interrupted, UsageError
 from ._exampledb import ExampleDb
@@ -38,8 +41,16 @@ from .report._folder import keep_file
 from .scenarios import Universe, probe_universe, scenario_files
 from .session import Engine, check_declarations, run_exhaustive, run_random_kill
 from .session._probe import probe_outcome
+from .session._shared import SharedOracles
 
 Log = Callable[[str], None]
+T = TypeVar("T")
+
+#: what :meth:`Session.prepare` writes into its folder for the jobs of
+#: ``--jobs N``: the probe's findings and universe, and (in ``ORACLES``) the
+#: fault-free runs, shared by the jobs from then on
+PREPARED = "prepared.pickle"
+ORACLES = "oracles"
 
 
 def run(
@@ -131,12 +142,17 @@ def run(
         )
     regressions = [*saved, *regressions]
     if n > 1:
+
+        def prepare(folder: Path) -> None:
+            Session(load_adapter(spec, opts), settings, spec=spec, options=opts).prepare(folder)
+
         report = run_jobs(
             spec=spec,
             options=opts,
             settings=settings,
             n=n,
             regressions=regressions,
+            prepare=prepare,
             log=log,
             progress=progress,
         )
@@ -172,16 +188,18 @@ def run_job(
     settings: Settings,
     scenarios: Sequence[str | Path] = (),
     *,
+    prepared: Path | None = None,
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Report:
     """One job of ``--jobs N`` (:mod:`harness._job`): shard
     ``settings.shard`` of the search its parent checked and planned, with
-    the parent's ``settings`` as they are (see ``harness._jobs.job_args``)."""
+    the parent's ``settings`` as they are (see ``harness._jobs.job_args``),
+    and its probe (``prepared``: the folder :meth:`Session.prepare` filled)."""
     regressions = [sc for _, sc in scenario_files([Path(p) for p in scenarios])]
     loaded = load_adapter(spec, dict(options))
     session = Session(loaded, settings, spec=spec, options=options, log=log, progress=progress)
-    return session.run(regressions=regressions)
+    return session.run(regressions=regressions, prepared=prepared)
 
 
 def _check_shard(settings: Settings, exhaustive: str | None) -> None:
@@ -251,26 +269,73 @@ class Session:
         self._log = log or (lambda _line: None)
         self._progress = progress
 
-    def run(self, *, exhaustive: str | None = None, regressions: Sequence[Scenario] = ()) -> Report:
-
+    def run(
+        self,
+        *,
+        exhaustive: str | None = None,
+        regressions: Sequence[Scenario] = (),
+        prepared: Path | None = None,
+    ) -> Report:
+        """The whole run, into ``settings.report_dir``. ``prepared``: the
+        folder :meth:`prepare` filled (in a job of ``--jobs N``), whose
+        fault-free probe and universe this run takes instead of its own."""
         report_dir = Path(self.settings.report_dir)
-        # Before anything runs: a folder the harness may not write is refused
-        # now (exit 2), not after the whole run.
+
+        return self._with_adapter(
+            report_dir,
+            lambda: self._run(report_dir, exhaustive, regressions, prepared),
+            claim=True,
+        )
+
+    def prepare(self, folder: Path) -> None:
+        """What every job of ``--jobs N`` would do alike before its search,
+        done once (by the parent, while the jobs start): the fault-free
+        probe and the universe, written into ``folder`` for :meth:`run`
+        (``prepared``), with the probe's fault-free runs. Raises what
+        :meth:`run` would (a declaration only the user can fix: UsageError)."""
+
+        def body() -> None:
+            engine = Engine(self.adapter, self.settings, shared=SharedOracles(folder / ORACLES))
+            try:
+                findings = check_declarations(self.adapter, engine.oracle)
+                universe = self._universe(found=bool(findings))
+            finally:
+                engine.close()
+            data = pickle.dumps(
+                {
+                    "findings": findings,
+                    "universe": universe,
+                    "fault_free_seconds": engine.fault_free_seconds,
+                }
+            )
+            pending = folder / f".{PREPARED}"
+            pending.write_bytes(data)
+            os.replace(pending, folder / PREPARED)  # a job never reads half of it
+
+        self._with_adapter(Path(self.settings.report_dir), body)
+
+    def _with_adapter(self, report_dir: Path, body: Callable[[], T], *, claim: bool = False) -> T:
+        """``body()`` between the adapter's run-level hooks, under its worker
+        timeout; an adapter's error keeps its traceback in ``report_dir``
+        (``claim``: claimed first)."""
         try:
             try:
-                claim_report_folder(report_dir)
+                if claim:
+                    # Before anything runs: a folder the harness may not write
+                    # is refused now (exit 2), not after the whole run.
+                    claim_report_folder(report_dir)
                 # What killed runs left (their adapters' servers too) goes
                 # first; then the adapter's run-level hook, before the probe.
                 sweep_folders()
                 setup_adapter(self.adapter)
                 limit = resolve_worker_timeout(self.settings.worker_timeout, self.adapter)
                 with worker_timeout_limit(limit):
-                    report = self._run(report_dir, exhaustive, regressions)
+                    result = body()
             except BaseException as exc:
                 close_adapter(self.adapter, failing=exc)
                 raise
             close_adapter(self.adapter)  # the whole run has ended: the optional hook
-            return report
+            return result
         except AdapterError as exc:
             if exc.detail:  # the adapter's traceback, kept like the rest of the run
                 text = f"{exc}\n\n{exc.detail}".encode("utf-8", "backslashreplace")
@@ -279,17 +344,28 @@ class Session:
             raise
 
     def _run(
-        self, report_dir: Path, exhaustive: str | None, regressions: Sequence[Scenario]
+        self,
+        report_dir: Path,
+        exhaustive: str | None,
+        regressions: Sequence[Scenario],
+        prepared: Path | None,
     ) -> Report:
         adapter, settings = self.adapter, self.settings
-        engine = Engine(adapter, settings, progress=self._progress, log=self._log)
+        shared = None if prepared is None else SharedOracles(prepared / ORACLES)
+        engine = Engine(adapter, settings, progress=self._progress, log=self._log, shared=shared)
         try:
             try:
-                # The fault-free probe first: a runtime that cannot finish a
-                # run without faults is a finding (progress fails, no search),
-                # before the site profile runs it under crash points.
-                findings = check_declarations(adapter, engine.oracle)
-                universe = self._universe(found=bool(findings))
+                if prepared is None:
+                    # The fault-free probe first: a runtime that cannot finish
+                    # a run without faults is a finding (progress fails, no
+                    # search), before the site profile runs it under crash points.
+                    findings = check_declarations(adapter, engine.oracle)
+                    universe = self._universe(found=bool(findings))
+                else:  # the parent's (Session.prepare), with what its runs took
+                    given = pickle.loads((prepared / PREPARED).read_bytes())
+                    findings, universe = given["findings"], given["universe"]
+                    engine.fault_free_seconds.extend(given["fault_free_seconds"])
+                self._say_universe(universe, found=bool(findings))
                 self._log(
                     f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})"
                 )
@@ -319,6 +395,25 @@ class Session:
             engine.close()
         return report
 
+    def _say_universe(self, universe: Universe, *, found: bool) -> None:
+        """Log what the run tests (nothing when the probe ``found`` a
+        runtime that cannot finish a fault-free run: no search runs)."""
+        adapter, settings = self.adapter, self.settings
+        if found:
+            return
+        self._log(
+            f"harness: adapter {adapter.name} {adapter.describe()}, profile {settings.profile}, "
+            f"{len(universe.crash_points)} crash points, "
+            f"families {', '.join(universe.enabled())}"
+        )
+        for gap in not_tested(adapter):
+            # A capability the adapter declares and this machine cannot
+            # exercise (network faults without iptables or root) is not
+            # missing: its entry already says why.
+            declared = gap["capability"] in {c.value for c in adapter.capabilities}
+            why = "declared, but this machine cannot exercise it" if declared else "missing"
+            self._log(f"harness: not tested ({gap['capability']} {why}): {gap['what']}")
+
     def _universe(self, *, found: bool) -> Universe:
         """What the adapter offers, with each workflow's site profile; when
         the fault-free probe already failed (``found``), only what it
@@ -341,18 +436,6 @@ class Session:
             # A profiling worker that never exits is stuck past the budget too.
             worker_timeout=worker_timeout(settings.budget_seconds),
         )
-        self._log(
-            f"harness: adapter {adapter.name} {adapter.describe()}, profile {settings.profile}, "
-            f"{len(universe.crash_points)} crash points, "
-            f"families {', '.join(universe.enabled())}"
-        )
-        for gap in not_tested(adapter):
-            # A capability the adapter declares and this machine cannot
-            # exercise (network faults without iptables or root) is not
-            # missing: its entry already says why.
-            declared = gap["capability"] in {c.value for c in adapter.capabilities}
-            why = "declared, but this machine cannot exercise it" if declared else "missing"
-            self._log(f"harness: not tested ({gap['capability']} {why}): {gap['what']}")
         return universe
 
     def _write(self, outcome: Outcome, engine: Engine, report_dir: Path) -> Report:

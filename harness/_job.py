@@ -11,10 +11,14 @@ stopped it (its partial report written first).
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from . import _api as api
+from ._api import PREPARED
 from ._errors import AdapterError, HarnessError, Interrupted, UsageError
 from ._jobs import job_settings
 from ._signals import exit_code, handling_signals
@@ -44,15 +48,30 @@ def _progress(o: Outcome) -> None:
     )
 
 
+def _wait_for(prepared: Path, parent: int) -> bool:
+    """Wait until the parent has written ``prepared`` (its probe, see
+    ``harness._api.Session.prepare``); False if the parent is gone first (a
+    parent that fails kills its jobs; one killed cannot)."""
+    while not (prepared / PREPARED).is_file():
+        if os.getppid() != parent:
+            return False
+        time.sleep(0.02)  # a signal raises Interrupted here
+    return True
+
+
 def main(argv: list[str]) -> int:
     args = json.loads(argv[0])
+    prepared = None if args.get("prepared") is None else Path(args["prepared"])
     with handling_signals():
         try:
+            if prepared is not None and not _wait_for(prepared, args["parent"]):
+                return 2
             report = api.run_job(
                 args["adapter"],
                 args["options"],
                 job_settings(args),
                 args["scenarios"],
+                prepared=prepared,
                 log=lambda text: _send({"log": text}),
                 progress=_progress,
             )

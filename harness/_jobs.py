@@ -14,6 +14,13 @@ scenario's history is the one a single process records (scenarios are
 deterministic: the ``race`` family excepted). A failure is shrunk in the
 job that found it.
 
+What every job would do alike before its search is done once, by the
+parent, while the jobs start (``Session.prepare``): the fault-free probe
+and the universe (site profiles), which the jobs wait for and read from
+the run's scratch folder. The fault-free oracle runs are shared there too
+(``harness.session._shared``): a job checks against one another job (or
+the probe) already ran instead of running it again.
+
 The parent owns its jobs: they run in sessions of their own (a terminal's
 Ctrl-C reaches the parent only), and a SIGINT or SIGTERM of the parent is
 passed on to each job once; each stops, cleans up and writes a partial
@@ -201,13 +208,17 @@ def run_jobs(
     settings: Settings,
     n: int,
     regressions: Sequence[Scenario] = (),
+    prepare: Callable[[Path], None] | None = None,
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Report:
     """Run the search ``settings`` describe in ``n`` jobs (shards 1..n of
     its plan) and merge them into ``settings.report_dir``; returns the
     merged report. ``regressions`` run first, as ``--scenario`` files do
-    (every job gets them all: the plan splits them). Raises
+    (every job gets them all: the plan splits them). ``prepare(folder)``
+    (``Session.prepare``) does what every job would do alike before its
+    search, once, while the jobs start; they wait for it and take it from
+    ``folder`` (without it, each does its own). Raises
     :class:`UsageError` when a job refuses the run, :class:`Interrupted`
     (with the partial merged report) on a signal."""
     say = log or (lambda _line: None)
@@ -229,14 +240,20 @@ def run_jobs(
         for i, scenario in enumerate(regressions, 1):
             files.append(scratch / f"regression-{i:05d}.json")
             files[-1].write_text(scenario.model_dump_json(indent=2))
+        prepared = scratch / "prepared"
+        prepared.mkdir()
         for k in range(1, n + 1):
             folder = scratch / f"shard-{k}"
             args = job_args(spec, options, settings, seed, files, (k, n), folder)
+            args["prepared"] = None if prepare is None else str(prepared)
+            args["parent"] = os.getpid()
             job = _Job(k, n, folder, args)
             jobs.append(job)
             assert job.proc.stdout is not None
             threading.Thread(target=_read, args=(job, job.proc.stdout, inbox), daemon=True).start()
         try:
+            if prepare is not None:
+                prepare(prepared)  # while the jobs start
             _follow(jobs, inbox, say, progress, settings, seed, planned)
         except Interrupted as exc:
             interrupted = exc

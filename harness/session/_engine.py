@@ -40,6 +40,7 @@ from ..scenarios import Universe, targeted
 from ..scenarios import scenarios as scenario_strategy
 from ._coverage import combinations
 from ._oracle import merge_histories, tenant_parts
+from ._shared import SharedOracles
 
 
 class _Found(Exception):
@@ -152,8 +153,11 @@ class Engine:
         progress: Callable[[Outcome], None] | None = None,
         shrink: bool = True,
         log: Callable[[str], None] | None = None,
+        shared: SharedOracles | None = None,
     ) -> None:
         self.adapter = adapter
+        #: fault-free histories shared with the other jobs of the run (--jobs N)
+        self._shared = shared
         #: receives the plan's one-line notices (what fits the budget)
         self._log = log or (lambda _line: None)
         #: seconds of every fault-free run so far (the probe's first): what
@@ -221,6 +225,10 @@ class Engine:
         return self._tenant_oracles[key]
 
     def _run_oracle(self, free: Scenario, folder: Path) -> Path:
+        key = _key(free)
+        kept = None if self._shared is None else self._shared.get(key)
+        if kept is not None:
+            return kept  # another job (or the parent's probe) ran it
         result = run_scenario(
             self.adapter,
             free,
@@ -229,6 +237,8 @@ class Engine:
             worker_timeout=self._worker_timeout(),
         )
         self.fault_free_seconds.append(result.seconds)
+        if self._shared is not None:
+            self._shared.put(key, result.history_path)
         return result.history_path
 
     def _migrated_input(self, run: RunSpec) -> dict[str, Any]:
