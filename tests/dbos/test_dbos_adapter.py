@@ -7,16 +7,14 @@ examples and a fixed seed); the whole file runs in about a minute.
 
 from __future__ import annotations
 
-import ast
-import io
 import json
 import os
 import subprocess
 import sys
-import tokenize
 from pathlib import Path
 
 import pytest
+from code_size import lines_of_code
 
 from harness import Engine, Example, load_settings
 from harness.adapters.dbos import DBOSAdapter
@@ -58,24 +56,6 @@ JUDGED = (
     "legal_transitions",
     "migration_safety",
 )
-
-
-def lines_of_code(source: str) -> int:
-    """Lines holding code: blank lines, comments and docstrings left out
-    (as tests/examples/test_minimal_adapter.py counts them)."""
-    docstrings: set[int] = set()
-    for node in ast.walk(ast.parse(source)):
-        body = getattr(node, "body", None)
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef) and body:
-            first = body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
-    code: set[int] = set()
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type not in skip and tok.type != tokenize.ENDMARKER:
-            code.update(range(tok.start[0], tok.end[0] + 1))
-    return len(code - docstrings)
 
 
 def execute(app: str, scenario: Scenario, workdir: Path, **opts: str) -> Example:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import ast
-import io
-import tokenize
 from pathlib import Path
 
 import pytest
+from code_size import lines_of_code
 
 from harness.adapters import Environment
 from harness.adapters._loading import load_adapter
@@ -15,26 +13,6 @@ from harness.testing import run_suite
 
 SPEC = "examples.minimal_adapter.adapter:ToyAdapter"
 SOURCE = Path(__file__).resolve().parents[2] / "examples" / "minimal_adapter" / "adapter.py"
-
-
-def lines_of_code(source: str) -> int:
-    """Lines holding code: blank lines, comments and docstrings left out."""
-    docstrings: set[int] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            first = node.body[0] if node.body else None
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            ):
-                docstrings.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
-    code: set[int] = set()
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type not in skip and tok.type != tokenize.ENDMARKER:
-            code.update(range(tok.start[0], tok.end[0] + 1))
-    return len(code - docstrings)
 
 
 def test_the_guide_adapter_with_its_toy_runtime_is_at_most_80_lines_of_code() -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 from pathlib import Path
 
 import pytest
+from code_size import lines_of_code
 from oa_support import ADAPTER, CAREFUL, NAIVE
 
 from harness.adapters.openai_agents import OpenAIAgentsAdapter
@@ -18,18 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "harness" / "adapters" / "openai_agents"
 
 
-def _lines_of_code(source: str) -> int:
-    """The minimal adapter's measure (tests/examples): docstrings, comments, blanks out."""
-    where = ROOT / "tests" / "examples" / "test_minimal_adapter.py"
-    spec = importlib.util.spec_from_file_location("_minimal_adapter_measure", where)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return int(module.lines_of_code(source))
-
-
-def test_the_adapter_on_the_kit_is_at_most_120_lines_of_code() -> None:
-    total = sum(_lines_of_code(p.read_text()) for p in PACKAGE.glob("*.py"))
+def test_the_adapter_on_the_kit_is_at_most_120lines_of_code() -> None:
+    total = sum(lines_of_code(p.read_text()) for p in PACKAGE.glob("*.py"))
     assert 60 < total <= 120, total
 
 
