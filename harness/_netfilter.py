@@ -13,6 +13,10 @@ connections, not another worker's, not the harness's own. Two kinds:
 ``reset_to_server``
     ``OUTPUT ... -j REJECT --reject-with tcp-reset``: the connection's next
     packet to the server is refused and the worker gets a TCP reset.
+``drop_to_server``
+    ``OUTPUT ... -j DROP``: what the worker sends on that connection is
+    lost. With ``drop_to_client`` on the same connection: a partition, both
+    directions silent, no reset either way.
 
 Ownership follows :mod:`harness._janitor`: a lock the live run holds, never
 a pid. Every rule's comment is ``sah-net:<token>``; the process that adds
@@ -63,7 +67,7 @@ XTABLES_WAIT = "10"
 #: the commands, IPv4 then IPv6
 BINARIES = ("iptables", "ip6tables")
 
-RuleKind = Literal["drop_to_client", "reset_to_server"]
+RuleKind = Literal["drop_to_client", "reset_to_server", "drop_to_server"]
 
 
 class NetfilterError(RuntimeError):
@@ -120,9 +124,11 @@ class Rule:
             str(self.server_port),
             *comment,
             "-j",
-            "REJECT",
-            "--reject-with",
-            "tcp-reset",
+            *(
+                ("DROP",)
+                if self.kind == "drop_to_server"
+                else ("REJECT", "--reject-with", "tcp-reset")
+            ),
         ]
 
 

@@ -305,8 +305,11 @@ class StorageFault(_Frozen):
 #: ``commit_ack_lost``: what the server sends the worker's connection is
 #: dropped, so the COMMIT it sends next commits and its acknowledgement never
 #: arrives; ``reset_mid_transaction``: the connection is reset (both ends)
-#: between two statements of a transaction.
-NetworkKind = Literal["commit_ack_lost", "reset_mid_transaction"]
+#: between two statements of a transaction; ``partition``: every connection
+#: the worker holds to the store goes silent both ways while the clock moves
+#: past its lease and another worker takes over, then heals and the worker
+#: goes on (a zombie by the network).
+NetworkKind = Literal["commit_ack_lost", "reset_mid_transaction", "partition"]
 
 
 class NetworkFault(_Frozen):
@@ -316,7 +319,9 @@ class NetworkFault(_Frozen):
 
     Fired by event: pause the worker at the crash point first (for
     ``commit_ack_lost``, right before a checkpoint's COMMIT; for
-    ``reset_mid_transaction``, between two statements of one)."""
+    ``reset_mid_transaction``, between two statements of one; for
+    ``partition``, anywhere it holds the run's lease, most tellingly right
+    before an effect). A partition needs the clock capability too."""
 
     op: Literal["network_fault"] = "network_fault"
     kind: NetworkKind
@@ -443,6 +448,8 @@ def describe_step(step: BaseModel) -> str:
         what = {
             "commit_ack_lost": "its COMMIT's acknowledgement is lost",
             "reset_mid_transaction": "its connection is reset mid-transaction",
+            "partition": "partitioned from the store past its lease while another "
+            "worker takes over, then healed",
         }[step.kind]
         return f"network fault on paused worker {step.worker_id}: {what}; it goes on"
     if isinstance(step, Cancel):

@@ -1,5 +1,6 @@
 """Network faults on one worker's storage connection: a lost commit
-acknowledgement, a reset between two statements.
+acknowledgement, a reset between two statements; and a partition of the
+worker from the store while its lease runs out.
 
 The worker is paused at a crash point first (an event, never a time): right
 before a checkpoint's COMMIT for a lost acknowledgement, between two of its
@@ -8,6 +9,11 @@ there (``network_endpoints``, the ``network_faults`` capability); the
 kernel backend (:mod:`harness._netfilter`) acts on that connection alone;
 the worker goes on; the fault heals once the worker has ended.
 
+A partition (:func:`partition`) silences every connection the worker holds
+to the servers the environment names, both ways, and holds the worker at
+its crash point meanwhile: a worker that ran during the partition would
+open fresh connections, which rules matched on ports cannot catch.
+
 A fault that cannot be inflicted -- no iptables, not root, no connection
 held at that point -- is recorded as armed and not fired, with the reason:
 the report then shows the kind as never exercised, never as passed.
@@ -15,13 +21,20 @@ the report then shows the kind as never exercised, never as passed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from .. import _netfilter
-from ..adapters import Capability, Endpoint, WorkerHandle
+from ..adapters import Capability, Endpoint, WorkerHandle, tcp_connections
 from ..model import EventF, NetworkFault
+from ._clock import advance
 from ._context import StepContext
+
+#: seconds a partition waits, at most, for the server to let go of the
+#: worker's silenced connections (its keepalives notice; the reference
+#: runtime asks for 5 s); a server that keeps them is said so, not waited out
+SERVER_LET_GO = 20.0
 
 
 def _endpoints(ctx: StepContext, handle: WorkerHandle) -> Sequence[Endpoint]:
@@ -45,6 +58,9 @@ def network_fault(ctx: StepContext, step: NetworkFault) -> None:
     """Drop what the server sends the paused worker's connection (its next
     COMMIT commits, unacknowledged) or reset that connection, let the worker
     go on, wait for it to end, then heal."""
+    if step.kind == "partition":
+        partition(ctx, step)
+        return
     value: dict[str, Any] = {"network": step.kind, "worker_id": step.worker_id}
     handle = ctx.paused.pop(step.worker_id, None)
     if handle is None:
@@ -95,3 +111,108 @@ def network_fault(ctx: StepContext, step: NetworkFault) -> None:
         # Healed once the worker has ended, however the step ends (an
         # interruption, an adapter error); a no-op for a rule never added.
         owner.remove(rule)
+
+
+def _held_connections(handle: WorkerHandle, named: Sequence[Endpoint]) -> list[Endpoint]:
+    """Every established connection of the worker to a server ``named``
+    lists (its pooled ones too, read from ``/proc``), the named ones first."""
+    out = list(named)
+    for host, port, service in dict.fromkeys(
+        (e.remote_host, e.remote_port, e.service) for e in named
+    ):
+        for ep in tcp_connections(handle.pid, {port}, service=service):
+            if ep.remote_host == host and all(
+                (ep.local_host, ep.local_port) != (o.local_host, o.local_port) for o in out
+            ):
+                out.append(ep)
+    return out
+
+
+def _partition_rules(eps: Sequence[Endpoint]) -> list[_netfilter.Rule]:
+    return [
+        _netfilter.Rule(
+            kind,
+            client_port=ep.local_port,
+            server_port=ep.remote_port,
+            client_host=ep.local_host,
+            server_host=ep.remote_host,
+        )
+        for ep in eps
+        for kind in ("drop_to_client", "drop_to_server")
+    ]
+
+
+def partition(ctx: StepContext, step: NetworkFault) -> None:
+    """Silence the paused worker's connections to the store both ways; wait
+    for the server to let go of them (its keepalives), move the clock past
+    the worker's lease, let another worker run until idle (it takes the run
+    over), heal, and let the first worker go on: a zombie by the network,
+    its connections dead, its lease gone."""
+    value: dict[str, Any] = {"network": step.kind, "worker_id": step.worker_id}
+    handle = ctx.paused.pop(step.worker_id, None)
+    if handle is None:
+        ctx.recorder.record(
+            "info", EventF.NOTE, "runner", {"text": f"{step.worker_id} is not paused"}
+        )
+        ctx.recorder.fault(step.kind, False, **value, reason="the worker is not paused")
+        return
+    reason = _netfilter.unavailable()
+    if reason is None and Capability.CLOCK not in ctx.capabilities:
+        reason = "a partition outlasts the lease on the clock: the adapter has no clock capability"
+    eps: list[Endpoint] = []
+    if reason is None:
+        eps = _held_connections(handle, _endpoints(ctx, handle))
+        if not eps:
+            reason = "the worker held no storage connection at its crash point"
+    if reason is not None:
+        ctx.recorder.fault(step.kind, False, **value, reason=reason)
+        handle.cont()
+        ctx.await_worker(handle)
+        return
+    value["endpoints"] = [
+        {
+            "service": ep.service,
+            "client": f"{ep.local_host}:{ep.local_port}",
+            "server": f"{ep.remote_host}:{ep.remote_port}",
+        }
+        for ep in eps
+    ]
+    owner = _netfilter.owner()
+    rules = _partition_rules(eps)
+    try:
+        try:
+            for rule in rules:
+                owner.add(rule)
+        except _netfilter.NetfilterError as exc:
+            for rule in rules:
+                owner.remove(rule)
+            ctx.recorder.fault(step.kind, False, **value, reason=str(exc))
+            handle.cont()
+            ctx.await_worker(handle)
+            return
+        # The server's ends go once its keepalives give up on the silent
+        # client (a row lock the worker held in a transaction goes with
+        # them); a barrier on the kernel's sockets, bounded, not a sleep.
+        deadline = time.monotonic() + SERVER_LET_GO
+        open_ = list(eps)
+        while open_ and time.monotonic() < deadline:
+            open_ = [
+                ep
+                for ep in open_
+                if _netfilter.socket_open(
+                    (ep.remote_host, ep.remote_port), (ep.local_host, ep.local_port)
+                )
+            ]
+            if open_:
+                time.sleep(0.1)
+        value["server_let_go"] = len(eps) - len(open_)
+        ctx.recorder.fault(step.kind, True, **value)
+        advance(ctx, float(getattr(ctx.adapter, "lease_seconds", 30.0)) + 1, kind="lease_wait")
+        peer = ctx.start(f"{step.worker_id}-peer")
+        ctx.await_worker(peer)
+    finally:
+        for rule in rules:
+            owner.remove(rule)
+    ctx.recorder.fault("continue", True, worker_id=step.worker_id)
+    handle.cont()
+    ctx.await_worker(handle)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from reference_runtime import TRANSITIONS, MemoryRecord, Provenance, Runtime
 from reference_runtime import crashpoints as cp
@@ -32,6 +33,7 @@ from .._contract import (
     WorkerHandle,
     WorkflowSpec,
 )
+from .._netinfo import tcp_connections
 from .._workers import ForkServerWorker
 from ..kit import signed_decision
 from ._deployment import WORKER_TARGET, Deployment, fork_server
@@ -435,7 +437,21 @@ class ReferenceEnvironment:
         """The storage connection a paused worker was using at its crash
         point (optional in the contract: the ``network_faults`` capability).
         The worker says so itself: a crash point that fires inside a store
-        transaction logs the connection's two ends."""
+        transaction logs the connection's two ends. Then the connections it
+        holds idle (pooled, read from ``/proc``) to the Postgres server and,
+        with the Redis queue, to the Redis server: all a partition silences."""
+        out = self._logged_endpoints(worker)
+        servers = [("postgres", self.adapter.postgres_url, 5432)]
+        if self.adapter.queue == "redis":
+            servers.append(("redis", self.d.config.redis_url, 6379))
+        for service, url, default in servers:
+            port = _port(url, default)
+            for ep in tcp_connections(worker.pid, {port}, service=service):
+                if all(ep.local_port != o.local_port for o in out):
+                    out.append(ep)
+        return out
+
+    def _logged_endpoints(self, worker: WorkerHandle) -> list[Endpoint]:
         out = []
         for word in self.d.paused_at(worker.pid):
             key, _, rest = word.partition("=")
@@ -469,6 +485,14 @@ class ReferenceEnvironment:
                 w.proc.kill()
                 w.proc.wait(10.0)
         self.d.close()
+
+
+def _port(url: str | None, default: int) -> int:
+    """The server port a service URL names (``default`` when it names none)."""
+    try:
+        return urlsplit(url or "").port or default
+    except ValueError:
+        return default
 
 
 _swept: set[tuple[str | None, str | None]] = set()
