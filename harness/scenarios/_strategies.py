@@ -37,6 +37,7 @@ from ..model import (
     CrashSpec,
     InjectMemory,
     NetworkFault,
+    NetworkKind,
     Quiesce,
     RaceWorkers,
     RunSpec,
@@ -64,7 +65,7 @@ FAMILY_KINDS: dict[str, tuple[str, ...]] = {
     ),
     "memory": ("poisoned", "cross_tenant", "expired", "stale"),
     "message": ("valid", "forged", "wrong_role", "wrong_params"),
-    "network": ("commit_ack_lost", "reset_mid_transaction"),
+    "network": ("commit_ack_lost", "reset_mid_transaction", "partition"),
 }
 
 #: Families a scenario draws one episode of at most: a lost acknowledgement
@@ -393,8 +394,12 @@ def _network_sites(u: Universe, runs: tuple[RunSpec, ...], kind: str) -> dict[st
     bounds: for a lost acknowledgement, the last in-transaction crash point
     of each commit the workload's fault-free runs made (right before the
     COMMIT); for a reset, the other in-transaction points (between two
-    statements). Without a profile, every in-transaction point; without
-    any, the pause points (between steps: the next commit is hit)."""
+    statements); for a partition, the pause points. Without a profile,
+    every in-transaction point; without any, the pause points (between
+    steps: the next commit is hit)."""
+    if kind == "partition":
+        # Held between steps, holding the run's lease (see _network_episode).
+        return u.reached(runs, u.pause_points) or _network_sites(u, runs, "reset_mid_transaction")
     in_txn = frozenset(u.in_transaction_points())
     ends: set[str] = set()
     for r in runs:
@@ -418,19 +423,28 @@ def _network_episode(
 ) -> list[Step]:
     """Pause a worker inside a commit, then lose that commit's
     acknowledgement or reset its connection (see :mod:`harness.nemesis._network`);
-    maybe after the runs' decisions, so it lands on the resume's commits."""
+    or pause it between steps and partition it from the store past its
+    lease while another worker takes over (with the clock only: a lost
+    acknowledgement instead). Maybe after the runs' decisions, so it lands
+    on the resume's commits."""
+    if kind == "partition" and Capability.CLOCK not in u.capabilities:
+        kind = "commit_ack_lost"
     sites = _network_sites(u, runs, kind)
+    if not sites:  # nowhere to hold the worker between steps: inside a commit
+        kind = "commit_ack_lost"
+        sites = _network_sites(u, runs, kind)
     site = draw(st.sampled_from(sorted(sites)))
     later = list(range(2, min(sites[site], 6) + 1))
     nth = draw(st.sampled_from([1] * max(1, len(later)) + later))
-    assert kind in ("commit_ack_lost", "reset_mid_transaction")
+    kinds: dict[str, NetworkKind] = {
+        "commit_ack_lost": "commit_ack_lost",
+        "reset_mid_transaction": "reset_mid_transaction",
+        "partition": "partition",
+    }
     return [
         *_approved_first(draw, u, [r.run_id for r in runs], n),
         RunWorker(worker_id=f"n{n}", crash=CrashSpec(site=site, nth=nth, action="pause")),
-        NetworkFault(
-            kind="commit_ack_lost" if kind == "commit_ack_lost" else "reset_mid_transaction",
-            worker_id=f"n{n}",
-        ),
+        NetworkFault(kind=kinds[kind], worker_id=f"n{n}"),
     ]
 
 

@@ -515,18 +515,20 @@ def _network(a: _Aim) -> list[Scenario]:
     reached the store, the worker cannot know) at the *intent* commit (the
     last before an effect's call), the *result* commit (the first after
     it), the *decision* commit (the first after an approval was delivered)
-    and a plain *checkpoint* (the first commit that is none of those); and
-    the connection reset between two statements of the first commit after
-    the decision (the first of all, with none). The worker is paused at the
-    commit's last in-transaction crash point (a lost acknowledgement) or at
-    a middle one (a reset). Every variant once, on the first workflow where
-    a fault-free run made that kind of commit, before any is tried on the
-    next workflow: the decision's commit first (where most is at stake, and
-    a commit that moves the run's status shows a commit written twice), a
-    reset second, so a short plan fires both kinds."""
-    if "network" not in a.families or not a.in_txn:
+    and a plain *checkpoint* (the first commit that is none of those); the
+    connection reset between two statements of the first commit after the
+    decision (the first of all, with none); and a partition past the lease
+    right before the first effect (:func:`_partitions`). The worker is
+    paused at the commit's last in-transaction crash point (a lost
+    acknowledgement) or at a middle one (a reset). Every variant once, on
+    the first workflow where a fault-free run made that kind of commit,
+    before any is tried on the next workflow: the decision's commit first
+    (where most is at stake, and a commit that moves the run's status shows
+    a commit written twice), then a reset and a partition, so a short plan
+    fires every kind."""
+    if "network" not in a.families:
         return []
-    order = ("decision", "reset", "intent", "result", "checkpoint")
+    order = ("decision", "reset", "partition", "intent", "result", "checkpoint")
     # per variant, per workflow: breadth-first across workflows within a variant
     by_variant: dict[str, list[list[Scenario]]] = {v: [] for v in order}
     for wf in a.workflows:
@@ -543,9 +545,32 @@ def _network(a: _Aim) -> list[Scenario]:
                     NetworkFault(kind=kind, worker_id="n1"),
                 )
             )
+        mine["partition"] = _partitions(a, wf)
         for v in order:
             by_variant[v].append(mine[v])
     return _interleave([_interleave(by_variant[v]) for v in order])[:MAX_NETWORK]
+
+
+def _partitions(a: _Aim, wf: WorkflowSpec) -> list[Scenario]:
+    """A worker partitioned from the store at the boundary nearest before
+    the workflow's first effect, past its lease, while another takes over:
+    back, it is a zombie about to call (needs the clock)."""
+    if Capability.CLOCK not in a.u.capabilities:
+        return []
+    out = []
+    for es in a.profile(wf).effect_sites[:1]:
+        near = next(((s, n) for s, n in reversed(es.approach) if s in a.pausable), None)
+        if near is not None:
+            out.append(
+                a.before(
+                    wf,
+                    es,
+                    _paused("n1", *near),
+                    NetworkFault(kind="partition", worker_id="n1"),
+                    name=f"partition/before/{es.effect}/{near[0]}@{near[1]}",
+                )
+            )
+    return out
 
 
 def _network_targets(a: _Aim, wf: WorkflowSpec) -> list[tuple[str, Commit, tuple[str, int]]]:

@@ -105,3 +105,24 @@ def test_network_schedules_go_breadth_first_across_workflows_and_are_capped() ->
     # every variant on the first workflow before any on the second
     assert [n.split("/")[1] for n in names[:5]] == ["pay"] * 5
     assert "targeted/ship/commit_ack_lost/intent/r0/t3@2" in names
+
+
+def test_with_the_clock_a_partition_before_the_first_effect_comes_third() -> None:
+    got = network(universe(CAPS | {Capability.CLOCK}))
+    names = [s.name for s in got]
+    assert names[2] == "targeted/pay/partition/before/bank.pay/e@1", names
+    steps = got[2].steps
+    # brought to the round that calls (a worker, the decision), then held
+    # at the boundary right before the call and partitioned
+    assert [x.op for x in steps] == [
+        "submit",
+        "run_worker",
+        "approve",
+        "run_worker",
+        "network_fault",
+        "quiesce",
+    ]
+    paused = steps[3]
+    assert isinstance(paused, RunWorker)
+    assert paused.crash == CrashSpec(site="e", nth=1, action="pause")
+    assert steps[4] == NetworkFault(kind="partition", worker_id="n1")
