@@ -174,6 +174,56 @@ def unavailable() -> str | None:
     return reason
 
 
+_latency: list[str] = []
+#: what :func:`latency_unavailable` asks of ``tc`` in its throwaway namespace
+NETEM_PROBE = ("tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms")
+
+
+def latency_unavailable() -> str:
+    """Why this backend cannot delay one worker's packets (the ``latency``
+    kind): netfilter drops, rejects and queues packets but never holds them
+    back; that takes the ``netem`` queueing discipline, asked here in a
+    throwaway network namespace (never on the host's own interfaces). Even
+    where the kernel has it, a per-connection delay is not built."""
+    if _latency:
+        return _latency[0]
+    said = "not asked"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        said = "ip and tc (iproute2) are not installed"
+    else:
+        ns = f"sah-probe-{secrets.token_hex(4)}"
+        try:
+            made = subprocess.run(
+                ["ip", "netns", "add", ns], capture_output=True, text=True, check=False, timeout=30
+            )
+            if made.returncode != 0:
+                said = f"ip netns add refused: {' '.join(made.stderr.split())[:200]}"
+            else:
+                got = subprocess.run(
+                    ["ip", "netns", "exec", ns, *NETEM_PROBE],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=30,
+                )
+                said = (
+                    "the kernel has netem"
+                    if got.returncode == 0
+                    else f"tc netem: {' '.join(got.stderr.split())[:200]}"
+                )
+        except (OSError, subprocess.SubprocessError) as exc:
+            said = f"{type(exc).__name__}: {exc}"
+        finally:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False, timeout=30)
+    reason = (
+        "the kernel backend cannot delay one connection's packets: netfilter drops or "
+        f"resets them but never holds them back, and a delay needs the netem qdisc ({said}); "
+        "no latency fault is built on this backend"
+    )
+    _latency.append(reason)
+    return reason
+
+
 def _lock_name(token: str) -> str:
     return f"\0{LOCK_PREFIX}{token}"
 

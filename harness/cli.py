@@ -274,9 +274,10 @@ def _list(what: str, out: TextIO) -> int:
             "slowed effect (needs concurrent_workers; for runtimes without pause points)",
             "operator": "an operator cancels a run while a paused worker holds it; the "
             "worker's next write must not undo it (needs cancel)",
-            "network": "a worker's storage connection: its commit acknowledgement lost, "
-            "or the connection reset mid-transaction (needs network_faults; "
-            "the kernel backend needs iptables and root)",
+            "network": "a worker's storage connections: its commit acknowledgement lost, "
+            "reset mid-transaction, or partitioned past its lease while another worker "
+            "takes over (needs network_faults; the kernel backend needs iptables and root; "
+            "latency is not available on it: no netem)",
         }
         for fam in FAMILIES:
             print(f"{fam:14} {docs[fam]}", file=out)

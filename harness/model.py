@@ -308,8 +308,10 @@ class StorageFault(_Frozen):
 #: between two statements of a transaction; ``partition``: every connection
 #: the worker holds to the store goes silent both ways while the clock moves
 #: past its lease and another worker takes over, then heals and the worker
-#: goes on (a zombie by the network).
-NetworkKind = Literal["commit_ack_lost", "reset_mid_transaction", "partition"]
+#: goes on (a zombie by the network); ``latency``: the worker's store
+#: traffic delayed -- not available on the kernel backend (no netem): armed,
+#: never fired, and said why.
+NetworkKind = Literal["commit_ack_lost", "reset_mid_transaction", "partition", "latency"]
 
 
 class NetworkFault(_Frozen):
@@ -450,6 +452,7 @@ def describe_step(step: BaseModel) -> str:
             "reset_mid_transaction": "its connection is reset mid-transaction",
             "partition": "partitioned from the store past its lease while another "
             "worker takes over, then healed",
+            "latency": "its store traffic delayed",
         }[step.kind]
         return f"network fault on paused worker {step.worker_id}: {what}; it goes on"
     if isinstance(step, Cancel):

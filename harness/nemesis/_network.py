@@ -63,6 +63,14 @@ def network_fault(ctx: StepContext, step: NetworkFault) -> None:
         return
     value: dict[str, Any] = {"network": step.kind, "worker_id": step.worker_id}
     handle = ctx.paused.pop(step.worker_id, None)
+    if step.kind == "latency":
+        # Not built on the kernel backend: armed, never fired, said why
+        # (the run is then inconclusive, never passed).
+        ctx.recorder.fault(step.kind, False, **value, reason=_netfilter.latency_unavailable())
+        if handle is not None:
+            handle.cont()
+            ctx.await_worker(handle)
+        return
     if handle is None:
         # Its pause never fired (the site was not reached): nothing to act on.
         ctx.recorder.record(
