@@ -1,13 +1,15 @@
 """Kill-and-resume cycles per second against the reference runtime.
 
-Run: ``python benchmarks/kill_resume.py [--seconds N] [--repeats R] [--backend sqlite|postgres]``
+Run: ``python benchmarks/kill_resume.py [--seconds N] [--repeats R] [--backend sqlite|postgres]
+[--baseline REV]``
 
 One cycle is what the harness does hundreds of times per test run: start a
 fresh worker process, let it claim a run, load its durable state and commit
 one checkpoint, SIGKILL it at the crash point right after that commit, learn
 that it died, and move the virtual clock past its lease so the next worker may
-resume. The run is a ``research`` workflow with enough sources that it never
-finishes during the measurement, so every cycle resumes real state.
+resume. The runs are ``research`` workflows of 100 sources (the most an input
+may name), enough of them that they never all finish during the measurement,
+so every cycle resumes real state (the oldest unfinished run first).
 
 Printed beside it, measured in the same run (medians of ``--repeats``):
 
@@ -16,12 +18,18 @@ Printed beside it, measured in the same run (medians of ``--repeats``):
 (a2) the same where the child reaches Python code before the kill (a worker
     must): the limit for a worker that actually starts.
 
+``--baseline REV`` measures commit REV's harness and runtime beside this
+checkout's, alternating one repetition of each (see ``_baseline.py``), and
+prints both and the ratio of their cycle rates.
+
 Timed numbers belong here, never in the tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import statistics
 import sys
@@ -32,10 +40,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _baseline import ROOT, baseline_tree, describe, run_child
 from kill_cycles import bare_rate
 
 from harness.adapters.reference import ReferenceAdapter
 from harness.model import CrashSpec, RunSpec
+
+#: sources of one research run: the most its input may name (one checkpoint each)
+SOURCES = 100
+#: cycles per second the runs are provisioned for (more than any machine does)
+PROVISIONED_RATE = 2_000
 
 
 def resume_rate(adapter: ReferenceAdapter, seconds: float) -> tuple[float, int]:
@@ -43,14 +57,16 @@ def resume_rate(adapter: ReferenceAdapter, seconds: float) -> tuple[float, int]:
     with tempfile.TemporaryDirectory(prefix="kill-resume-") as tmp:
         env = adapter.open(Path(tmp), seed=0)
         try:
-            env.submit(
-                RunSpec(
-                    run_id="r1",
-                    tenant="acme",
-                    workflow="research",
-                    input={"topic": "bench", "sources": 1_000_000, "requester": "u"},
+            runs = int(seconds * PROVISIONED_RATE / SOURCES) + 1
+            for i in range(runs):
+                env.submit(
+                    RunSpec(
+                        run_id=f"r{i}",
+                        tenant="acme",
+                        workflow="research",
+                        input={"topic": f"bench{i}", "sources": SOURCES, "requester": "u"},
+                    )
                 )
-            )
             crash = CrashSpec(site="after_step_commit", nth=1)
             n, start = 0, time.perf_counter()
             while time.perf_counter() - start < seconds:
@@ -61,10 +77,47 @@ def resume_rate(adapter: ReferenceAdapter, seconds: float) -> tuple[float, int]:
                 env.advance_clock(adapter.lease_seconds + 1)
                 n += 1
             rate = n / (time.perf_counter() - start)
-            progress = env.d.snapshot("r1").run.state_version
+            progress = sum(env.d.snapshot(f"r{i}").run.state_version for i in range(runs))
+            if env.d.snapshot(f"r{runs - 1}").run.status.value == "Completed":
+                raise SystemExit("every run finished inside the window: provision more runs")
         finally:
             env.close()
     return rate, progress
+
+
+def measure(args: argparse.Namespace) -> dict[str, list[float]]:
+    """``--repeats`` windows of each measurement in this process's tree."""
+    url = args.postgres_url
+    if args.backend == "postgres" and url is None:
+        from reference_runtime.service_urls import postgres_url
+
+        url = postgres_url()
+    adapter = ReferenceAdapter(args.backend, postgres_url=url)
+    out: dict[str, list[float]] = {"bare": [], "bare_runs": [], "cycles": [], "checkpoints": []}
+    for _ in range(args.repeats):
+        out["bare"].append(bare_rate(args.seconds, child_runs=False))
+        out["bare_runs"].append(bare_rate(args.seconds, child_runs=True))
+        rate, progress = resume_rate(adapter, args.seconds)
+        out["cycles"].append(rate)
+        out["checkpoints"].append(progress)
+    return out
+
+
+def print_table(title: str, got: dict[str, list[float]]) -> None:
+    med = statistics.median
+    bare, bare_runs = got["bare"], got["bare_runs"]
+    print(title)
+    rows = [
+        ("(a) bare fork + SIGKILL + waitpid (limit)", bare),
+        ("(a2) same, child reaches Python first", bare_runs),
+        ("kill-and-resume cycles (fork server)", got["cycles"]),
+    ]
+    print(f"{'what':44} {'cycles/s':>9} {'vs (a)':>7} {'vs (a2)':>8}   range")
+    for name, xs in rows:
+        print(
+            f"{name:44} {med(xs):9.1f} {med(xs) / med(bare):7.2f} {med(xs) / med(bare_runs):8.2f}"
+            f"   {min(xs):.0f}..{max(xs):.0f}"
+        )
 
 
 def main() -> None:
@@ -73,41 +126,56 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     p.add_argument("--postgres-url", default=None)
+    p.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also measure commit REV, alternating with this checkout (e.g. HEAD~1)",
+    )
+    p.add_argument("--json", action="store_true", help="print the measurements as one JSON line")
     args = p.parse_args()
-    url = args.postgres_url
-    if args.backend == "postgres" and url is None:
-        from reference_runtime.service_urls import postgres_url
-
-        url = postgres_url()
-    adapter = ReferenceAdapter(args.backend, postgres_url=url)
-    bare, bare_runs, cycles, checkpoints = [], [], [], []
-    for _ in range(args.repeats):
-        bare.append(bare_rate(args.seconds, child_runs=False))
-        bare_runs.append(bare_rate(args.seconds, child_runs=True))
-        rate, progress = resume_rate(adapter, args.seconds)
-        cycles.append(rate)
-        checkpoints.append(progress)
-    med = statistics.median
-    print(
+    head = (
         f"kill-and-resume on the reference runtime ({args.backend}) -- CPython "
-        f"{platform.python_version()}, {len(__import__('os').sched_getaffinity(0))} CPUs, "
+        f"{platform.python_version()}, {len(os.sched_getaffinity(0))} CPUs, "
         f"{args.repeats} x {args.seconds:g} s windows, medians [min-max]"
     )
-    rows = [
-        ("(a) bare fork + SIGKILL + waitpid (limit)", bare),
-        ("(a2) same, child reaches Python first", bare_runs),
-        ("kill-and-resume cycles (fork server)", cycles),
-    ]
-    print(f"{'what':44} {'cycles/s':>9} {'vs (a)':>7} {'vs (a2)':>8}   range")
-    for name, xs in rows:
+    if args.baseline:
+        base_name = describe(args.baseline)
+        argv = ["--seconds", str(args.seconds), "--repeats", "1", "--backend", args.backend]
+        if args.postgres_url:
+            argv += ["--postgres-url", args.postgres_url]
+        got: dict[str, dict[str, list[float]]] = {"this": {}, "base": {}}
+        with baseline_tree(args.baseline) as tree:
+            for r in range(args.repeats):
+                order = [("this", ROOT), ("base", tree)]
+                for side, root in order if r % 2 == 0 else order[::-1]:
+                    one = run_child(root, "kill_resume.py", argv)
+                    for key, xs in one.items():
+                        got[side].setdefault(key, []).extend(xs)
+                print(
+                    f"round {r + 1}: this {got['this']['cycles'][-1]:.0f}/s, "
+                    f"{args.baseline} {got['base']['cycles'][-1]:.0f}/s",
+                    flush=True,
+                )
+        print(head + f"; rounds alternate with {args.baseline} = {base_name}")
+        print_table("\nthis checkout:", got["this"])
+        print_table(f"\n{args.baseline} ({base_name}):", got["base"])
+        med = statistics.median
+        mine, theirs = got["this"]["cycles"], got["base"]["cycles"]
+        ratios = [a / b for a, b in zip(mine, theirs, strict=True)]
         print(
-            f"{name:44} {med(xs):9.1f} {med(xs) / med(bare):7.2f} {med(xs) / med(bare_runs):8.2f}"
-            f"   {min(xs):.0f}..{max(xs):.0f}"
+            f"\nthis / {args.baseline}: {med(mine) / med(theirs):.2f}x cycles/s "
+            f"(per round {min(ratios):.2f}..{max(ratios):.2f})"
         )
+        return
+    got_one = measure(args)
+    if args.json:
+        print(json.dumps(got_one))
+        return
+    print_table(head, got_one)
     print(
         f"each cycle: fork a worker, claim, load state, commit one checkpoint, SIGKILL at "
-        f"after_step_commit, reap, advance the clock past the lease; the run advanced "
-        f"{med(checkpoints):.0f} state versions per window (median)"
+        f"after_step_commit, reap, advance the clock past the lease; the runs advanced "
+        f"{statistics.median(got_one['checkpoints']):.0f} state versions per window (median)"
     )
 
 
