@@ -2,7 +2,10 @@
 
 Each environment has its own DBOS system database -- a SQLite file in the
 workdir, or a schema of its own on a running Postgres, dropped at close --
-its own run registry (the tenant of each run) and its own world. A run is a
+its own run registry (the tenant of each run) and its own world. The first
+SQLite file an adapter makes is migrated and gets the queue; later ones are
+byte copies of it (the adapter's ``template``), as a deployment migrates
+once, not per process. A run is a
 DBOS workflow whose id is the run id, enqueued with ``DBOSClient`` on a queue
 of the environment, stamped with the ``application_version`` of the code
 version that accepted it. A worker is a process forked from a fork server
@@ -32,7 +35,7 @@ from ...model import CrashSpec, RunSpec, RunState
 from ...world import World
 from .. import _contract as c
 from .._workers import ForkServerWorker
-from ..kit import EPOCH, RunRegistry, WorkerSet, transitions_from_sequence
+from ..kit import EPOCH, RunRecord, RunRegistry, WorkerSet, transitions_from_sequence
 from ._app import POLL, QUEUE, load_app
 
 TABLE = transitions_from_sequence(
@@ -53,17 +56,26 @@ class DBOSEnvironment(c.BaseEnvironment):
 
         workdir.mkdir(parents=True, exist_ok=True)
         self.app, self.lease = adapter.app, None
-        url, schema = f"sqlite:///{workdir / 'dbos.sqlite'}", "dbos"
+        db = workdir / "dbos.sqlite"
+        url, schema = f"sqlite:///{db}", "dbos"
         if adapter.postgres_url is not None:
             url, schema = adapter.postgres_url, f"dbos_{tag()}"
             self.lease = SchemaLease(url, schema)  # taken before it exists (_janitor)
         self.args: dict[str, Any] = {"app": adapter.app_spec, "url": url, "schema": schema}
+        # A SQLite system database is a copy of the adapter's template: the
+        # first one, migrated and with the queue registered, as it was then.
+        template = None if self.lease else adapter.template
         try:
-            DBOS.migrate(url, schema=schema)
+            if template is None:
+                DBOS.migrate(url, schema=schema)
+            else:
+                db.write_bytes(template)
             self.client = DBOSClient(
                 system_database_url=url, dbos_system_schema=schema, application_name=self.app.name
             )
-            self.client.register_queue(QUEUE, polling_interval_sec=POLL)
+            if template is None:
+                self.client.register_queue(QUEUE, polling_interval_sec=POLL)
+                adapter.template = None if self.lease else db.read_bytes()
         except BaseException:
             self._drop()
             raise
@@ -95,9 +107,7 @@ class DBOSEnvironment(c.BaseEnvironment):
         runs = self.registry.runs()
         found = self.client.list_workflows(workflow_ids=[r.run_id for r in runs], load_input=False)
         status = {s.workflow_id: s for s in found}
-        return self.registry.observation(
-            _view(r.run_id, r.tenant, status.get(r.run_id)) for r in runs
-        )
+        return self.registry.observation(_view(r, status.get(r.run_id)) for r in runs)
 
     def now(self) -> float:
         return EPOCH
@@ -123,18 +133,13 @@ class DBOSEnvironment(c.BaseEnvironment):
             self.lease.release()
 
 
-def _view(run_id: str, tenant: str, status: Any) -> c.RunView:
+def _view(run: RunRecord, status: Any) -> c.RunView:
     raw = "none" if status is None else str(status.status)  # none: the enqueue raised
     state = RunState(_STATES.get(raw, "unknown" if status is None else "failed"))
-    output = getattr(status, "output", None)
-    error = getattr(status, "error", None)
+    output, error = getattr(status, "output", None), getattr(status, "error", None)
+    out, err = output if isinstance(output, dict) else None, None if error is None else str(error)
     return c.RunView(
-        run_id=run_id,
-        tenant=tenant,
-        state=state,
-        raw_status=raw,
-        output=output if isinstance(output, dict) else None,
-        error=None if error is None else str(error),
+        run_id=run.run_id, tenant=run.tenant, state=state, raw_status=raw, output=out, error=err
     )
 
 
@@ -161,17 +166,19 @@ class DBOSAdapter:
             if not self.postgres_url:
                 raise ValueError("database=postgres needs postgres_url=... or HARNESS_POSTGRES_URL")
         self.preloaded = preload.lower() == "true"
+        #: the first environment's SQLite system database, migrated (bytes)
+        self.template: bytes | None = None
         # Any number of DBOS processes may share a system database: a queue's
         # ENQUEUED -> PENDING dequeue admits one runner per workflow.
-        caps = {c.Capability.CONCURRENT_WORKERS}
-        self.capabilities = frozenset(
-            caps | ({c.Capability.VERSION_SWITCH} if 1 in self.app.versions else set())
-        )
+        switch = {c.Capability.VERSION_SWITCH} if 1 in self.app.versions else set()
+        self.capabilities = frozenset({c.Capability.CONCURRENT_WORKERS} | switch)
 
     def preload(self) -> tuple[str, ...]:
         """Modules the fork server imports once, so a worker costs a fork."""
         mine = ("harness.adapters.dbos._app", self.app.module)
-        return ("dbos", "psycopg", *mine) if self.preloaded else mine[:1]
+        # What DBOS.launch() imports: the system database of each kind.
+        dbs = ("dbos._sys_db_sqlite", "dbos._sys_db_postgres", "sqlalchemy.dialects.sqlite")
+        return ("dbos", "psycopg", *dbs, *mine) if self.preloaded else mine[:1]
 
     def workflows(self) -> list[c.WorkflowSpec]:
         return list(self.app.workflows)

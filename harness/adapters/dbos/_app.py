@@ -21,9 +21,12 @@ from ...world import Caller, Response, WorldClient
 from .._contract import WorkflowSpec
 from ..kit import EPOCH, IdlePolicy, RunRegistry, work_until_idle
 
-#: Busy while a workflow of the worker's version is enqueued or pending;
-#: quiet for two polls, then exit (a run stuck pending gives up after 30 s).
-IDLE = IdlePolicy(quiet=2, interval=0.05, give_up=30.0)
+#: Busy while a workflow of the worker's version is enqueued or pending. The
+#: probe reads those statuses from the system database, where a run is
+#: enqueued or pending until its final status is written: one quiet poll
+#: is enough, and no DBOS polling interval is waited out (a run stuck
+#: pending gives up after 30 s).
+IDLE = IdlePolicy(quiet=1, interval=0.02, give_up=30.0)
 #: DBOS's internal queue (where recovery re-enqueues a pending workflow)
 #: polls every second by default; the workers poll it faster.
 POLL = 0.05
