@@ -1,7 +1,7 @@
 """Where one scenario's time goes, next to the machine's physical limits.
 
 Run: ``python benchmarks/scenario_cost.py [--scenarios 30] [--repeats 3]
-[--adapter-opt KEY=VALUE ...]``
+[--adapter-opt KEY=VALUE ...] [--baseline REV]``
 
 Runs the first ``--scenarios`` targeted schedules of the reference adapter
 (fixed, so every run measures the same work) the way the engine does: the
@@ -15,12 +15,20 @@ stepping. Waiting for a worker is the workers' own time: fork, configuration,
 connections, claims, loads and commits (they run in other processes, so a
 parent's profile sees only the wait).
 
+A scenario's cost is its own wall time: its faulted run, its checkers, and
+the oracle run when it was the first of its workload (the median over the
+plan is the "median scenario"; the mean is the total over the count).
+
 Printed beside it, measured in the same run (medians of ``--repeats``):
 
 - a bare ``os.fork()`` + SIGKILL + ``waitpid`` from a fresh process, the floor
   for a worker started and killed;
 - one SQLite commit (WAL, ``synchronous=NORMAL``, as the reference store),
   the floor for a durable step.
+
+``--baseline REV`` measures commit REV's harness and runtime beside this
+checkout's, alternating one repetition of each (see ``_baseline.py``), and
+prints both tables and the ratios of their scenario costs.
 
 Timed numbers belong here, never in the tests.
 """
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import platform
 import pstats
 import sqlite3
@@ -42,6 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _baseline import ROOT, baseline_tree, describe, run_child
 from kill_cycles import bare_rate
 
 from harness.adapters._loading import load_adapter
@@ -86,13 +96,17 @@ def _share_of(stats: pstats.Stats) -> dict[str, float]:
     return out
 
 
-def measure(adapter_opts: dict[str, str], n: int) -> tuple[dict[str, float], int, float]:
-    """(seconds per share over ``n`` scenarios, scenarios run, wall seconds)."""
+def measure(
+    adapter_opts: dict[str, str], n: int
+) -> tuple[dict[str, float], int, float, list[float]]:
+    """(seconds per share over ``n`` scenarios, scenarios run, wall seconds,
+    each scenario's own seconds)."""
     adapter = load_adapter("reference", adapter_opts)
     universe = probe_universe(adapter)
     plan = targeted(universe)[:n]
     shares: dict[str, float] = defaultdict(float)
     oracles: dict[str, Path] = {}
+    each: list[float] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scenario-cost-") as tmp:
         for i, scenario in enumerate(plan):
@@ -117,7 +131,8 @@ def measure(adapter_opts: dict[str, str], n: int) -> tuple[dict[str, float], int
             t2 = time.perf_counter()
             check_all(History.load(result.history_path), History.load(oracles[key]))
             shares["checkers"] += time.perf_counter() - t2
-    return dict(shares), len(plan), time.perf_counter() - started
+            each.append(time.perf_counter() - t0)
+    return dict(shares), len(plan), time.perf_counter() - started, each
 
 
 def sqlite_commit_seconds(commits: int = 500) -> float:
@@ -137,33 +152,107 @@ def sqlite_commit_seconds(commits: int = 500) -> float:
     return took / commits
 
 
+Runs = list[tuple[dict[str, float], int, float, list[float]]]
+
+
+def limits(repeats: int) -> dict[str, float]:
+    """The physical limits, medians of ``repeats``."""
+    return {
+        "fork_rate": statistics.median(bare_rate(1.0, child_runs=False) for _ in range(repeats)),
+        "commit": statistics.median(sqlite_commit_seconds() for _ in range(repeats)),
+    }
+
+
+def print_table(runs: Runs) -> dict[str, float]:
+    """The shares table of ``runs``; returns the mean and median scenario (ms)."""
+    count = runs[0][1]
+    names = sorted({k for s, _, _, _ in runs for k in s}, key=lambda k: -runs[0][0].get(k, 0.0))
+    total = statistics.median(w for _, _, w, _ in runs)
+    mean_ms = total / count * 1000
+    medians = [statistics.median(each) * 1000 for _, _, _, each in runs]
+    median_ms = statistics.median(medians)
+    print(
+        f"median of {len(runs)}: {mean_ms:.0f} ms per scenario (mean over the plan); "
+        f"median scenario {median_ms:.0f} ms ({min(medians):.0f}-{max(medians):.0f})\n"
+    )
+    print("| share | ms per scenario | % |")
+    print("|---|---:|---:|")
+    for name in names:
+        ms = statistics.median(s.get(name, 0.0) for s, _, _, _ in runs) / count * 1000
+        print(f"| {name} | {ms:.1f} | {ms / mean_ms * 100:.0f} |")
+    return {"mean": mean_ms, "median": median_ms}
+
+
+def print_limits(got: dict[str, float]) -> None:
+    print("\nphysical limits, same run:")
+    rate = got["fork_rate"]
+    print(f"- bare fork + SIGKILL + waitpid: {1000 / rate:.2f} ms ({rate:.0f}/s)")
+    print(f"- one SQLite commit (WAL, synchronous=NORMAL): {got['commit'] * 1000:.3f} ms")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scenarios", type=int, default=30)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--adapter-opt", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also measure commit REV, alternating with this checkout (e.g. HEAD~1)",
+    )
+    p.add_argument("--json", action="store_true", help="print the measurements as one JSON line")
     ns = p.parse_args()
     opts = dict(o.split("=", 1) for o in ns.adapter_opt)
-    print(f"# scenario cost: reference {opts or '(sqlite)'}, {platform.python_version()}")
-    runs = []
+    head = f"# scenario cost: reference {opts or '(sqlite)'}, {platform.python_version()}"
+    if ns.baseline:
+        base_name = describe(ns.baseline)
+        argv = ["--scenarios", str(ns.scenarios), "--repeats", "1"]
+        for o in ns.adapter_opt:
+            argv += ["--adapter-opt", o]
+        got: dict[str, Runs] = {"this": [], "base": []}
+        lim: list[dict[str, float]] = []
+        plans: dict[str, list[str]] = {}
+        with baseline_tree(ns.baseline) as tree:
+            for r in range(ns.repeats):
+                order = [("this", ROOT), ("base", tree)]
+                for side, root in order if r % 2 == 0 else order[::-1]:
+                    one = run_child(root, "scenario_cost.py", argv)
+                    got[side] += [tuple(x) for x in one["runs"]]  # type: ignore[misc]
+                    lim.append(one["limits"])
+                    plans[side] = one["plan"]
+                print(
+                    f"round {r + 1}: this {got['this'][-1][2]:.1f} s, "
+                    f"{ns.baseline} {got['base'][-1][2]:.1f} s",
+                    flush=True,
+                )
+        print(f"\n{head}; rounds alternate with {ns.baseline} = {base_name}\n")
+        if plans["this"] != plans["base"]:
+            print(f"NOTE: {ns.baseline} plans other scenarios than this checkout\n")
+        print("## this checkout\n")
+        mine = print_table(got["this"])
+        print(f"\n## {ns.baseline} ({base_name})\n")
+        theirs = print_table(got["base"])
+        print(
+            f"\n{ns.baseline} / this: {theirs['median'] / mine['median']:.2f}x the median "
+            f"scenario, {theirs['mean'] / mine['mean']:.2f}x the mean (higher: this is cheaper)"
+        )
+        print_limits({k: statistics.median(x[k] for x in lim) for k in lim[0]})
+        return
+    runs: Runs = []
     for r in range(ns.repeats):
-        shares, count, wall = measure(opts, ns.scenarios)
-        runs.append((shares, count, wall))
-        print(f"repeat {r + 1}: {count} scenarios in {wall:.1f} s")
-    count = runs[0][1]
-    names = sorted({k for s, _, _ in runs for k in s}, key=lambda k: -runs[0][0].get(k, 0.0))
-    total = statistics.median(w for _, _, w in runs)
-    print(f"\nmedian of {ns.repeats}: {total / count * 1000:.0f} ms per scenario\n")
-    print("| share | ms per scenario | % |")
-    print("|---|---:|---:|")
-    for name in names:
-        ms = statistics.median(s.get(name, 0.0) for s, _, _ in runs) / count * 1000
-        print(f"| {name} | {ms:.1f} | {ms / (total / count * 1000) * 100:.0f} |")
-    fork_rate = statistics.median(bare_rate(1.0, child_runs=False) for _ in range(ns.repeats))
-    commit = statistics.median(sqlite_commit_seconds() for _ in range(ns.repeats))
-    print("\nphysical limits, same run:")
-    print(f"- bare fork + SIGKILL + waitpid: {1000 / fork_rate:.2f} ms ({fork_rate:.0f}/s)")
-    print(f"- one SQLite commit (WAL, synchronous=NORMAL): {commit * 1000:.3f} ms")
+        runs.append(measure(opts, ns.scenarios))
+        if not ns.json:
+            print(f"repeat {r + 1}: {runs[-1][1]} scenarios in {runs[-1][2]:.1f} s")
+    if ns.json:
+        plan = [sc.name for sc in targeted(probe_universe(load_adapter("reference", opts)))]
+        print(
+            json.dumps({"runs": runs, "limits": limits(ns.repeats), "plan": plan[: ns.scenarios]})
+        )
+        return
+    print(head)
+    print()
+    print_table(runs)
+    print_limits(limits(ns.repeats))
 
 
 if __name__ == "__main__":
