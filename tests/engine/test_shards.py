@@ -165,10 +165,10 @@ def test_merging_the_shards_sums_their_evidence_and_judges_again(
     for site, cov in merged["crash_points"].items():
         assert cov["fired"] == sum(p["crash_points"][site]["fired"] for p in parts)
     # The reference runtime holds; the shards together exercise every property,
-    # though with seed 2 shard 2/2 never exercises memory_safety (inconclusive
-    # on its own): judged again over the sums, the merge passes.
+    # though a shard of 10 scenarios may leave one unexercised (inconclusive on
+    # its own; which one depends on the targeted list's order, so this does not
+    # pin it): judged again over the sums, the merge passes.
     assert "fail" not in verdicts
-    assert parts[1]["verdict"] == "unknown", parts[1]["inconclusive"]
     assert merged["verdict"] == "pass", merged["inconclusive"]
     assert merged["inconclusive"] == []
     jsonschema.validate(merged, report_schema())
