@@ -29,8 +29,9 @@ MAX_FAULT_STEPS = 3
 
 #: bugs about concurrency and leases, also run on Postgres
 ON_POSTGRES = ("no-version-check", "no-fencing", "ack-before-commit", "non-atomic-checkpoint")
-#: bugs only a network fault reveals: no search generates those yet, so an
-#: explicit scenario catches each (tests/network/test_retry_unknown_commit.py)
+#: bugs only a network fault reveals: they need Postgres and iptables, so the
+#: ci profile's search for them runs in tests/network (test_ci_profile_network.py),
+#: and an explicit scenario catches each too (test_retry_unknown_commit.py)
 NETWORK_ONLY = ("retry-unknown-commit",)
 
 
@@ -78,6 +79,7 @@ def fault_steps(scenario: dict[str, Any]) -> int:
             "kill_after",
             "race_workers",
             "cancel",
+            "network_fault",
         ):
             n += 1
     return n
