@@ -78,3 +78,48 @@ def test_a_worker_partitioned_past_its_lease_comes_back_a_zombie_and_every_prope
     verdicts = {r.name: (r.verdict.value, r.message) for r in example.results}
     assert {v for v, _ in verdicts.values()} == {"pass"}, verdicts
     assert _tagged() == []  # healed: no rule of ours is left
+
+
+#: a harness-like process holding a partition's two rules, waiting to be killed
+PARTITION_HOLDER = """
+import time
+from harness import _netfilter
+from harness.nemesis._network import _partition_rules
+from harness.adapters import Endpoint
+owner = _netfilter.owner()
+ep = Endpoint(local_host="127.0.0.1", local_port=7, remote_host="127.0.0.1", remote_port=5432)
+for rule in _partition_rules([ep]):
+    owner.add(rule)
+print(owner.token, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_harness_partition_rules_are_swept(listed: Any) -> None:
+    import os
+    import signal
+    import sys
+
+    from harness import _janitor
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PARTITION_HOLDER],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert proc.stdout is not None
+    token = proc.stdout.readline().strip()
+    assert token, "the holder process did not add its rules"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    lines = listed(token)
+    assert len(lines) == 2, lines  # both directions: INPUT and OUTPUT, DROP
+    assert {line.split()[1] for line in lines} == {"INPUT", "OUTPUT"}
+    assert all(line.endswith("-j DROP") for line in lines), lines
+    swept = _janitor.sweep()["netfilter"]
+    assert isinstance(swept, list) and sum(token in line for line in swept) == 2
+    assert listed(token) == []
