@@ -459,8 +459,9 @@ def summary(rows: Sequence[Row], phases: Sequence[str]) -> str:
         if refused:
             noticed = c["killed"] + refused
             lines.append(
-                f"{phase}: {refused} of the incompetent were refused (exit 2: the runtime no "
-                f"longer finishes its fault-free probe runs, or raised in the adapter); "
+                f"{phase}: {refused} of the incompetent were refused (exit 2: the runtime "
+                f"raised inside the adapter's own methods, open() or close(); a runtime that "
+                f"no longer finishes a fault-free run is a progress failure, killed); "
                 f"counted as killed: {noticed / (noticed + c['survived']):.1%} of "
                 f"{noticed + c['survived']}"
             )
