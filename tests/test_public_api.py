@@ -101,6 +101,7 @@ EXPORTS: dict[str, list[str]] = {
         "OwnedFolder",
         "RunRecord",
         "RunRegistry",
+        "UnsyncedSQLite",
         "WRONG_PARAMS",
         "WRONG_ROLE",
         "WorkerSet",

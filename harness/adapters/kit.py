@@ -20,6 +20,9 @@ it, so that an adapter keeps only the mapping:
 - :func:`signed_decision`: the approval message ``approval_message()``
   returns, signed by the world's approver, with each refused variant made
   as the harness asks (forged, wrong role, wrong parameters);
+- :class:`UnsyncedSQLite`: a ``sqlite3`` connection for a runtime's own
+  SQLite files that commits without a disk flush (safe against the process
+  kills the harness makes);
 - :class:`DedupInbox`: inbound messages by id, durable across worker
   processes, so ``deliver()`` can say False for a duplicate the runtime
   would drop silently;
@@ -77,6 +80,7 @@ __all__ = [
     "OwnedFolder",
     "RunRecord",
     "RunRegistry",
+    "UnsyncedSQLite",
     "WorkerSet",
     "owned_folder",
     "run_async",
@@ -248,6 +252,27 @@ class _Shared:
                     with contextlib.suppress(sqlite3.Error):
                         conn.close()
             self._conns = {}
+
+
+class UnsyncedSQLite(sqlite3.Connection):
+    """A ``sqlite3`` connection that commits without a disk flush
+    (``PRAGMA synchronous=OFF``): for a runtime's own SQLite files in a
+    harness run, e.g. a system database.
+
+    A commit returns once SQLite has handed its pages to the operating
+    system: a process killed after that (SIGKILL, at any point) loses
+    nothing, and one killed in the middle of a transaction leaves a journal
+    the next connection rolls back, as with a flush. Only an operating
+    system crash or a power loss could lose commits, and the harness kills
+    processes, not machines. A flushed commit costs a few disk syncs (about
+    11 ms each on a loaded shared VM, against 0.3 ms without). Pass it as
+    ``sqlite3.connect(path, factory=UnsyncedSQLite)``, or to SQLAlchemy as
+    ``create_engine(url, connect_args={"factory": UnsyncedSQLite})``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.execute("PRAGMA synchronous=OFF")
 
 
 # -- runs and transitions ----------------------------------------------------

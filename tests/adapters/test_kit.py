@@ -8,6 +8,7 @@ import json
 import math
 import os
 import signal
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from harness.adapters.kit import (
     FileClock,
     IdlePolicy,
     RunRegistry,
+    UnsyncedSQLite,
     WorkerSet,
     transitions_from_sequence,
 )
@@ -427,3 +429,23 @@ def test_a_signed_decision_verifies_and_each_refused_variant_is_refused_its_own_
     assert made["valid"]["message_id"] == "m-valid" and made["valid"]["run_id"] == "r1"
     with pytest.raises(ValueError, match="unknown decision variant"):
         signed_decision(authority, "sneaky", message_id="m", **common)
+
+
+def test_an_unsynced_commit_survives_a_kill_and_an_open_transaction_does_not(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "runtime.sqlite"
+    conn = sqlite3.connect(db, factory=UnsyncedSQLite, isolation_level=None)
+    assert conn.execute("PRAGMA synchronous").fetchone() == (0,)  # OFF
+    conn.execute("CREATE TABLE t (x INTEGER)")
+    conn.close()
+    pid = os.fork()
+    if pid == 0:  # commit one row, leave a second transaction open, die of SIGKILL
+        child = sqlite3.connect(db, factory=UnsyncedSQLite, isolation_level=None)
+        child.execute("INSERT INTO t VALUES (1)")
+        child.execute("BEGIN IMMEDIATE")
+        child.execute("INSERT INTO t VALUES (2)")
+        os.kill(os.getpid(), signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert sqlite3.connect(db).execute("SELECT x FROM t").fetchall() == [(1,)]

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...world import Caller, Response, WorldClient
 from .._contract import WorkflowSpec
-from ..kit import EPOCH, IdlePolicy, RunRegistry, work_until_idle
+from ..kit import EPOCH, IdlePolicy, RunRegistry, UnsyncedSQLite, work_until_idle
 
 #: Busy while a workflow of the worker's version is enqueued or pending. The
 #: probe reads those statuses from the system database, where a run is
@@ -29,7 +29,7 @@ from ..kit import EPOCH, IdlePolicy, RunRegistry, work_until_idle
 IDLE = IdlePolicy(quiet=1, interval=0.02, give_up=30.0)
 #: DBOS's internal queue (where recovery re-enqueues a pending workflow)
 #: polls every second by default; the workers poll it faster.
-POLL = 0.05
+POLL = 0.02
 #: The queue runs are enqueued on.
 QUEUE = "harness_runs"
 
@@ -79,8 +79,7 @@ def call(service: str, action: str, request: Mapping[str, Any], key: str | None 
     from dbos import DBOS
 
     run_id = str(DBOS.workflow_id)
-    if getattr(_local, "registry", None) is None:
-        _local.registry = RunRegistry(_worker["registry"])
+    _local.registry = getattr(_local, "registry", None) or RunRegistry(_worker["registry"])
     who = Caller(_local.registry.get(run_id).tenant, run_id, action, _worker["worker_id"])
     world: WorldClient = _worker["world"]
     return world.call(service, action, request, idempotency_key=key, caller=who)
@@ -92,10 +91,11 @@ def worker_main(args: dict[str, Any]) -> int:
     from dbos import DBOS
 
     app, version = load_app(args["app"]), args["version"]
-    world = WorldClient(args["world"], clock=lambda: EPOCH)
-    _worker.update(args, world=world)
+    _worker.update(args, world=WorldClient(args["world"], clock=lambda: EPOCH))
     config = {"name": app.name, "system_database_url": args["url"], "executor_id": "local"}
     config |= {"dbos_system_schema": args["schema"], "application_version": version}
+    if args["url"].startswith("sqlite"):  # commits reach the OS, not the disk (see the kit)
+        config |= {"db_engine_kwargs": {"connect_args": {"factory": UnsyncedSQLite}}}
     dbos = DBOS(config={**config, "log_level": "WARNING"})  # type: ignore[typeddict-item]
     dbos._registry.get_internal_queue()._polling_interval_sec = POLL
     DBOS.launch()
