@@ -29,7 +29,7 @@ from ..kit import EPOCH, IdlePolicy, RunRegistry, UnsyncedSQLite, work_until_idl
 IDLE = IdlePolicy(quiet=1, interval=0.02, give_up=30.0)
 #: DBOS's internal queue (where recovery re-enqueues a pending workflow)
 #: polls every second by default; the workers poll it faster.
-POLL = 0.02
+POLL = 0.05
 #: The queue runs are enqueued on.
 QUEUE = "harness_runs"
 
