@@ -35,6 +35,7 @@ within one PID namespace.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import hashlib
@@ -47,7 +48,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,53 @@ def scratch(kind: str) -> Iterator[Path]:
         yield path
     finally:
         remove_scratch(path)
+
+
+#: built template files of this process: name -> (pid, file)
+_templates: dict[str, tuple[int, Path]] = {}
+_templates_lock = threading.Lock()
+_template_folder: list[tuple[int, Path]] = []
+
+
+def copy_template(name: str, build: Callable[[Path], None], dest: Path) -> None:
+    """Copy the file ``build(path)`` makes to ``dest``, building it once per process.
+
+    For files every environment starts with, built the same way each time (a
+    database file with its schema): made once in a scratch folder of this
+    process (removed at exit, swept if the process dies), then copied. ``name``
+    must say everything the file depends on. ``build`` must leave a closed,
+    self-contained file: no ``-wal``/``-journal`` beside it (checked)."""
+    pid = os.getpid()
+    with _templates_lock:
+        got = _templates.get(name)
+        if got is None or got[0] != pid:
+            if not _template_folder or _template_folder[0][0] != pid:
+                _template_folder[:] = [(pid, scratch_dir("templates"))]
+                atexit.register(_remove_templates, pid)
+            folder = _template_folder[0][1]
+            path = folder / hashlib.sha256(name.encode()).hexdigest()[:16] / "template"
+            path.parent.mkdir()
+            build(path)
+            leftovers = [p.name for p in path.parent.iterdir() if p != path]
+            if leftovers or not path.is_file():
+                raise RuntimeError(
+                    f"template {name!r}: building it left {leftovers or 'no file'} beside the "
+                    "file; a template must be one closed, self-contained file"
+                )
+            got = _templates[name] = (pid, path)
+    shutil.copyfile(got[1], dest)
+
+
+def _remove_templates(pid: int) -> None:
+    """At exit: remove this process's template folder (not a forked parent's)."""
+    if os.getpid() != pid:
+        return
+    with _templates_lock:
+        folders = [f for p, f in _template_folder if p == pid]
+        _template_folder.clear()
+        _templates.clear()
+    for folder in folders:
+        remove_scratch(folder)
 
 
 def _forget_removed() -> None:

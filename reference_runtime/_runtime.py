@@ -70,8 +70,13 @@ class Runtime:
             self._pid = os.getpid()
         return self._store
 
-    def close(self) -> None:
+    def close(self, *, durable: bool = True) -> None:
+        """Close the store's connections. ``durable=False``: the store is a
+        scratch one, thrown away next; closing skips waiting for the disk
+        (what was written survives a killed process, not an OS crash)."""
         if self._store is not None and self._pid == os.getpid():
+            if not durable:
+                self._store.skip_sync()
             self._store.close()
         self._store = None
 

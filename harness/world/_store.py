@@ -33,6 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from .._janitor import copy_template
 from ._errors import WorldUsageError
 from ._model import SCHEMA_VERSION
 
@@ -98,6 +99,10 @@ CREATE TABLE fired (
 _INHERITED: list[sqlite3.Connection] = []
 
 
+def _build_world(path: Path) -> None:
+    Store(path)._build()
+
+
 class _PerThread(threading.local):
     """This thread's connection and the pid that opened it."""
 
@@ -127,6 +132,19 @@ class Store:
                 f"a file already exists at {str(self.path)!r}; a world starts empty. "
                 "Delete it, or use World(path).open() to continue that world."
             )
+        # Built once per process and copied: a fresh file with the same bytes
+        # as building it here, without its fsyncs (the WAL switch, the schema).
+        try:
+            copy_template(f"world-schema-v{SCHEMA_VERSION}", _build_world, self.path)
+        except OSError as exc:
+            raise WorldUsageError(
+                f"cannot create world {str(self.path)!r} ({exc}); check that its folder "
+                "exists and is writable"
+            ) from exc
+        self.conn()
+
+    def _build(self) -> None:
+        """Make the empty world file at ``path`` (what :meth:`create` copies)."""
         conn = self._connect(create=True)
         # journal_mode=WAL is persistent: set once, every later connection sees it.
         conn.execute("PRAGMA journal_mode=WAL")
@@ -139,7 +157,7 @@ class Store:
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                 (str(SCHEMA_VERSION),),
             )
-        self._adopt(conn)
+        conn.close()
 
     def conn(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use and again after a fork."""
@@ -223,15 +241,20 @@ class Store:
             raise
         conn.execute("COMMIT")
 
-    def close(self) -> None:
+    def close(self, *, durable: bool = True) -> None:
         """Close every connection this process opened here (those inherited
         through fork stay untouched). Call it when no call is in flight; the
-        store reopens on next use."""
+        store reopens on next use. ``durable=False``: the file is a scratch
+        one; the checkpoint that closing the last connection makes skips its
+        fsyncs (a killed process loses nothing, an OS crash could)."""
         pid = os.getpid()
         self._generation += 1
         mine, self._opened = self._opened, []
         for owner, conn in mine:
             if owner == pid:
+                if not durable:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("PRAGMA synchronous=OFF")
                 conn.close()
             else:
                 _INHERITED.append(conn)
@@ -251,9 +274,10 @@ class OnWorldFile:
         """The world's SQLite file."""
         return str(self._store.path)
 
-    def close(self) -> None:
-        """Close this process's connection; it is reopened on next use."""
-        self._store.close()
+    def close(self, *, durable: bool = True) -> None:
+        """Close this process's connection; it is reopened on next use.
+        ``durable=False`` for a world thrown away next (see :meth:`Store.close`)."""
+        self._store.close(durable=durable)
 
     def __enter__(self) -> Self:
         return self

@@ -136,6 +136,13 @@ class Store(abc.ABC):
     def close(self) -> None:
         """Release connections. The store must not be used afterwards."""
 
+    def skip_sync(self) -> None:
+        """Stop waiting for the disk in this process: what it writes from now
+        on, and what :meth:`close` flushes, survives a killed process but not
+        an OS crash. For a scratch store about to be thrown away (a test's,
+        a harness scenario's). A no-op where there is no disk to wait for."""
+        return None
+
     # -- runs ------------------------------------------------------------
     @abc.abstractmethod
     def create_run(self, run: Run, state: WorkingState, audit: AuditEvent) -> None:

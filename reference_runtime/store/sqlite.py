@@ -367,6 +367,13 @@ class SqliteStore(SqlStore):
         with self._read() as tx:
             return [r[0] for r in tx.all("SELECT version FROM schema_migrations ORDER BY version")]
 
+    def skip_sync(self) -> None:
+        """``synchronous=OFF`` on this process's connection, if open: closing
+        the last connection then checkpoints the WAL without an fsync."""
+        with self._fork_safe_lock():
+            if self._db is not None and self._pid == os.getpid() and not self.read_only:
+                self._db.execute("PRAGMA synchronous = OFF")
+
     def close(self) -> None:
         """Close this process's connection; an inherited one is left alone."""
         with self._fork_safe_lock():

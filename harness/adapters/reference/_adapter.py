@@ -157,7 +157,7 @@ class ReferenceEnvironment:
             bugs=adapter.bugs,
         )
         self.world = self.d.world
-        self._server = fork_server()
+        self._server = fork_server(backend=adapter.backend, queue=adapter.queue)
         self._registry = Registry()
         self._workers: list[ForkServerWorker] = []
         self._audit_seen = 0

@@ -10,6 +10,7 @@ harness's fork server, or fresh interpreters); they get the configuration as
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import secrets
@@ -23,8 +24,9 @@ from typing import Any, Protocol
 from reference_runtime import FileClock, Run, Runtime, RuntimeConfig
 from reference_runtime import crashpoints as cp
 from reference_runtime.store import Snapshot
+from reference_runtime.store.sqlite import MIGRATIONS, SqliteStore
 
-from ..._janitor import SCHEMA_PREFIX, RedisLease, SchemaLease, tag
+from ..._janitor import SCHEMA_PREFIX, RedisLease, SchemaLease, copy_template, tag
 from ...procs import ForkServer
 from ...world import ApprovalAuthority, World
 from .._workers import shared_fork_server
@@ -35,8 +37,7 @@ EPOCH = 1_700_000_000.0
 WORKER_TARGET = "reference_runtime._worker:main"
 
 #: Imported once in the fork server, so a worker pays a fork, not imports.
-#: Every backend's modules are here (importing opens no connection and starts
-#: no thread); a worker that needed one lazily would import it on every start.
+#: Importing opens no connection and starts no thread.
 PRELOAD = (
     "pydantic",
     "sqlite3",
@@ -46,26 +47,35 @@ PRELOAD = (
     "reference_runtime.store.redis_queue",
     "harness.adapters.reference._services",
 )
-#: Optional extras: preloaded only when installed ([postgres], [redis]).
+#: What only some deployments' workers use: preloaded (when installed) in the
+#: fork server of the deployments that use them, and only there. A worker
+#: forked from a smaller server copies fewer pages of it (measured with
+#: benchmarks/kill_resume.py: about a tenth less CPU per SQLite worker than
+#: with the Postgres driver and the Redis client in its server).
 OPTIONAL_PRELOAD = (
-    ("psycopg", ("psycopg", "psycopg_pool", "reference_runtime.store.postgres")),
-    ("redis", ("redis",)),
+    ("postgres", "psycopg", ("psycopg", "psycopg_pool", "reference_runtime.store.postgres")),
+    ("redis", "redis", ("redis",)),
 )
 
 
-def _preload() -> tuple[str, ...]:
+def _preload(backend: str = "sqlite", queue: str = "store") -> tuple[str, ...]:
+    """The fork server's preloads for workers of ``backend`` and ``queue``."""
+    uses = {backend, queue}
     extra = tuple(
         module
-        for probe, modules in OPTIONAL_PRELOAD
-        if importlib.util.find_spec(probe) is not None
+        for use, probe, modules in OPTIONAL_PRELOAD
+        if use in uses and importlib.util.find_spec(probe) is not None
         for module in modules
     )
     return PRELOAD + extra
 
 
-def fork_server(extra: tuple[str, ...] = ()) -> ForkServer:
-    """The started fork server for this preload set (shared by the process)."""
-    return shared_fork_server(_preload() + extra)
+def fork_server(
+    extra: tuple[str, ...] = (), *, backend: str = "sqlite", queue: str = "store"
+) -> ForkServer:
+    """The started fork server for the workers of ``backend`` and ``queue``
+    (shared by the process with every deployment of that kind)."""
+    return shared_fork_server(_preload(backend, queue) + extra)
 
 
 @dataclass(frozen=True)
@@ -90,13 +100,30 @@ class ForkServerSpawner:
     """Workers forked from the harness's preloading fork server (the default):
     a worker costs a fork, not an interpreter start."""
 
+    def __init__(self, backend: str = "sqlite", queue: str = "store") -> None:
+        self.backend, self.queue = backend, queue
+
     def run(self, args: dict[str, Any], env: dict[str, str], timeout: float) -> Exit:
         # As with a fresh interpreter: the process environment first, then the
         # worker's own overrides from args["env"].
         merged = {**env, **(args.get("env") or {})}
-        worker = fork_server().spawn(WORKER_TARGET, args={**args, "env": merged}, env=env)
+        server = fork_server(backend=self.backend, queue=self.queue)
+        worker = server.spawn(WORKER_TARGET, args={**args, "env": merged}, env=env)
         got = worker.wait(timeout)
         return Exit(got.code, got.signal)
+
+
+#: names the SQLite store's template by the schema it holds
+_SQLITE_TEMPLATE = "reference-sqlite-" + hashlib.sha256(repr(MIGRATIONS).encode()).hexdigest()[:16]
+
+
+def _build_sqlite_store(path: Path) -> None:
+    """An empty store file with every migration applied (closed, WAL folded in)."""
+    store = SqliteStore(path, synchronous="NORMAL")
+    try:
+        store.setup()
+    finally:
+        store.close()
 
 
 class Deployment:
@@ -131,6 +158,9 @@ class Deployment:
         self.tag = f"{SCHEMA_PREFIX}{tag()}"
         self._leases: list[SchemaLease | RedisLease] = []
         if backend == "sqlite":
+            # The schema is made once per process and copied (the store's own
+            # setup then finds it up to date and writes nothing).
+            copy_template(_SQLITE_TEMPLATE, _build_sqlite_store, self.root / "runtime.db")
             # The harness kills processes, not machines: with WAL, NORMAL loses
             # nothing on a process kill and saves an fsync per commit.
             store_url = (
@@ -180,7 +210,7 @@ class Deployment:
         #: harness's own observer connections stay unnamed, out of reach of
         #: :meth:`cut_worker_connections`)
         self.worker_connection_name = f"rr-worker-{self.tag}"
-        self.spawner: Spawner = spawner or ForkServerSpawner()
+        self.spawner: Spawner = spawner or ForkServerSpawner(backend, queue)
         self._crash_log = self.root / "crashpoints.log"
 
     # -- workers --------------------------------------------------------------
@@ -371,7 +401,9 @@ class Deployment:
                 drop = getattr(self.runtime.store, "drop_schema", None)
                 if drop is not None:
                     drop()
-            self.runtime.close()
+            # A deployment is scratch: closing need not wait for the disk
+            # (a process kill loses nothing either way; see Runtime.close).
+            self.runtime.close(durable=False)
             if self.queue == "redis" and self.config.redis_url:
                 from reference_runtime.store.redis_queue import RedisLeases, prefix_for
 
@@ -379,7 +411,7 @@ class Deployment:
                 leases = RedisLeases(self.config.redis_url, prefix)
                 leases.drop_all()
                 leases.close()
-            self.world.close()
+            self.world.close(durable=False)
         finally:
             # Last: what could not be dropped above is now the janitor's.
             self._release()
