@@ -183,6 +183,10 @@ class SqliteStore(SqlStore):
                 f"cannot open the SQLite store {str(self.path)!r} ({exc}); check that the "
                 "path and its folder are readable and writable"
             ) from exc
+        return self._adopt(db)
+
+    def _adopt(self, db: sqlite3.Connection) -> sqlite3.Connection:
+        """Make ``db`` this process's connection, configured for use."""
         db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         if self.read_only:
             # A plain read-write connection told to refuse writes, rather than
@@ -321,7 +325,16 @@ class SqliteStore(SqlStore):
             # process opening the same new store.
             return "the file is empty"
         try:
-            db = sqlite3.connect(self._uri(create=False), uri=True, isolation_level=None)
+            # Opened as the store's own connection would be (it becomes that
+            # connection when the file is ours: a worker opens one, not two),
+            # but refusing writes until the file is known to be ours.
+            db = sqlite3.connect(
+                self._uri(create=False),
+                uri=True,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
             try:
                 db.execute("PRAGMA query_only = ON")
                 tables = {
@@ -332,8 +345,9 @@ class SqliteStore(SqlStore):
                     if "schema_migrations" in tables
                     else set()
                 )
-            finally:
+            except BaseException:
                 db.close()
+                raise
         except sqlite3.DatabaseError as exc:
             if "not a database" in str(exc):
                 raise ForeignStoreError(
@@ -350,10 +364,15 @@ class SqliteStore(SqlStore):
                 f"refusing to use {where!r} as a SQLite store: SQLite cannot read it ({exc}); "
                 "it was left untouched"
             ) from exc
+        ours = "runs" in tables and {"version", "name", "applied_at"} <= columns
+        if ours:
+            self._keep(db)
+        else:
+            db.close()
         tables -= {"sqlite_sequence", "sqlite_stat1", "sqlite_stat4"}
         if not tables:
             return "the database has no tables"
-        if "runs" in tables and {"version", "name", "applied_at"} <= columns:
+        if ours:
             return "ours"
         raise ForeignStoreError(
             f"refusing to use {where!r} as a SQLite store: it is another program's database "
@@ -361,6 +380,24 @@ class SqliteStore(SqlStore):
             "no runtime schema), and it was left untouched; point --store at the runtime's "
             "database file or at a new path"
         )
+
+    def _keep(self, db: sqlite3.Connection) -> None:
+        """Adopt the inspecting connection ``db`` as this process's, unless
+        it has one already (or the store is closed): then close ``db``."""
+        with self._fork_safe_lock():
+            if self._closed or (self._db is not None and self._pid == os.getpid()):
+                db.close()
+                return
+            if self._db is not None:
+                _INHERITED.append(self._db)
+                self._db = None
+            try:
+                if not self.read_only:
+                    db.execute("PRAGMA query_only = OFF")
+                self._adopt(db)
+            except BaseException:
+                db.close()
+                raise
 
     def applied_migrations(self) -> list[int]:
         """Versions recorded in ``schema_migrations``, ascending."""
