@@ -36,8 +36,8 @@ CAPABILITY_GAPS = {
     Capability.CANCEL: "an operator's cancellation while a worker holds the run",
     Capability.DURABLE_STATE: "durable state (conversation, checkpoints, ledger) vs the oracle",
     Capability.OPERATIONS: "the runtime's ledger vs the effects the world applied",
-    Capability.NETWORK_FAULTS: "lost commit acknowledgements and resets on a worker's "
-    "storage connection",
+    Capability.NETWORK_FAULTS: "lost commit acknowledgements, resets and partitions on a "
+    "worker's storage connections",
 }
 
 
