@@ -19,6 +19,11 @@ A scenario's cost is its own wall time: its faulted run, its checkers, and
 the oracle run when it was the first of its workload (the median over the
 plan is the "median scenario"; the mean is the total over the count).
 
+CPU time per scenario is printed too, per process kind (this process with
+its profiler, the fork servers, the workers they reaped; user + system from
+``/proc``): on a machine shared with other work, CPU time moves much less
+than wall time does.
+
 Printed beside it, measured in the same run (medians of ``--repeats``):
 
 - a bare ``os.fork()`` + SIGKILL + ``waitpid`` from a fresh process, the floor
@@ -38,8 +43,10 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import platform
 import pstats
+import resource
 import sqlite3
 import statistics
 import sys
@@ -54,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _baseline import ROOT, baseline_tree, describe, run_child
 from kill_cycles import bare_rate
 
+from harness.adapters import _workers
 from harness.adapters._loading import load_adapter
 from harness.checkers import check_all
 from harness.history import History
@@ -107,6 +115,7 @@ def measure(
     shares: dict[str, float] = defaultdict(float)
     oracles: dict[str, Path] = {}
     each: list[float] = []
+    cpu0 = _cpu_seconds()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scenario-cost-") as tmp:
         for i, scenario in enumerate(plan):
@@ -132,7 +141,31 @@ def measure(
             check_all(History.load(result.history_path), History.load(oracles[key]))
             shares["checkers"] += time.perf_counter() - t2
             each.append(time.perf_counter() - t0)
-    return dict(shares), len(plan), time.perf_counter() - started, each
+    wall = time.perf_counter() - started
+    for name, seconds in _cpu_seconds().items():
+        shares[f"{CPU}{name}"] = seconds - cpu0.get(name, 0.0)
+    return dict(shares), len(plan), wall, each
+
+
+#: shares whose name starts with this are CPU seconds, not wall seconds
+CPU = "cpu: "
+
+
+def _cpu_seconds() -> dict[str, float]:
+    """CPU seconds so far of this process (its profiler included), of the fork
+    servers, and of the workers they have reaped (user + system, from
+    ``/proc``): on a shared machine, less noisy than wall time."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    out = {"harness (profiled)": own.ru_utime + own.ru_stime, "fork server": 0.0, "workers": 0.0}
+    tick = os.sysconf("SC_CLK_TCK")
+    for server in list(_workers._servers.values()):
+        try:
+            fields = Path(f"/proc/{server.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out["fork server"] += (int(fields[11]) + int(fields[12])) / tick
+        out["workers"] += (int(fields[13]) + int(fields[14])) / tick
+    return out
 
 
 def sqlite_commit_seconds(commits: int = 500) -> float:
@@ -166,7 +199,11 @@ def limits(repeats: int) -> dict[str, float]:
 def print_table(runs: Runs) -> dict[str, float]:
     """The shares table of ``runs``; returns the mean and median scenario (ms)."""
     count = runs[0][1]
-    names = sorted({k for s, _, _, _ in runs for k in s}, key=lambda k: -runs[0][0].get(k, 0.0))
+    names = sorted(
+        {k for s, _, _, _ in runs for k in s if not k.startswith(CPU)},
+        key=lambda k: -runs[0][0].get(k, 0.0),
+    )
+    cpu_names = sorted({k for s, _, _, _ in runs for k in s if k.startswith(CPU)})
     total = statistics.median(w for _, _, w, _ in runs)
     mean_ms = total / count * 1000
     medians = [statistics.median(each) * 1000 for _, _, _, each in runs]
@@ -180,7 +217,16 @@ def print_table(runs: Runs) -> dict[str, float]:
     for name in names:
         ms = statistics.median(s.get(name, 0.0) for s, _, _, _ in runs) / count * 1000
         print(f"| {name} | {ms:.1f} | {ms / mean_ms * 100:.0f} |")
-    return {"mean": mean_ms, "median": median_ms}
+    cpu_ms = 0.0
+    if cpu_names:
+        print("\n| CPU, every process (oracles and checkers included) | ms per scenario |")
+        print("|---|---:|")
+        for name in cpu_names:
+            ms = statistics.median(s.get(name, 0.0) for s, _, _, _ in runs) / count * 1000
+            cpu_ms += ms
+            print(f"| {name.removeprefix(CPU)} | {ms:.1f} |")
+        print(f"| total | {cpu_ms:.1f} |")
+    return {"mean": mean_ms, "median": median_ms, "cpu": cpu_ms}
 
 
 def print_limits(got: dict[str, float]) -> None:
@@ -234,7 +280,8 @@ def main() -> None:
         theirs = print_table(got["base"])
         print(
             f"\n{ns.baseline} / this: {theirs['median'] / mine['median']:.2f}x the median "
-            f"scenario, {theirs['mean'] / mine['mean']:.2f}x the mean (higher: this is cheaper)"
+            f"scenario, {theirs['mean'] / mine['mean']:.2f}x the mean, "
+            f"{theirs['cpu'] / mine['cpu']:.2f}x the CPU (higher: this is cheaper)"
         )
         print_limits({k: statistics.median(x[k] for x in lim) for k in lim[0]})
         return
