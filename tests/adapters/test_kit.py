@@ -9,6 +9,8 @@ import math
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -439,13 +441,17 @@ def test_an_unsynced_commit_survives_a_kill_and_an_open_transaction_does_not(
     assert conn.execute("PRAGMA synchronous").fetchone() == (0,)  # OFF
     conn.execute("CREATE TABLE t (x INTEGER)")
     conn.close()
-    pid = os.fork()
-    if pid == 0:  # commit one row, leave a second transaction open, die of SIGKILL
-        child = sqlite3.connect(db, factory=UnsyncedSQLite, isolation_level=None)
-        child.execute("INSERT INTO t VALUES (1)")
-        child.execute("BEGIN IMMEDIATE")
-        child.execute("INSERT INTO t VALUES (2)")
-        os.kill(os.getpid(), signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    # Another process commits one row, leaves a second transaction open and
+    # dies of SIGKILL (a fresh interpreter: no fork of this threaded one).
+    child = (
+        "import os, signal, sqlite3, sys\n"
+        "from harness.adapters.kit import UnsyncedSQLite\n"
+        "c = sqlite3.connect(sys.argv[1], factory=UnsyncedSQLite, isolation_level=None)\n"
+        "c.execute('INSERT INTO t VALUES (1)')\n"
+        "c.execute('BEGIN IMMEDIATE')\n"
+        "c.execute('INSERT INTO t VALUES (2)')\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", child, str(db)], timeout=60, check=False)
+    assert done.returncode == -signal.SIGKILL
     assert sqlite3.connect(db).execute("SELECT x FROM t").fetchall() == [(1,)]
