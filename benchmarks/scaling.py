@@ -7,7 +7,9 @@ Runs ``harness run --adapter reference --profile ci --jobs N`` (a fresh
 process each time, timed from start to exit: start-up, probing and merging
 included) for every N, alternating the Ns across ``--repeats`` rounds so
 that a machine busy at one moment weighs on every N alike, and prints each
-N's median wall time, its speedup over the first N, and whether every N
+N's median wall time, its speedup over the first N, its median CPU seconds
+(the run and every process under it: what the N processes cost in all,
+which a busy machine changes less than the wall time), and whether every N
 produced the same verdicts (the run's and each property's) and the same set
 of scenario ids (``scenarios.jsonl``: the plan's scenarios, shrinking
 aside). Exits 1 if they differ.
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,9 +42,12 @@ def run_once(n: int, profile: str, opts: list[str], folder: Path) -> dict[str, A
     for opt in opts:
         argv += ["--adapter-opt", opt]
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_STEP_SUMMARY")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     if proc.returncode not in (0, 1, 3):
         raise SystemExit(f"harness run --jobs {n} exited {proc.returncode}:\n{proc.stderr}")
     report = json.loads((folder / "report.json").read_text())
@@ -49,6 +55,7 @@ def run_once(n: int, profile: str, opts: list[str], folder: Path) -> dict[str, A
     ids = sorted(e["id"] for e in ledger if e["phase"] == "search")
     return {
         "seconds": seconds,
+        "cpu": cpu,
         "search_seconds": report["duration_seconds"],
         "verdict": report["verdict"],
         "properties": {p["name"]: p["verdict"] for p in report["properties"]},
@@ -76,18 +83,27 @@ def main() -> int:
                 res = run_once(n, args.profile, args.adapter_opt, Path(tmp) / f"r{r}-j{n}")
                 results[n].append(res)
                 print(
-                    f"round {r + 1}, --jobs {n}: {res['seconds']:.1f} s "
-                    f"({len(res['ids'])} scenarios, verdict {res['verdict']})",
+                    f"round {r + 1}, --jobs {n}: {res['seconds']:.1f} s, {res['cpu']:.1f} CPU s "
+                    f"({len(res['ids'])} scenarios, verdict {res['verdict']}; load average "
+                    f"{os.getloadavg()[0]:.1f})",
                     flush=True,
                 )
     base = statistics.median(x["seconds"] for x in results[ns[0]])
+    base_cpu = statistics.median(x["cpu"] for x in results[ns[0]])
     print()
-    print("| --jobs | median wall s (range) | speedup over --jobs " + f"{ns[0]} |")
-    print("|---|---|---|")
+    print(
+        f"| --jobs | median wall s (range) | speedup over --jobs {ns[0]} "
+        f"| median CPU s | CPU over --jobs {ns[0]} |"
+    )
+    print("|---|---|---|---|---|")
     for n in ns:
         times = [x["seconds"] for x in results[n]]
         med = statistics.median(times)
-        print(f"| {n} | {med:.1f} ({min(times):.1f}-{max(times):.1f}) | {base / med:.2f}x |")
+        cpu = statistics.median(x["cpu"] for x in results[n])
+        print(
+            f"| {n} | {med:.1f} ({min(times):.1f}-{max(times):.1f}) | {base / med:.2f}x "
+            f"| {cpu:.1f} | {cpu / base_cpu:.2f}x |"
+        )
     first = results[ns[0]][0]
     same_verdicts = all(
         x["verdict"] == first["verdict"] and x["properties"] == first["properties"]
