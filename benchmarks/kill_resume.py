@@ -18,6 +18,11 @@ Printed beside it, measured in the same run (medians of ``--repeats``):
 (a2) the same where the child reaches Python code before the kill (a worker
     must): the limit for a worker that actually starts.
 
+Per cycle, from ``/proc``: the workers' CPU time and page faults (reaped by
+the fork server, so counted in its children's times), the fork server's own
+CPU time and the harness's: on a machine shared with other work they move
+much less than the cycle rate does.
+
 ``--baseline REV`` measures commit REV's harness and runtime beside this
 checkout's, alternating one repetition of each (see ``_baseline.py``), and
 prints both and the ratio of their cycle rates.
@@ -31,6 +36,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 import tempfile
@@ -52,8 +58,24 @@ SOURCES = 100
 PROVISIONED_RATE = 2_000
 
 
-def resume_rate(adapter: ReferenceAdapter, seconds: float) -> tuple[float, int]:
-    """(kill-and-resume cycles per second, checkpoints committed) for one window."""
+def _cpu(server_pid: int) -> list[float]:
+    """[harness CPU s, fork server CPU s, its reaped workers' CPU s, their
+    page faults] so far (user + system, from ``/proc``)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    fields = Path(f"/proc/{server_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return [
+        own.ru_utime + own.ru_stime,
+        (int(fields[11]) + int(fields[12])) / tick,
+        (int(fields[13]) + int(fields[14])) / tick,
+        float(fields[8]),
+    ]
+
+
+def resume_rate(adapter: ReferenceAdapter, seconds: float) -> tuple[float, int, list[float]]:
+    """(kill-and-resume cycles per second, checkpoints committed, per cycle:
+    harness CPU ms, fork server CPU ms, worker CPU ms, worker page faults)
+    for one window."""
     with tempfile.TemporaryDirectory(prefix="kill-resume-") as tmp:
         env = adapter.open(Path(tmp), seed=0)
         try:
@@ -68,6 +90,9 @@ def resume_rate(adapter: ReferenceAdapter, seconds: float) -> tuple[float, int]:
                     )
                 )
             crash = CrashSpec(site="after_step_commit", nth=1)
+            server = env._server.pid
+            assert server is not None
+            cpu0 = _cpu(server)
             n, start = 0, time.perf_counter()
             while time.perf_counter() - start < seconds:
                 worker = env.start_worker(f"w{n}", crash=crash)
@@ -77,12 +102,18 @@ def resume_rate(adapter: ReferenceAdapter, seconds: float) -> tuple[float, int]:
                 env.advance_clock(adapter.lease_seconds + 1)
                 n += 1
             rate = n / (time.perf_counter() - start)
+            spent = [b - a for a, b in zip(cpu0, _cpu(server), strict=True)]
+            per_cycle = [x * 1000 / n for x in spent[:3]] + [spent[3] / n]
             progress = sum(env.d.snapshot(f"r{i}").run.state_version for i in range(runs))
             if env.d.snapshot(f"r{runs - 1}").run.status.value == "Completed":
                 raise SystemExit("every run finished inside the window: provision more runs")
         finally:
             env.close()
-    return rate, progress
+    return rate, progress, per_cycle
+
+
+#: per cycle, read from /proc (CPU: user + system)
+CPU_KEYS = ("harness_cpu_ms", "server_cpu_ms", "worker_cpu_ms", "worker_faults")
 
 
 def measure(args: argparse.Namespace) -> dict[str, list[float]]:
@@ -94,10 +125,14 @@ def measure(args: argparse.Namespace) -> dict[str, list[float]]:
         url = postgres_url()
     adapter = ReferenceAdapter(args.backend, postgres_url=url)
     out: dict[str, list[float]] = {"bare": [], "bare_runs": [], "cycles": [], "checkpoints": []}
+    for key in CPU_KEYS:
+        out[key] = []
     for _ in range(args.repeats):
         out["bare"].append(bare_rate(args.seconds, child_runs=False))
         out["bare_runs"].append(bare_rate(args.seconds, child_runs=True))
-        rate, progress = resume_rate(adapter, args.seconds)
+        rate, progress, per_cycle = resume_rate(adapter, args.seconds)
+        for key, value in zip(CPU_KEYS, per_cycle, strict=True):
+            out[key].append(value)
         out["cycles"].append(rate)
         out["checkpoints"].append(progress)
     return out
@@ -117,6 +152,12 @@ def print_table(title: str, got: dict[str, list[float]]) -> None:
         print(
             f"{name:44} {med(xs):9.1f} {med(xs) / med(bare):7.2f} {med(xs) / med(bare_runs):8.2f}"
             f"   {min(xs):.0f}..{max(xs):.0f}"
+        )
+    if all(got.get(k) for k in CPU_KEYS):
+        h, sv, w, f = (med(got[k]) for k in CPU_KEYS)
+        print(
+            f"per cycle: worker CPU {w:.2f} ms ({f:.0f} page faults), fork server CPU "
+            f"{sv:.2f} ms, harness CPU {h:.2f} ms (medians, from /proc)"
         )
 
 
