@@ -4,8 +4,10 @@
 against its fault-free oracle) and drives the search: the targeted schedules,
 then Hypothesis-sampled scenarios, then one shrink per failing property.
 :func:`run_random_kill` and :func:`run_exhaustive` are the other two modes;
-:func:`check_declarations` refuses an adapter whose declarations contradict
-one fault-free run, before any search. What a session returns is an
+:func:`check_declarations` runs each workflow once without faults before
+any search: it refuses an adapter whose declarations contradict that run
+(exit 2), and returns the workflows whose run the runtime could not finish
+(a finding: ``progress`` fails, see ``_probe``). What a session returns is an
 :class:`harness.outcome.Outcome`; turning it into a report is
 ``harness.run``'s job, one layer up.
 """
