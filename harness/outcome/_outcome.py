@@ -95,6 +95,10 @@ class Outcome:
     whole_plan: int | None = None
     #: the budget stopped the search before its plan ended
     budget_cut: bool = False
+    #: the plan runs breadth-first (every kind of targeted schedule once
+    #: before any twice, then a sampled share): a cut after every kind ran
+    #: keeps its verdict. False (random kills, exhaustive): any cut is a gap
+    breadth_first: bool = False
     #: of the plan, the sampled part, and how many sampled scenarios ran
     sampled_planned: int = 0
     sampled_searched: int = 0
@@ -156,7 +160,7 @@ class Outcome:
     def cut_leaves_gaps(self) -> bool:
         """Whether what the budget left unrun makes the run inconclusive.
 
-        A budget that ends a planned search early leaves it with fewer
+        A budget that ends a breadth-first search early leaves it with fewer
         scenarios, not necessarily with a blind spot: the targeted schedules
         run breadth-first (every kind once before any twice) and a share of
         the budget is kept for sampling, so a cut plan has still tried every
@@ -170,7 +174,8 @@ class Outcome:
         if not self.budget_cut or self.planned is None:
             return False
         return (
-            self.searched == 0
+            not self.breadth_first
+            or self.searched == 0
             or bool(self.unreached_kinds)
             or (self.sampled_planned > 0 and self.sampled_searched == 0)
         )

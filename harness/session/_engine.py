@@ -329,6 +329,7 @@ class Engine:
         draws = outcome.whole_plan - len(aimed)
         aimed, outcome.planned = shard_plan(aimed, outcome.whole_plan, s.shard)
         outcome.sampled_planned = max(outcome.planned - len(aimed), 0)
+        outcome.breadth_first = True
         self._plan_budget(outcome, len(aimed))
         #: per property, the first failing example and whether it was sampled
         self._first = {}

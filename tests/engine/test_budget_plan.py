@@ -52,6 +52,10 @@ CATEGORY = {
     "kill_after_handoff": "commit kills",
     "kill_after_commit": "commit kills",
     "barrier_race": "barriers",
+    "deadline_passes": "deadlines",
+    "commit_ack_lost": "network",
+    "reset_mid_transaction": "network",
+    "partition": "network",
 }
 
 
@@ -271,7 +275,7 @@ def _cut(**fields: object) -> Outcome:
     budget cut after 6, every property exercised and held."""
     outcome = Outcome(
         adapter="toy", adapter_options={}, capabilities=[], settings=load_settings("dev"),
-        seed=0, planned=10, searched=6, budget_cut=True, sampled_planned=2,
+        seed=0, planned=10, searched=6, budget_cut=True, breadth_first=True, sampled_planned=2,
         not_run_targeted=["targeted/wf/kill_before/a.b"] * 4,
     )  # fmt: skip
     outcome.tallies["progress"] = Tally()
@@ -298,6 +302,7 @@ def test_a_cut_that_tried_every_kind_and_sampled_earns_its_verdict_and_says_what
         {"sampled_searched": 0},  # a sampled part was planned and none ran
         {"sampled_searched": 1, "unreached_kinds": ["kill_before"]},  # a kind never ran
         {"sampled_searched": 0, "searched": 0},  # nothing ran
+        {"sampled_searched": 1, "breadth_first": False},  # random kills: any cut
     ],
 )
 def test_a_cut_that_left_a_blind_spot_is_inconclusive(gap: dict[str, object]) -> None:
