@@ -137,3 +137,49 @@ def test_contexts_of_runs_named_by_a_fault_are_not_compared() -> None:
     r = check_context_rebuild(b.build(), _oracle().build())
     assert r.verdict is Verdict.PASS
     assert r.counts["excluded_by_fault"] == 1
+
+
+# -- context_rebuild with workers released together ------------------------------------
+
+_SHARED = {"step": "gather", "memory": [{"key": "evidence-1", "version": 1}], "vars": {"a": 1}}
+_NOT_YET = {"step": "gather", "memory": [], "vars": {"a": 1}}
+
+
+def _two_runs(*, race: bool, tenants: tuple[str, str] = ("t1", "t1")) -> H:
+    """r2 read shared memory before r1 wrote to it (the oracle's r1 ran first)."""
+    b = H().declaration().submit("r1", tenant=tenants[0]).submit("r2", tenant=tenants[1])
+    if race:
+        b.fault("race")
+    return b.context("r2", "gather", _NOT_YET).mark("c")
+
+
+def _oracle_of_two() -> H:
+    return H().declaration().submit("r1").submit("r2").context("r2", "gather", _SHARED)
+
+
+def test_memory_read_by_runs_released_together_is_left_out_of_the_comparison() -> None:
+    r = check_context_rebuild(_two_runs(race=True).build(), _oracle_of_two().build())
+    assert r.verdict is Verdict.PASS, r.message
+    assert r.counts["memory_left_out_concurrent"] == 1 and r.counts["matched"] == 1
+
+
+def test_memory_that_differs_while_workers_took_turns_still_fails() -> None:
+    b = _two_runs(race=False)
+    r = check_context_rebuild(b.build(), _oracle_of_two().build())
+    assert r.verdict is Verdict.FAIL and r.witness == (b.marks["c"],)
+    assert "memory[0]: (missing) here" in r.message
+
+
+def test_a_run_alone_in_its_tenant_keeps_its_memory_compared_under_a_race() -> None:
+    r = check_context_rebuild(
+        _two_runs(race=True, tenants=("t1", "t2")).build(), _oracle_of_two().build()
+    )
+    assert r.verdict is Verdict.FAIL, r.message
+
+
+def test_under_a_race_every_key_but_memory_is_still_compared() -> None:
+    b = H().declaration().submit("r1").submit("r2").fault("race")
+    b.context("r2", "gather", {**_NOT_YET, "vars": {"a": 2}}).mark("c")
+    r = check_context_rebuild(b.build(), _oracle_of_two().build())
+    assert r.verdict is Verdict.FAIL, r.message
+    assert "vars.a: 2 here vs 1 in the oracle" in r.message and "memory" not in r.message
