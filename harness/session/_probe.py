@@ -10,15 +10,14 @@ before searching, each workflow runs once without faults, every example input
 a run of its own, and the run is read for two kinds of problem:
 
 - **the user's configuration** (exit 2, :class:`UsageError`): a workflow
-  without example inputs; effect kinds performed but not declared; effect
-  kinds declared but never performed *by runs that all completed* (the
-  runtime did its whole job, so the declaration is what is wrong); a run
-  waiting for an approval the adapter built no message for. Nothing the
-  runtime does can cause these.
+  without example inputs; effect kinds performed but not declared; a run
+  waiting for an approval the adapter built no message for.
 - **a finding about the runtime** (exit 1, :func:`probe_outcome`): a run
   that did not end (stuck, lost), a submission the runtime refused, a
-  decision delivered and not acted on, a run that ended without completing
-  (failed, or still waiting) before its declared effects were performed.
+  decision delivered and not acted on, a declared effect kind never
+  performed (the runs failed or still wait first, or completed without
+  it: the runtime skipped it, or the declaration is wrong; only
+  ``harness check-adapter``, a diagnostic, calls that exit 2).
   The runtime (or the adapter's mapping of it) cannot finish a fault-free
   run: that is a verdict, with the probe's one-run scenario as its
   counterexample (replayable), and the workers' log when one crashed.
@@ -120,16 +119,19 @@ def declaration_problems(
     wf: WorkflowSpec, scenario: Scenario, history: History, *, runtime_failed: bool
 ) -> list[str]:
     """The problems of ``wf``'s fault-free run only a wrong declaration can
-    cause. Effect kinds declared but never performed count only when the
-    runtime finished every run (``runtime_failed`` False) and every run
-    completed: a run that failed or still waits may simply not have got to
-    them, and that is the runtime's finding, not the declaration's."""
+    cause: an effect kind the runtime performed that ``wf`` does not
+    declare (named with any declared kind it never performed, which is
+    then most likely the same mistake), and a run waiting for an approval
+    the adapter built no message for. A declared kind never performed,
+    alone, is not certainly the declaration's: a runtime may skip an effect
+    and still complete, or fail first (:func:`runtime_problems`).
+    ``runtime_failed``: the runtime's problems were found (kept for the
+    callers; the effect check does not depend on it)."""
+    del runtime_failed
     out: list[str] = []
-    never, undeclared = _effect_gaps(wf, history)
-    if never and not runtime_failed and not _unfinished_runs(scenario, history):
+    _, undeclared = _effect_gaps(wf, history)
+    if undeclared:
         out += effect_problems(wf, history)
-    elif undeclared:
-        out += [p for p in effect_problems(wf, history) if "does not declare" in p]
     out += [p for p in approval_problems(wf, scenario, history) if NO_MESSAGE in p]
     return out
 
@@ -137,17 +139,29 @@ def declaration_problems(
 def runtime_problems(wf: WorkflowSpec, scenario: Scenario, history: History) -> list[str]:
     """The problems of ``wf``'s fault-free run that are the runtime's (or
     the adapter's mapping of it): runs that never ended (or whose
-    submission was refused), decisions delivered and not acted on, and runs
+    submission was refused), decisions delivered and not acted on, runs
     that ended without completing before their declared effects were
-    performed."""
+    performed, and runs that all completed without performing a declared
+    effect kind (the runtime skipped it, or the declaration names one it
+    never makes: the message says both) -- unless the runtime also
+    performed an undeclared kind, which is the declaration's mistake."""
     out = finish_problems(wf, scenario, history)
     out += [p for p in approval_problems(wf, scenario, history) if NO_MESSAGE not in p]
-    never, _ = _effect_gaps(wf, history)
-    if never and not out:
-        for run_id, shown in _unfinished_runs(scenario, history):
+    never, undeclared = _effect_gaps(wf, history)
+    if never and not out and not undeclared:
+        unfinished = _unfinished_runs(scenario, history)
+        for run_id, shown in unfinished:
             out.append(
                 f"run {run_id} of workflow {wf.name!r} ended {shown} without faults, before "
                 f"performing its declared effect kind(s) {', '.join(never)}"
+            )
+        if not unfinished:
+            out.append(
+                f"every run of workflow {wf.name!r} completed without faults but without "
+                f"performing its declared effect kind(s) {', '.join(never)} (it performed: "
+                f"{', '.join(sorted(performed_effects(history))) or 'none'}): the runtime "
+                "skipped them, or WorkflowSpec.effects declares kinds it never makes (then "
+                "fix the declaration: harness check-adapter names it)"
             )
     return out
 
@@ -327,7 +341,7 @@ def _progress_failed(
     if result is not None and result.name != PROGRESS:
         return result
     text = (
-        f"the fault-free run of workflow {finding.workflow!r} never completed: "
+        f"the fault-free run of workflow {finding.workflow!r} never completed its work: "
         f"{'; '.join(finding.problems)}"
     )
     if finding.log_tail:

@@ -26,6 +26,19 @@ class DeclaresNothing(ToyAdapter):
         return [WorkflowSpec(name="charge", inputs=(CHARGE,))]
 
 
+class DeclaresMore(ToyAdapter):
+    """Declares ``payments.refund`` besides the ``payments.charge`` the toy
+    makes: its runs complete without the refund (the runtime skipped it, or
+    the declaration is wrong: a run cannot tell)."""
+
+    def workflows(self) -> list[WorkflowSpec]:
+        return [
+            WorkflowSpec(
+                name="charge", inputs=(CHARGE,), effects=("payments.charge", "payments.refund")
+            )
+        ]
+
+
 class _Stalling(ToyEnvironment):
     """Every run reads as ``pending`` forever (a worker polling the wrong
     queue, say)."""
@@ -43,4 +56,4 @@ class NeverFinishes(ToyAdapter):
         return _Stalling(workdir, self.keyed)
 
 
-__all__ = ["DeclaresNothing", "DeclaresRefund", "NeverFinishes"]
+__all__ = ["DeclaresMore", "DeclaresNothing", "DeclaresRefund", "NeverFinishes"]

@@ -84,6 +84,31 @@ def test_a_runtime_that_cannot_finish_a_fault_free_run_fails_progress_with_a_rep
     assert "reproduced: progress failed" in replay.stdout
 
 
+def test_a_declared_effect_completed_runs_never_perform_is_a_finding(tmp_path: Path) -> None:
+    """Not certainly the declaration's mistake: a runtime that skips an
+    effect completes too (a generated mutant did). ``check-adapter`` calls
+    it a wrong effect declaration (exit 2); a run fails ``progress``."""
+    report = tmp_path / "r"
+    proc = harness_cli(
+        "run",
+        "--adapter",
+        "mismatched_adapters:DeclaresMore",
+        "--max-examples",
+        "3",
+        "--report-dir",
+        str(report),
+        cwd=ROOT,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    data = json.loads((report / "report.json").read_text())
+    progress = next(p for p in data["properties"] if p["name"] == "progress")
+    assert (
+        "completed without faults but without performing its declared effect kind(s) "
+        in (progress["message"])
+    )
+    assert "payments.refund" in progress["message"]
+
+
 def test_the_guide_toy_passes_the_probe(tmp_path: Path) -> None:
     proc = harness_cli(
         "run",
