@@ -229,6 +229,7 @@ EXPORTS: dict[str, list[str]] = {
         "run_specs",
         "scenario_files",
         "scenarios",
+        "schedule_kind",
         "targeted",
     ],
     "harness.session": [

@@ -17,7 +17,7 @@ from ._exhaustive import exhaustive
 from ._files import ScenarioFileError, load_scenario_file, scenario_files
 from ._profile import Commit, EffectSite, WorkflowProfile, profile_workflow
 from ._strategies import episode, run_specs, scenarios
-from ._targeted import targeted
+from ._targeted import schedule_kind, targeted
 from ._universe import FAMILIES, TENANTS, Universe, probe_universe
 
 __all__ = [
@@ -36,5 +36,6 @@ __all__ = [
     "run_specs",
     "scenario_files",
     "scenarios",
+    "schedule_kind",
     "targeted",
 ]

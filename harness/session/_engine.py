@@ -36,7 +36,7 @@ from ..model import RunSpec, Scenario, Verdict
 from ..nemesis import worker_timeout
 from ..outcome import Example, Outcome
 from ..runner import run_scenario
-from ..scenarios import Universe, targeted
+from ..scenarios import Universe, schedule_kind, targeted
 from ..scenarios import scenarios as scenario_strategy
 from ._coverage import combinations
 from ._oracle import merge_histories, tenant_parts
@@ -354,8 +354,8 @@ class Engine:
                 break
         if outcome.budget_cut:
             outcome.not_run_targeted = [sc.name for sc in aimed[outcome.searched :]]
-            ran = {_kind(sc.name) for sc in aimed[: outcome.searched]}
-            unrun = {_kind(n) for n in outcome.not_run_targeted}
+            ran = {schedule_kind(sc.name) for sc in aimed[: outcome.searched]}
+            unrun = {schedule_kind(n) for n in outcome.not_run_targeted}
             outcome.unreached_kinds = sorted(k for k in unrun - ran if k)
         remaining = outcome.planned - outcome.searched
         if not self._stop and not self.over_budget() and remaining > 0:
@@ -646,13 +646,6 @@ class Engine:
         if self._own_workdir:
             with shielded():
                 shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-def _kind(name: str) -> str:
-    """A targeted schedule's kind, from its name ``targeted/WORKFLOW/KIND/...``
-    ("" for a regression's or a sampled scenario's name)."""
-    parts = name.split("/")
-    return parts[2] if len(parts) > 2 and parts[0] == "targeted" else ""
 
 
 def _key(scenario: Scenario) -> str:

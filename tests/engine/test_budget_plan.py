@@ -189,10 +189,10 @@ def test_a_bad_declared_cost_is_refused_with_the_fix(bad: str, tmp_path: Path) -
 
 
 def test_a_plan_the_budget_cut_says_plainly_what_it_did_not_exercise(tmp_path: Path) -> None:
-    """The reference on the ci plan with a 3 s budget: most of the plan is not
+    """The reference on the ci plan with a 1 s budget: most of the plan is not
     run, and the run is inconclusive, naming what it left out."""
     proc = harness_cli(
-        "run", "--adapter", "reference", "--profile", "ci", "--budget", "3",
+        "run", "--adapter", "reference", "--profile", "ci", "--budget", "1",
         "--report-dir", str(tmp_path / "r"), cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 3, proc.stdout + proc.stderr
