@@ -54,6 +54,8 @@ class Universe:
     #: per workflow: its site profile (site order per worker round, the site
     #: right before each effect), for the targeted schedules
     profiles: Mapping[str, WorkflowProfile] = field(default_factory=dict)
+    #: effect kind -> the delivery the runtime declares for it (empty: not probed)
+    delivery: Mapping[str, str] = field(default_factory=dict)
 
     def reached(self, runs: tuple[RunSpec, ...], sites: tuple[str, ...]) -> dict[str, int]:
         """Of ``sites``, those the workload's runs pass, with their hit bound."""
@@ -138,6 +140,7 @@ def probe_universe(
             crash_points = tuple(env.crash_points())
             pause_points = tuple(env.pause_points())
             storage_kinds = offered_storage_kinds(env, frozenset(adapter.capabilities))
+            delivery = dict(env.declarations().delivery)
         finally:
             env.close()
     profiles = {
@@ -156,4 +159,5 @@ def probe_universe(
         max_runs=max_runs,
         max_episodes=max_episodes,
         storage_kinds=storage_kinds,
+        delivery=delivery,
     )
