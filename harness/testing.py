@@ -17,6 +17,7 @@ command that replays it.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,10 @@ def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) 
     profile = get("harness_profile")
     seed = get("harness_seed")
     report_root = get("harness_report_dir")
-    key = json.dumps([adapter, opts, profile, seed, report_root], sort_keys=True)
+    # The HARNESS_* environment is part of what is run (budget, plan size,
+    # families): two suites of one adapter under other settings are two runs.
+    env = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_")}
+    key = json.dumps([adapter, opts, profile, seed, report_root, env], sort_keys=True)
     if key in _CACHE:
         return _CACHE[key]
     # One folder per adapter variant: two suites of one adapter with other
