@@ -74,10 +74,7 @@ def network_fault(ctx: StepContext, step: NetworkFault) -> None:
         return
     if handle is None:
         # Its pause never fired (the site was not reached): nothing to act on.
-        ctx.recorder.record(
-            "info", EventF.NOTE, "runner", {"text": f"{step.worker_id} is not paused"}
-        )
-        ctx.recorder.fault(step.kind, False, **value, reason="the worker is not paused")
+        _not_paused(ctx, step, value)
         return
     reason = _netfilter.unavailable()
     endpoints: Sequence[Endpoint] = ()
@@ -160,10 +157,7 @@ def partition(ctx: StepContext, step: NetworkFault) -> None:
     value: dict[str, Any] = {"network": step.kind, "worker_id": step.worker_id}
     handle = ctx.paused.pop(step.worker_id, None)
     if handle is None:
-        ctx.recorder.record(
-            "info", EventF.NOTE, "runner", {"text": f"{step.worker_id} is not paused"}
-        )
-        ctx.recorder.fault(step.kind, False, **value, reason="the worker is not paused")
+        _not_paused(ctx, step, value)
         return
     reason = _netfilter.unavailable()
     if reason is None and Capability.CLOCK not in ctx.capabilities:
@@ -232,3 +226,10 @@ def partition(ctx: StepContext, step: NetworkFault) -> None:
     ctx.recorder.fault("continue", True, worker_id=step.worker_id)
     handle.cont()
     ctx.await_worker(handle)
+
+
+def _not_paused(ctx: StepContext, step: NetworkFault, value: dict[str, Any]) -> None:
+    """Record a network fault armed at a worker that is not paused (its pause
+    point was never reached): a note, and the fault as not fired, with why."""
+    ctx.recorder.record("info", EventF.NOTE, "runner", {"text": f"{step.worker_id} is not paused"})
+    ctx.recorder.fault(step.kind, False, **value, reason="the worker is not paused")
