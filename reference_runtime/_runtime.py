@@ -59,6 +59,7 @@ class Runtime:
                 schema=self.config.schema,
                 connection_name=self.config.connection_name,
                 read_only=self.read_only,
+                network_timeout=self.config.network_timeout,
             )
             try:
                 self._store.setup(create=self.create_store)

@@ -23,7 +23,15 @@ def _reference(opts: Mapping[str, str]) -> Adapter:
 
     from .reference import ReferenceAdapter
 
-    known = {"backend", "queue", "lease_seconds", "postgres_url", "redis_url", "bug"}
+    known = {
+        "backend",
+        "queue",
+        "lease_seconds",
+        "postgres_url",
+        "redis_url",
+        "bug",
+        "network_timeout",
+    }
     unknown = set(opts) - known
     if unknown:
         raise AdapterLoadError(
@@ -62,8 +70,20 @@ def _reference(opts: Mapping[str, str]) -> Adapter:
             f"be a finite number of seconds from {MIN_LEASE_SECONDS:g} to 86400 (the runtime "
             "starts an external call only with a second of lease left)"
         )
+    extra: dict[str, float] = {}
+    if "network_timeout" in opts:
+        try:
+            extra["network_timeout"] = float(opts["network_timeout"])
+        except ValueError:
+            extra["network_timeout"] = math.nan
+        if not 0.5 <= extra["network_timeout"] <= 3_600:  # NaN too
+            raise AdapterLoadError(
+                f"network_timeout={opts['network_timeout']!r}: give the seconds after which a "
+                "worker's connection to a silent Postgres or Redis server is broken, from 0.5 "
+                "to 3600 (e.g. 5)"
+            )
     return ReferenceAdapter(
-        backend, queue, postgres_url=pg, redis_url=rd, lease_seconds=lease, bugs=bugs
+        backend, queue, postgres_url=pg, redis_url=rd, lease_seconds=lease, bugs=bugs, **extra
     )
 
 

@@ -24,6 +24,7 @@ def open_store(
     schema: str | None = None,
     connection_name: str | None = None,
     read_only: bool = False,
+    network_timeout: float | None = None,
 ) -> Store:
     """A store for ``url``; call ``setup()`` on it before first use.
 
@@ -33,7 +34,8 @@ def open_store(
     own namespace. ``connection_name`` becomes the Postgres ``application_name``
     of every connection (SQLite has no sessions to name). ``read_only`` opens
     a store that refuses every write and never creates anything (for commands
-    that only look). Raises
+    that only look). ``network_timeout`` (Postgres): seconds after which a
+    connection whose server went silent is broken (default 5). Raises
     :class:`ConfigError` for anything else, or when the Postgres extra is not
     installed.
     """
@@ -71,8 +73,14 @@ def open_store(
                 f"installed ({exc}); install it with: "
                 "pip install 'stateful-agent-harness[postgres]'"
             ) from exc
+        from .postgres import NETWORK_TIMEOUT
+
         return PostgresStore(
-            url, schema=schema or "public", application_name=connection_name, read_only=read_only
+            url,
+            schema=schema or "public",
+            application_name=connection_name,
+            read_only=read_only,
+            network_timeout=NETWORK_TIMEOUT if network_timeout is None else network_timeout,
         )
     raise ConfigError(
         f"unsupported store URL {_redact(url)!r}: expected a 'sqlite:' or 'postgresql://' "

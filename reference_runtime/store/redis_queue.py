@@ -84,7 +84,14 @@ class RedisLeases:
     mid-command raises :class:`StorageUnavailable` (see module docstring).
     """
 
-    def __init__(self, url: str, prefix: str, *, client_name: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        prefix: str,
+        *,
+        client_name: str | None = None,
+        network_timeout: float = NETWORK_TIMEOUT,
+    ) -> None:
         try:
             import redis
             from redis.backoff import NoBackoff
@@ -105,9 +112,9 @@ class RedisLeases:
                 client_name=client_name,
                 retry=Retry(NoBackoff(), 0),
                 socket_connect_timeout=CONNECT_TIMEOUT,
-                socket_timeout=NETWORK_TIMEOUT,
+                socket_timeout=network_timeout,
                 socket_keepalive=True,
-                socket_keepalive_options=_keepalive(NETWORK_TIMEOUT),
+                socket_keepalive_options=_keepalive(network_timeout),
             )
         except ValueError as exc:
             raise ConfigError(
@@ -210,6 +217,9 @@ class CoordinatedConfig(Protocol):
     def connection_name(self) -> str | None: ...
 
     @property
+    def network_timeout(self) -> float | None: ...
+
+    @property
     def lease_seconds(self) -> float: ...
 
 
@@ -246,6 +256,7 @@ class RedisCoordinator:
             cfg.redis_url,
             prefix_for(cfg.store_url, cfg.schema),
             client_name=cfg.connection_name,
+            network_timeout=cfg.network_timeout or NETWORK_TIMEOUT,
         )
 
     def claim(self, worker_id: str, run_id: str | None) -> Claim | None:

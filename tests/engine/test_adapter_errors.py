@@ -119,6 +119,8 @@ def test_a_module_that_fails_on_import_is_an_adapter_error(tmp_path: Path) -> No
         (["--adapter-opt", "lease_seconds=nan"], "lease_seconds='nan' is out of range"),
         # shorter than the margin an external call needs: the run never moved on
         (["--adapter-opt", "lease_seconds=0.5"], "lease_seconds='0.5' is out of range"),
+        (["--adapter-opt", "network_timeout=0"], "network_timeout='0': give the seconds"),
+        (["--adapter-opt", "network_timeout=soon"], "network_timeout='soon': give the seconds"),
     ],
 )
 def test_bad_numbers_are_refused_before_anything_runs(

@@ -310,6 +310,40 @@ def test_a_connection_name_must_be_usable_by_postgres_and_redis() -> None:
             RuntimeConfig(store_url="sqlite:///x.db", connection_name=bad)
 
 
+@PG
+@RD
+def test_the_network_timeout_reaches_every_connection_of_a_worker(make_deployment: Factory) -> None:
+    """A lost acknowledgement costs one network timeout: the harness's
+    deployments set theirs (2 s) and each Postgres session (both ends) and
+    Redis client a worker opens must carry it, not the 5 s default."""
+    d = make_deployment("postgres+redis", network_timeout=1.5)
+    cfg = RuntimeConfig.from_env(d.config.to_env())  # as a worker reads it
+    assert cfg.network_timeout == 1.5
+    rt = Runtime(cfg)
+    try:
+        store = rt.store
+        assert isinstance(store, PostgresStore)
+        with store._read() as tx:
+            (server,) = tx.one("SHOW tcp_user_timeout")
+            client = tx._cur.connection.info.get_parameters()
+        assert server in ("1500", "1500ms")  # the unit depends on the server version
+        assert client.get("tcp_user_timeout") == "1500"
+        leases = RedisLeases(
+            cfg.redis_url or "", "rr:test:", network_timeout=cfg.network_timeout or 0
+        )
+        try:
+            kwargs = leases.client.connection_pool.connection_kwargs
+            assert kwargs["socket_timeout"] == 1.5
+        finally:
+            leases.close()
+    finally:
+        rt.close()
+    assert RuntimeConfig.from_env(make_deployment().config.to_env()).network_timeout is None
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ConfigError, match="network_timeout must be a positive number"):
+            RuntimeConfig(store_url="sqlite:///x.db", network_timeout=bad)
+
+
 # -- through the harness: the interpreter, the oracle and every checker ------------
 
 

@@ -155,6 +155,7 @@ class ReferenceEnvironment:
             redis_url=adapter.redis_url,
             lease_seconds=adapter.lease_seconds,
             bugs=adapter.bugs,
+            network_timeout=adapter.network_timeout,
         )
         self.world = self.d.world
         self._server = fork_server(backend=adapter.backend, queue=adapter.queue)
@@ -546,12 +547,22 @@ def _sweep_once(postgres_url: str | None, redis_url: str | None) -> None:
     sweep(postgres_url, redis_url)
 
 
+#: seconds a deployment's connection to a silent Postgres or Redis peer
+#: lives (the kernel acknowledges within milliseconds on loopback, however
+#: loaded the machine: only a real network fault runs this out)
+NETWORK_TIMEOUT = 2.0
+
+
 class ReferenceAdapter:
     """The reference runtime: ``backend`` sqlite|postgres, ``queue`` store|redis.
 
     ``storage_faults`` is declared only where there is a server connection to
     cut: with the Postgres backend, the Redis queue, or both;
-    ``network_faults`` with the Postgres backend.
+    ``network_faults`` with the Postgres backend. ``network_timeout``: the
+    seconds after which a worker's Postgres or Redis connection whose peer went
+    silent is broken (the runtime's ``network_timeout``): every lost
+    acknowledgement and partition costs one, so the harness's deployments use
+    :data:`NETWORK_TIMEOUT`, shorter than the runtime's 5 s default.
     """
 
     name = "reference"
@@ -579,8 +590,10 @@ class ReferenceAdapter:
         redis_url: str | None = None,
         lease_seconds: float = 30.0,
         bugs: frozenset[str] = frozenset(),
+        network_timeout: float = NETWORK_TIMEOUT,
     ) -> None:
         self.backend, self.queue = backend, queue
+        self.network_timeout = network_timeout
         self.postgres_url, self.redis_url = postgres_url, redis_url
         self.lease_seconds = lease_seconds
         #: seeded bugs switched on in every worker (``bug=NAME``; see ``harness list bugs``)
@@ -619,4 +632,6 @@ class ReferenceAdapter:
         }
         if self.bugs:
             out["bug"] = ",".join(sorted(self.bugs))
+        if self.network_timeout != NETWORK_TIMEOUT:
+            out["network_timeout"] = self.network_timeout
         return out

@@ -143,6 +143,7 @@ class Deployment:
         spawner: Spawner | None = None,
         sqlite_synchronous: str = "NORMAL",
         bugs: frozenset[str] = frozenset(),
+        network_timeout: float | None = None,
     ) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -189,6 +190,7 @@ class Deployment:
             lease_seconds=lease_seconds,
             tenant_keys=self.keys,
             bugs=bugs,
+            network_timeout=network_timeout,
             **extra,
         )
         try:
