@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 from ..history import History
@@ -44,6 +45,11 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
     a run whose tenant has other runs in the scenario is left out of the
     comparison (counted ``memory_left_out_concurrent``), since what it holds
     depends on which run wrote first; every other key is still compared.
+    Likewise a run of a tenant one of whose runs a fault names (a run
+    cancelled by an operator, say, which then never writes what the
+    oracle's wrote): its ``memory`` key is left out (counted
+    ``memory_left_out_fault_shared``), since it may read what that run did
+    or did not write.
     """
     f = Findings(NAME)
     f.zero("contexts", "matched", "excluded_by_fault", "excluded_at_least_once_repeat")
@@ -67,6 +73,7 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
     excluded = fault_runs(history)
     repeated = _at_least_once_repeats(history)
     sharing = _sharing_concurrently(history)
+    shared_fault = _sharing_with(history, excluded)
     for e in contexts:
         key, obj = _key(e), _stable(e)
         if key is None or obj is None:
@@ -83,8 +90,9 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
             continue
         f.count("contexts")
         candidates = wanted.get(key, [])
-        if run_id in sharing and "memory" in obj:
-            f.count("memory_left_out_concurrent")
+        if (run_id in sharing or run_id in shared_fault) and "memory" in obj:
+            why = "concurrent" if run_id in sharing else "fault_shared"
+            f.count(f"memory_left_out_{why}")
             obj = _without_memory(obj)
             candidates = [_without_memory(c) for c in candidates]
         if obj in candidates:
@@ -143,6 +151,14 @@ def _sharing_concurrently(history: History) -> set[str]:
         if tenant is not None:
             by_tenant.setdefault(tenant, []).append(run_id)
     return {r for runs in by_tenant.values() if len(runs) > 1 for r in runs}
+
+
+def _sharing_with(history: History, runs: Collection[str]) -> set[str]:
+    """Runs of a tenant that also has one of ``runs`` (runs a fault names):
+    what they read from the tenant's memory may be what those runs wrote
+    otherwise than in the oracle."""
+    tenants = {history.tenant_of(r) for r in runs} - {None}
+    return {r for r in history.run_ids() if r not in runs and history.tenant_of(r) in tenants}
 
 
 def _without_memory(obj: dict[str, Any]) -> dict[str, Any]:

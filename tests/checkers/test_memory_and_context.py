@@ -183,3 +183,19 @@ def test_under_a_race_every_key_but_memory_is_still_compared() -> None:
     r = check_context_rebuild(b.build(), _oracle_of_two().build())
     assert r.verdict is Verdict.FAIL, r.message
     assert "vars.a: 2 here vs 1 in the oracle" in r.message and "memory" not in r.message
+
+
+def test_memory_of_a_run_sharing_its_tenant_with_a_faulted_run_is_left_out() -> None:
+    """r1, cancelled by an operator, never wrote what the oracle's r1 wrote:
+    r2 of the same tenant reads less. Its memory is not compared; another
+    tenant's run keeps its memory compared."""
+
+    def two(tenants: tuple[str, str]) -> H:
+        b = H().declaration().submit("r1", tenant=tenants[0]).submit("r2", tenant=tenants[1])
+        return b.fault("operator_cancel", runs=["r1"]).context("r2", "gather", _NOT_YET)
+
+    r = check_context_rebuild(two(("t1", "t1")).build(), _oracle_of_two().build())
+    assert r.verdict is Verdict.PASS, r.message
+    assert r.counts["memory_left_out_fault_shared"] == 1 and r.counts["matched"] == 1
+    r = check_context_rebuild(two(("t1", "t2")).build(), _oracle_of_two().build())
+    assert r.verdict is Verdict.FAIL, r.message
