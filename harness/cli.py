@@ -263,7 +263,9 @@ def _list(what: str, out: TextIO) -> int:
         docs = {
             "crash": "SIGKILL a worker at a named crash point (and again during recovery)",
             "zombie": "pause a worker past its lease, let another take over, continue it",
-            "message": "duplicated, forged, wrong-role and wrong-parameter approval decisions",
+            "message": "duplicated, forged, wrong-role and wrong-parameter approval decisions; "
+            "another tenant's message naming the run (a decision its approver signed, or the "
+            "event the run waits on)",
             "late_approval": "an approval delivered after it expired",
             "world": "a service rejects, times out before/after applying, or kills the caller",
             "memory": "poisoned, cross-tenant, expired and superseded memory records",

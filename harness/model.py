@@ -193,7 +193,11 @@ class Approve(_Frozen):
     """Deliver the run's planned decision for the approval it waits on.
 
     ``variant``: ``valid`` (signed, right role and parameters), ``forged`` (bad
-    signature), ``wrong_role``, ``wrong_params`` (signed, for other parameters).
+    signature), ``wrong_role``, ``wrong_params`` (signed, for other parameters),
+    ``cross_tenant`` (a message of another tenant naming the run: the decision
+    genuinely signed by that tenant's approver with that tenant's own key;
+    if the run waits for an event instead, that event as the other tenant
+    sends it, made by the environment's optional ``event_message``).
     ``copies`` > 1 delivers the same message again (same message id);
     ``fresh_copies`` > 0 delivers further distinct messages with the same decision.
     ``decision``: ``planned`` (the run's own) or ``opposite`` (the other one:
@@ -204,7 +208,7 @@ class Approve(_Frozen):
 
     op: Literal["approve"] = "approve"
     run_id: str
-    variant: Literal["valid", "forged", "wrong_role", "wrong_params"] = "valid"
+    variant: Literal["valid", "forged", "wrong_role", "wrong_params", "cross_tenant"] = "valid"
     decision: Literal["planned", "opposite"] = "planned"
     copies: int = 1
     fresh_copies: int = 0
@@ -432,6 +436,8 @@ def describe_step(step: BaseModel) -> str:
         copies = f" x{step.copies}" if step.copies > 1 else ""
         fresh = f" (+{step.fresh_copies} more messages)" if step.fresh_copies else ""
         what = f"a {step.variant} decision"
+        if step.variant == "cross_tenant":
+            what = "another tenant's message (a decision it signed, or the event waited on)"
         return f"deliver {what} for {step.run_id}{copies}{fresh}"
     if isinstance(step, AdvanceClock):
         return f"advance the clock {step.seconds:g} s"

@@ -105,6 +105,7 @@ EXPORTS: dict[str, list[str]] = {
         "WRONG_PARAMS",
         "WRONG_ROLE",
         "WorkerSet",
+        "other_tenant",
         "owned_folder",
         "run_async",
         "signed_decision",

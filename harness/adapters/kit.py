@@ -82,6 +82,7 @@ __all__ = [
     "RunRegistry",
     "UnsyncedSQLite",
     "WorkerSet",
+    "other_tenant",
     "owned_folder",
     "run_async",
     "signed_decision",
@@ -675,13 +676,22 @@ def signed_decision(
     genuine decision; the harness sends the copy), ``forged`` (signed with a
     wrong key: it must not verify), ``wrong_role`` (signed, by a role no
     approver holds: :data:`WRONG_ROLE`), ``wrong_params`` (signed, for other
-    parameters: :data:`WRONG_PARAMS`). Your runtime must act only on a valid
-    one; ``approval_integrity`` holds what it records against the genuine
-    decisions."""
-    if variant not in ("valid", "duplicate", "forged", "wrong_role", "wrong_params"):
+    parameters: :data:`WRONG_PARAMS`), ``cross_tenant`` (genuinely signed,
+    with the right role and parameters, by another tenant's approver with
+    that tenant's own key: :func:`other_tenant`). Your runtime must act only
+    on a valid one; ``approval_integrity`` holds what it records against the
+    genuine decisions."""
+    if variant not in (
+        "valid",
+        "duplicate",
+        "forged",
+        "wrong_role",
+        "wrong_params",
+        "cross_tenant",
+    ):
         raise ValueError(f"unknown decision variant {variant!r}")
     fields: dict[str, Any] = {
-        "tenant": tenant,
+        "tenant": other_tenant(authority, tenant) if variant == "cross_tenant" else tenant,
         "approval_id": approval_id,
         "run_id": run_id,
         "decision": decision,
@@ -693,6 +703,18 @@ def signed_decision(
     if variant == "forged":
         return authority.forge(**fields)
     return authority.decision(**fields)
+
+
+def other_tenant(authority: ApprovalAuthority, tenant: str) -> str:
+    """A tenant other than ``tenant`` that ``authority`` signs for: who sends
+    a ``cross_tenant`` message. Raises ValueError if it knows no other."""
+    others = [t for t in authority.tenants if t != tenant]
+    if not others:
+        raise ValueError(
+            f"the approvals authority knows no tenant but {tenant!r}: give it a second "
+            "tenant's key to send cross-tenant messages"
+        )
+    return others[0]
 
 
 # -- owned folders and processes ----------------------------------------------------

@@ -38,8 +38,10 @@ def check_approval_integrity(history: History, oracle: History | None) -> Proper
 
     Authenticity, judged against what the approver genuinely said (the
     ``deliver`` invoke events: a ``valid`` message, or the same message
-    delivered again, is genuine; ``forged``, ``wrong_role`` and
-    ``wrong_params`` messages are not, whatever decision they carry): every
+    delivered again, is genuine; ``forged``, ``wrong_role``,
+    ``wrong_params`` and ``cross_tenant`` messages are not, whatever
+    decision they carry, nor is a valid one signed for another tenant than
+    the run's): every
     approval the runtime recorded as ``approved`` is backed by a genuine
     ``approved`` decision delivered for its run (and its approval id, when
     both name one), and every gated effect was applied after such a

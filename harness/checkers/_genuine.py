@@ -3,10 +3,16 @@
 The runner records every decision message it hands to the runtime as a
 ``deliver`` invoke event naming its ``variant`` and the ``decision`` it
 carries. Only a ``valid`` message (or the same message delivered again) is
-the approver speaking; a ``forged``, ``wrong_role`` or ``wrong_params``
-message may carry any decision, even the opposite of the approver's. This
-module reads those events into :class:`Decisions`, which the approval
-checker compares with what the runtime recorded.
+the approver speaking; a ``forged``, ``wrong_role``, ``wrong_params`` or
+``cross_tenant`` message may carry any decision, even the opposite of the
+approver's. Who a message speaks for is the harness's record too: a
+decision signed for one tenant (the ``tenant`` the deliver event names, the
+tenant whose key the world's authority signed it with) is never the
+approver of another tenant's run (``run_tenant``, from the scenario), even
+when its signature is genuine. This module reads those events into
+:class:`Decisions`, which the approval checker compares with what the
+runtime recorded. Events and webhooks delivered the same way (a
+``cross_tenant`` event) decide no approval and are left out.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from ..model import EventF
 from ._base import vstr
 
 #: Variants of a message the approver did not genuinely send as it reads.
-REFUSED = frozenset({"forged", "wrong_role", "wrong_params"})
+REFUSED = frozenset({"forged", "wrong_role", "wrong_params", "cross_tenant"})
 
 
 @dataclass(frozen=True)
@@ -29,7 +35,7 @@ class Delivered:
     run_id: str
     message_id: str | None
     approval_id: str | None
-    #: valid | forged | wrong_role | wrong_params | duplicate
+    #: valid | forged | wrong_role | wrong_params | cross_tenant | duplicate
     variant: str
     #: approved | rejected
     decision: str
@@ -93,12 +99,19 @@ def delivered_decisions(history: History) -> Decisions:
             continue
         variant, decision = vstr(e, "variant"), vstr(e, "decision")
         message_id = vstr(e, "message_id")
+        if vstr(e, "kind") in ("event", "webhook"):
+            continue
         if variant is None or decision not in ("approved", "rejected"):
             out.unreadable.setdefault(run_id, []).append(e.index)
             continue
-        if variant == "valid" and message_id is not None:
+        # Signed for another tenant than the run's: never its approver.
+        tenant, run_tenant = vstr(e, "tenant"), vstr(e, "run_tenant")
+        own = tenant is None or run_tenant is None or tenant == run_tenant
+        if variant == "valid" and message_id is not None and own:
             valid_ids.add(message_id)
-        genuine = variant == "valid" or (variant == "duplicate" and message_id in valid_ids)
+        genuine = own and (
+            variant == "valid" or (variant == "duplicate" and message_id in valid_ids)
+        )
         out.by_run.setdefault(run_id, []).append(
             Delivered(
                 index=e.index,

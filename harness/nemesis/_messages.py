@@ -1,5 +1,7 @@
 """Message faults: approval decisions forged, for the wrong role or
-parameters, delivered twice (same message) or again (a fresh message).
+parameters, delivered twice (same message) or again (a fresh message), and
+messages of another tenant naming the run (``cross_tenant``: a decision
+that tenant's approver genuinely signed, or the event the run waits on).
 
 A valid, single delivery is no fault; it goes through here too, so that
 every approval the runner delivers (``Quiesce`` approves what waits) is made
@@ -24,6 +26,10 @@ def approve(ctx: StepContext, step: Approve) -> None:
     for copy in range(1 + step.fresh_copies):
         mid = ctx.message_id(step.run_id, "decision")
         msg = env.approval_message(step.run_id, decision, step.variant, mid)
+        if msg is None and step.variant == "cross_tenant":
+            msg = _cross_tenant_event(ctx, step.run_id, mid)
+            if msg is None:
+                return
         if msg is None:
             ctx.recorder.record(
                 "info",
@@ -33,7 +39,10 @@ def approve(ctx: StepContext, step: Approve) -> None:
             )
             return
         if step.variant != "valid":
-            ctx.recorder.fault(f"{step.variant}_message", True, run_id=step.run_id)
+            extra: dict[str, Any] = (
+                {"sent_as": msg.get("tenant")} if step.variant == "cross_tenant" else {}
+            )
+            ctx.recorder.fault(f"{step.variant}_message", True, run_id=step.run_id, **extra)
         if copy > 0:
             ctx.recorder.fault("duplicate_message", True, run_id=step.run_id, fresh=True)
         for n in range(step.copies):
@@ -44,8 +53,27 @@ def approve(ctx: StepContext, step: Approve) -> None:
             ctx.decided.add(str(msg["payload"].get("approval_id")))
 
 
+def _cross_tenant_event(ctx: StepContext, run_id: str, message_id: str) -> dict[str, Any] | None:
+    """The event ``run_id`` waits on as another tenant sends it, from the
+    environment's optional ``event_message``; None (said in the history)
+    when the run waits for no event or the environment makes none."""
+    make = getattr(ctx.env, "event_message", None)
+    msg = make(run_id, "cross_tenant", message_id) if make is not None else None
+    if msg is None:
+        why = (
+            "waits for no approval or event"
+            if make is not None
+            else "waits for no approval, and the adapter makes no event message (event_message)"
+        )
+        ctx.recorder.record(
+            "info", EventF.NOTE, "runner", {"text": f"{run_id} {why}; nothing delivered"}
+        )
+    return msg
+
+
 def _deliver(ctx: StepContext, msg: dict[str, Any], variant: str, decision: str) -> None:
     base = {"message_id": msg["message_id"], "run_id": msg["run_id"]}
+    spec = ctx.runs.get(str(msg["run_id"]))
     payload = msg.get("payload")
     approval_id = payload.get("approval_id") if isinstance(payload, dict) else None
     ctx.recorder.record(
@@ -58,6 +86,10 @@ def _deliver(ctx: StepContext, msg: dict[str, Any], variant: str, decision: str)
             "variant": variant,
             "decision": decision,
             "approval_id": approval_id,
+            # who the message speaks for, and whose the run is (the
+            # scenario's own record, not the runtime's)
+            "tenant": msg.get("tenant"),
+            "run_tenant": spec.tenant if spec is not None else None,
         },
     )
     try:

@@ -64,7 +64,7 @@ FAMILY_KINDS: dict[str, tuple[str, ...]] = {
         "kill_after_apply",
     ),
     "memory": ("poisoned", "cross_tenant", "expired", "stale"),
-    "message": ("valid", "forged", "wrong_role", "wrong_params"),
+    "message": ("valid", "forged", "wrong_role", "wrong_params", "cross_tenant"),
     "network": ("commit_ack_lost", "reset_mid_transaction", "partition"),
 }
 

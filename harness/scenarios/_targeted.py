@@ -259,6 +259,14 @@ def _messages(a: _Aim) -> list[Scenario]:
     the approver gives would leave a trusting runtime and a checking one
     indistinguishable. Then once the other way round: the approver approves,
     a forged message rejects (a trusting runtime cancels the run).
+
+    A message of another tenant naming the run (``cross_tenant``): the
+    decision that tenant's approver genuinely signed, with its own key,
+    carrying the opposite decision; and, for each workflow whose fault-free
+    run hands off and waits (a child's result, a message), the event it
+    waits on, sent by another tenant while it waits (the worker killed right
+    after the first commit that hands off, as ``_wait_deadlines``). Neither
+    may move the run.
     """
     if "message" not in a.families:
         return []
@@ -280,7 +288,7 @@ def _messages(a: _Aim) -> list[Scenario]:
             Approve(run_id="r1", variant=variant, decision="opposite"),
         )
         for wf in gated[:1]
-        for variant in ("forged", "wrong_role", "wrong_params")
+        for variant in ("forged", "wrong_role", "wrong_params", "cross_tenant")
     ]
     refused += [
         _scenario(
@@ -291,7 +299,28 @@ def _messages(a: _Aim) -> list[Scenario]:
         )
         for wf in gated[:1]
     ]
-    return twice[:1] + refused + twice[1:]
+    return twice[:1] + refused + _cross_tenant_events(a) + twice[1:]
+
+
+def _cross_tenant_events(a: _Aim) -> list[Scenario]:
+    """Another tenant sends the event a run waits on (see :func:`_messages`)."""
+    if "crash" not in a.families or not a.in_txn:
+        return []
+    out: list[Scenario] = []
+    for wf in a.workflows:
+        c = next((c for c in a.profile(wf).commits(a.in_txn) if c.handoff and c.after), None)
+        if c is None or c.after is None:
+            continue
+        out.append(
+            _scenario(
+                f"{wf.name}/cross_tenant_event/r{c.round}/{c.last[0]}@{c.last[1]}",
+                _run(wf),
+                *_rounds(c.round, a.approvals),
+                RunWorker(worker_id="w1", crash=CrashSpec(site=c.after[0], nth=c.after[1])),
+                Approve(run_id="r1", variant="cross_tenant", decision="opposite"),
+            )
+        )
+    return out
 
 
 def _memory(a: _Aim) -> list[Scenario]:

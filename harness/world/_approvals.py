@@ -73,6 +73,11 @@ class ApprovalAuthority:
             tenant, run_id, "approval_decision", payload, sign(key, payload), message_id
         )
 
+    @property
+    def tenants(self) -> tuple[str, ...]:
+        """The tenants this authority holds a secret for, sorted."""
+        return tuple(sorted(self._keys))
+
     def forge(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Like :meth:`decision` (same arguments), but signed with a wrong key:
         it must not verify.

@@ -179,19 +179,24 @@ class H:
         approval_id: str | None = None,
         message_id: str | None = None,
         accepted: bool = True,
+        kind: str = "approval_decision",
+        tenants: tuple[str, str] | None = None,
     ) -> H:
-        """A decision the runner delivered: its invoke (marked), then its ok."""
+        """A decision the runner delivered: its invoke (marked), then its ok.
+        ``tenants``: (the tenant the message speaks for, the run's tenant)."""
         mid = message_id or f"m{len(self.events)}"
+        signed = {"tenant": tenants[0], "run_tenant": tenants[1]} if tenants else {}
         self.add(
             "invoke",
             EventF.DELIVER,
             {
                 "message_id": mid,
                 "run_id": run_id,
-                "kind": "approval_decision",
+                "kind": kind,
                 "variant": variant,
                 "decision": decision,
                 "approval_id": approval_id or f"{run_id}:approval",
+                **signed,
             },
         )
         invoke = self.last

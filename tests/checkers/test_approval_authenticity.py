@@ -48,6 +48,35 @@ def test_wrong_role_and_wrong_params_decisions_are_not_the_approvers() -> None:
         assert r.counts["approved_without_approver"] == 1
 
 
+def test_a_decision_genuinely_signed_for_another_tenant_is_not_the_approvers() -> None:
+    """Judged from who the message speaks for (the harness's record of whose
+    key signed it), not from the runtime's approval record, which looks right."""
+    b = _gated().deliver("r1", "cross_tenant", tenants=("globex", "acme"), message_id="x1")
+    b.approval("r1").mark("record").effect("r1", REFUND)
+    r = check_approval_integrity(b.build(), None)
+    assert r.verdict is Verdict.FAIL
+    assert "cross_tenant approved" in r.message
+    assert b.marks["deliver:x1"] in r.witness
+    # Even a message the runner meant as valid, when signed for another
+    # tenant than the run's, is not the approver of this run; nor its repeat.
+    b = _gated().deliver("r1", tenants=("globex", "acme"), message_id="v1")
+    b.deliver("r1", "duplicate", message_id="v1", accepted=False)
+    r = check_approval_integrity(b.approval("r1").effect("r1", REFUND).build(), None)
+    assert r.verdict is Verdict.FAIL, r.message
+    b = _gated().deliver("r1", tenants=("acme", "acme"))
+    r = check_approval_integrity(b.approval("r1").effect("r1", REFUND).build(), None)
+    assert r.verdict is Verdict.PASS, r.message
+
+
+def test_an_event_delivered_to_a_run_decides_no_approval() -> None:
+    """A cross-tenant event goes through the same deliver events; it is no
+    decision, so it neither backs an approval nor makes it unjudgeable."""
+    b = _gated().deliver("r1", "cross_tenant", kind="event", tenants=("globex", "acme"))
+    b.deliver("r1")
+    r = check_approval_integrity(b.approval("r1").effect("r1", REFUND).build(), None)
+    assert r.verdict is Verdict.PASS, r.message
+
+
 def test_a_repeat_of_a_forged_message_is_not_genuine_but_a_repeat_of_a_valid_one_is() -> None:
     b = _gated().deliver("r1", "forged", message_id="f1")
     b.deliver("r1", "duplicate", message_id="f1").approval("r1").effect("r1", REFUND)

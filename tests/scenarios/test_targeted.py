@@ -10,6 +10,7 @@ from harness.adapters._contract import Capability, WorkflowSpec
 from harness.adapters._loading import load_adapter
 from harness.model import (
     AdvanceClock,
+    Approve,
     ArmWorldFault,
     Cancel,
     CrashSpec,
@@ -293,3 +294,26 @@ def test_workers_held_at_a_barrier_are_released_together_alongside_pause_points(
     assert steps[-2] == ReleaseWorkers(worker_ids=("b1", "b2"))
     without = universe(CAPS - {Capability.CONCURRENT_WORKERS})
     assert not [s for s in targeted(without) if "/barrier_race/" in s.name]
+
+
+def test_another_tenant_names_the_run_in_a_decision_and_in_the_event_it_waits_on() -> None:
+    trace = (("a", 1), ("tx1", 1), ("tx2", 1), ("b", 1), ("a", 2), ("tx1", 2), ("tx2", 2))
+    look = replace(PROFILES["look"], rounds=(trace,))
+    plan = targeted(universe(profiles={**PROFILES, "look": look}))
+    cross = {s.name: s for s in plan if "/cross_tenant_" in s.name}
+    assert set(cross) == {
+        "targeted/pay/cross_tenant_decision",
+        "targeted/look/cross_tenant_event/r0/tx2@1",
+    }
+    for s in cross.values():
+        approve = [x for x in s.steps if isinstance(x, Approve)]
+        # the opposite of the approver's decision: a runtime that takes it
+        # does what the approver refused
+        assert [(a.variant, a.decision) for a in approve] == [("cross_tenant", "opposite")]
+    # the event: delivered while the run waits, right after the hand-off
+    event = cross["targeted/look/cross_tenant_event/r0/tx2@1"]
+    assert [type(x).__name__ for x in event.steps] == ["Submit", "RunWorker", "Approve", "Quiesce"]
+    assert event.steps[1].crash == CrashSpec(site="b", nth=1)  # type: ignore[union-attr]
+    # no message family: none of them
+    fams = tuple(f for f in universe().families if f != "message")
+    assert not [s for s in targeted(universe(families=fams)) if "cross_tenant_" in s.name]

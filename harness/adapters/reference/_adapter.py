@@ -35,7 +35,7 @@ from .._contract import (
 )
 from .._netinfo import tcp_connections
 from .._workers import ForkServerWorker
-from ..kit import signed_decision
+from ..kit import other_tenant, signed_decision
 from ._deployment import WORKER_TARGET, Deployment, fork_server
 
 #: What the reference runtime declares for each effect kind.
@@ -267,6 +267,26 @@ class ReferenceEnvironment:
             decision=decision,
             role=approval.approver_role,
             params_hash=approval.params_hash,
+            message_id=message_id,
+        )
+
+    def event_message(self, run_id: str, variant: str, message_id: str) -> dict[str, Any] | None:
+        """The event ``run_id`` waits on, as another tenant sends it
+        (``variant`` ``cross_tenant``, the only one): it names the run and
+        the event the run waits for, with data that tenant made up. None if
+        the run waits for no event."""
+        if variant != "cross_tenant":
+            raise ValueError(f"unknown event variant {variant!r}")
+        run = self.d.snapshot(run_id).run
+        waiting = run.waiting_on or ""
+        if run.status.value != "WaitingForEvent" or not waiting.startswith("event:"):
+            return None
+        sender = other_tenant(self.d.authority, run.tenant)
+        return self.d.authority.webhook(
+            sender,
+            run_id,
+            waiting.removeprefix("event:"),
+            {"sent_by": sender},
             message_id=message_id,
         )
 
