@@ -204,6 +204,20 @@ MUTANTS = (
         caught=True,
     ),
     HandMutant(
+        "inbound-message-of-another-tenant-accepted",
+        3,
+        "refuse a message for a run that does not exist (the tenant test slipped: "
+        "'and' for 'or'; a message naming a run of another tenant is taken)",
+        (
+            Edit(
+                "_runtime.py",
+                "if run is None or run.tenant != msg.tenant:",
+                "if run is None and run.tenant != msg.tenant:",
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
         "late-decision-recorded-approved",
         3,
         "expiry is enforced by the re-check right before the effect: no need to check "
@@ -510,6 +524,31 @@ DEMOS: dict[str, tuple[list[dict[str, Any]], Callable[[History], Any], Any, Any]
     ),
     "approver-role-not-checked": (_refund_decided_by("wrong_role"), _applied_refunds, 0, 1),
     "decision-params-not-compared": (_refund_decided_by("wrong_params"), _applied_refunds, 0, 1),
+    "inbound-message-of-another-tenant-accepted": (
+        [
+            {
+                "op": "submit",
+                "run": {
+                    "run_id": "r1",
+                    "tenant": "acme",
+                    "workflow": "procurement",
+                    "input": {"item": "bolts", "quantity": 3},
+                },
+            },
+            # killed right after the commit that starts the parent's wait
+            {
+                "op": "run_worker",
+                "worker_id": "w1",
+                "crash": {"site": "after_step_commit", "nth": 2, "action": "kill"},
+            },
+            # globex sends the event acme's run waits on
+            {"op": "approve", "run_id": "r1", "variant": "cross_tenant", "decision": "opposite"},
+            QUIESCE,
+        ],
+        lambda h: {r: f.value["state"] for r, f in sorted(h.finals().items())},
+        {"r1": "completed", "r1.quote": "completed"},  # refused at the door
+        {"r1": "failed", "r1.quote": "completed"},  # the other tenant's event ended the wait
+    ),
     "late-decision-recorded-approved": (
         [
             _submit("refund", REFUND),
