@@ -43,6 +43,8 @@ from harness.testing import run_suite
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 ADAPTER = "harness.adapters.langgraph:LangGraphAdapter"
+#: seconds a silent connection lives: each lost ack costs one (default 5)
+TIMEOUT = "2"
 
 
 def network(site: str, nth: int, kind: NetworkKind) -> Scenario:
@@ -115,7 +117,9 @@ def test_postgres_declares_the_family_sqlite_does_not(postgres_url: str) -> None
 def test_the_correct_app_survives_each_fault_at_each_checkpoint_write(
     postgres_url: str, site: str, nth: int, kind: NetworkKind, refunded_by: str, tmp_path: Path
 ) -> None:
-    app = LangGraphAdapter(app=CORRECT, checkpointer="postgres", postgres_url=postgres_url)
+    app = LangGraphAdapter(
+        app=CORRECT, checkpointer="postgres", postgres_url=postgres_url, network_timeout=TIMEOUT
+    )
     ex = execute(app, network(site, nth, kind), tmp_path)
     history = History.load(ex.folder / "history.jsonl")
     fault = fired(history, kind)
@@ -148,7 +152,9 @@ def test_a_lost_ack_makes_the_naive_app_refund_twice(postgres_url: str, tmp_path
     # while the checkpoint's commit waits for its lost reply; their writes
     # then fail on the dead connection, and the next worker resumes from
     # the checkpoint that did commit: the refund runs again, with no key.
-    app = LangGraphAdapter(app=NAIVE, checkpointer="postgres", postgres_url=postgres_url)
+    app = LangGraphAdapter(
+        app=NAIVE, checkpointer="postgres", postgres_url=postgres_url, network_timeout=TIMEOUT
+    )
     ex = execute(app, network("checkpoint_put_commit", 1, "commit_ack_lost"), tmp_path)
     history = History.load(ex.folder / "history.jsonl")
     fired(history, "commit_ack_lost")
@@ -167,7 +173,11 @@ def test_with_sync_durability_the_naive_app_does_not_run_past_a_lost_ack(
     # The same fault, the same app, sync durability: invoke raises before the
     # refund runs, so one refund (the next worker's), even without a key.
     app = LangGraphAdapter(
-        app=NAIVE, checkpointer="postgres", postgres_url=postgres_url, durability="sync"
+        app=NAIVE,
+        checkpointer="postgres",
+        postgres_url=postgres_url,
+        durability="sync",
+        network_timeout=TIMEOUT,
     )
     ex = execute(app, network("checkpoint_put_commit", 1, "commit_ack_lost"), tmp_path)
     history = History.load(ex.folder / "history.jsonl")
@@ -184,7 +194,12 @@ def test_a_short_network_search_of_the_correct_app_passes_with_both_kinds_fired(
     monkeypatch.setenv("HARNESS_SEED", "0")
     monkeypatch.setenv("HARNESS_BUDGET_SECONDS", "600")  # every planned scenario runs
     monkeypatch.chdir(tmp_path)  # no pyproject settings apply
-    opts = {"app": CORRECT, "checkpointer": "postgres", "postgres_url": postgres_url}
+    opts = {
+        "app": CORRECT,
+        "checkpointer": "postgres",
+        "postgres_url": postgres_url,
+        "network_timeout": TIMEOUT,
+    }
     report = run_suite(ADAPTER, opts, None)
     assert report["verdict"] == "pass", report["_log"]
     assert report["families"] == ["network"]
