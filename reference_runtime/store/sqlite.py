@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 import threading
 import time
 import urllib.parse
@@ -117,6 +118,22 @@ MIGRATIONS: tuple[Migration, ...] = (
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
+#: The versions a current store has recorded.
+_CURRENT = frozenset(version for version, _, _ in MIGRATIONS)
+
+#: Everything :meth:`SqliteStore.setup` needs to know about a store that is
+#: this runtime's and up to date, in one read (one snapshot): whether it has
+#: the runs table, the bookkeeping table's columns, the applied versions and
+#: the journal mode. On a file that is not such a store it fails (no such
+#: table, not a database) or answers otherwise, and the full inspection runs.
+_VERIFY = (
+    "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'),"
+    " (SELECT count(*) FROM pragma_table_info('schema_migrations')"
+    " WHERE name IN ('version', 'name', 'applied_at')),"
+    " (SELECT group_concat(version) FROM schema_migrations),"
+    " (SELECT journal_mode FROM pragma_journal_mode)"
+)
+
 # Connections inherited across fork() are parked here, never closed or
 # garbage-collected in the child: closing one would run SQLite's shutdown code
 # (locks, WAL checkpoint) on state that belongs to the parent.
@@ -185,16 +202,19 @@ class SqliteStore(SqlStore):
             ) from exc
         return self._adopt(db)
 
-    def _adopt(self, db: sqlite3.Connection) -> sqlite3.Connection:
-        """Make ``db`` this process's connection, configured for use."""
-        db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+    def _adopt(self, db: sqlite3.Connection, *, wal: bool = False) -> sqlite3.Connection:
+        """Make ``db`` this process's connection, configured for use. ``db``
+        comes from ``sqlite3.connect(timeout=self.busy_timeout)``, which has
+        set the busy timeout; ``wal``: the file is known to be in WAL mode
+        already (a persistent property of the database file)."""
         if self.read_only:
             # A plain read-write connection told to refuse writes, rather than
             # mode=ro: a read-only one leaves empty -wal/-shm files behind,
             # while this one removes them when it closes.
             db.execute("PRAGMA query_only = ON")
         else:
-            self._enter_wal(db)
+            if not wal:
+                self._enter_wal(db)
             db.execute(f"PRAGMA synchronous = {self.synchronous}")
         self._db, self._pid = db, os.getpid()
         return db
@@ -267,6 +287,8 @@ class SqliteStore(SqlStore):
         :meth:`Store.setup`); ``create=False`` or a read-only store never
         creates the file or its folder."""
         create = create and not self.read_only
+        if self._open_current():
+            return  # the common case for a starting worker: one read
         state = self._inspect(create)
         if state != "ours":
             if not create:
@@ -381,9 +403,55 @@ class SqliteStore(SqlStore):
             "database file or at a new path"
         )
 
-    def _keep(self, db: sqlite3.Connection) -> None:
+    def _open_current(self) -> bool:
+        """Open this process's connection in one read if the file is this
+        store's, with every migration applied (and, unless read-only, in WAL
+        mode); else False, having written nothing, and :meth:`setup` inspects
+        the file in full (and explains, creates or migrates).
+
+        Checks no less than the full path does: a regular, non-empty file
+        (never a pipe, device or directory: SQLite is not asked to open
+        those), opened without creating it, holding the runs table and the
+        bookkeeping table with its columns and every version recorded. The
+        read is a single ``SELECT``, which cannot write to another program's
+        database; a file SQLite refuses fails it.
+        """
+        try:
+            st = os.stat(self.path)
+        except (OSError, ValueError):
+            return False
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            return False
+        try:
+            db = sqlite3.connect(
+                self._uri(create=False),
+                uri=True,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error:
+            return False
+        try:
+            runs, columns, versions, journal = db.execute(_VERIFY).fetchone()
+            current = (
+                runs == 1
+                and columns == 3
+                and {int(v) for v in str(versions or "").split(",") if v} >= _CURRENT
+            )
+        except (sqlite3.Error, ValueError):
+            current = False
+        if not current:
+            db.close()
+            return False
+        self._keep(db, query_only=False, wal=journal == "wal")
+        return True
+
+    def _keep(self, db: sqlite3.Connection, *, query_only: bool = True, wal: bool = False) -> None:
         """Adopt the inspecting connection ``db`` as this process's, unless
-        it has one already (or the store is closed): then close ``db``."""
+        it has one already (or the store is closed): then close ``db``.
+        ``query_only``: ``db`` refuses writes until told otherwise; ``wal``:
+        the file is in WAL mode already."""
         with self._fork_safe_lock():
             if self._closed or (self._db is not None and self._pid == os.getpid()):
                 db.close()
@@ -392,9 +460,9 @@ class SqliteStore(SqlStore):
                 _INHERITED.append(self._db)
                 self._db = None
             try:
-                if not self.read_only:
+                if query_only and not self.read_only:
                     db.execute("PRAGMA query_only = OFF")
-                self._adopt(db)
+                self._adopt(db, wal=wal)
             except BaseException:
                 db.close()
                 raise
