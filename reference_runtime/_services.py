@@ -124,10 +124,21 @@ def load_services(spec: str, arg: str | None) -> ExternalServices:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"cannot load services factory {spec!r}: {exc}") from exc
-    services = factory(arg)
-    if not isinstance(services, ExternalServices):
+    services: ExternalServices = factory(arg)
+    # What isinstance(services, ExternalServices) checks, without walking the
+    # protocol's MRO on every call (typing does, in each new worker process).
+    missing = [name for name in _MEMBERS if getattr(services, name, None) is None]
+    if missing:
         raise ConfigError(
             f"services factory {spec!r} returned {type(services).__name__}, which lacks "
-            "capabilities()/call()/lookup()/close() of reference_runtime.ExternalServices"
+            f"{', '.join(name + '()' for name in missing)} of reference_runtime.ExternalServices"
         )
     return services
+
+
+#: The methods an :class:`ExternalServices` object must have.
+_MEMBERS = tuple(
+    sorted(
+        name for name, value in vars(ExternalServices).items() if callable(value) and name[0] != "_"
+    )
+)
