@@ -208,9 +208,9 @@ class _Server:
             if not chunks:
                 os._exit(0)  # retired, or the server is gone
             request = json.loads(b"".join(chunks))
-            # Already imported in the server (and so here) unless this spare
-            # is older than the import.
-            func = _child.resolve(request["target"])
+            # Resolved by the server before it handed the spawn to a spare
+            # (spares older than a target's import are retired): reuse that.
+            func = self.targets.get(request["target"]) or _child.resolve(request["target"])
             if request["log"] is not None:
                 log_fd = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
                 os.dup2(log_fd, 1)
