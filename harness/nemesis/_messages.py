@@ -58,15 +58,24 @@ def _cross_tenant_event(ctx: StepContext, run_id: str, message_id: str) -> dict[
     environment's optional ``event_message``; None (said in the history)
     when the run waits for no event or the environment makes none."""
     make = getattr(ctx.env, "event_message", None)
-    msg = make(run_id, "cross_tenant", message_id) if make is not None else None
-    if msg is None:
-        why = (
-            "waits for no approval or event"
-            if make is not None
-            else "waits for no approval, and the adapter makes no event message (event_message)"
+    if make is None:
+        # Armed, never fired: the coverage matrix shows it, and a run where
+        # nothing else of the message family fired is inconclusive.
+        ctx.recorder.fault(
+            "cross_tenant_message",
+            False,
+            run_id=run_id,
+            reason="the run waits for no approval, and the environment makes no event "
+            "message (event_message): another tenant's event is not tested",
         )
+        return None
+    msg = make(run_id, "cross_tenant", message_id)
+    if msg is None:
         ctx.recorder.record(
-            "info", EventF.NOTE, "runner", {"text": f"{run_id} {why}; nothing delivered"}
+            "info",
+            EventF.NOTE,
+            "runner",
+            {"text": f"{run_id} waits for no approval or event; nothing delivered"},
         )
     return msg
 

@@ -27,7 +27,8 @@ from ._schema import (
 CAPABILITY_GAPS = {
     Capability.CRASH_POINTS: "kills at named crash points (only effect boundaries are tested)",
     Capability.CLOCK: "lease expiry, zombies, approval expiry and timers",
-    Capability.APPROVALS: "approval integrity under duplicated, forged and late decisions",
+    Capability.APPROVALS: "approval integrity under duplicated, forged, cross-tenant and late "
+    "decisions",
     Capability.MEMORY_INJECTION: "stale, cross-tenant and poisoned memory",
     Capability.VERSION_SWITCH: "schema migration between crash and resume",
     Capability.CONTEXT: "context rebuild after resume",

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.adapters._loading import load_adapter
+from harness.adapters.reference._adapter import ReferenceEnvironment
 from harness.checkers import check_all
 from harness.history import History
 from harness.model import (
     AdvanceClock,
+    Approve,
     ArmWorldFault,
     CrashSpec,
     EventF,
@@ -179,3 +183,48 @@ def test_a_kill_right_after_a_hand_off_commit_fires_and_the_runs_recover(tmp_pat
     assert history.finals()["r1"].value["state"] == "completed"
     bad = {n: r.message for n, r in results.items() if r.verdict is Verdict.FAIL}
     assert not bad
+
+
+PROCUREMENT = RunSpec(
+    run_id="r1", tenant="acme", workflow="procurement", input={"item": "bolts", "quantity": 3}
+)
+#: the parent's worker killed right after the commit that starts its wait
+WAITING = RunWorker(worker_id="w1", crash=CrashSpec(site="after_step_commit", nth=2))
+CROSS = Approve(run_id="r1", variant="cross_tenant", decision="opposite")
+
+
+def _cross_faults(history: History) -> list[dict[str, object]]:
+    return [e.value for e in history.faults("cross_tenant_message")]
+
+
+def test_another_tenants_decision_and_event_name_the_run_and_move_nothing(
+    tmp_path: Path,
+) -> None:
+    # The decision: genuinely signed, by globex's approver, for acme's run.
+    history, results = run(tmp_path / "d", REFUND, RunWorker(worker_id="w1"), CROSS)
+    assert [f["sent_as"] for f in _cross_faults(history)] == ["globex"]
+    sent = [e.value for e in history.by_f(EventF.DELIVER) if e.type == "invoke"]
+    assert (sent[0]["variant"], sent[0]["tenant"], sent[0]["run_tenant"]) == (
+        "cross_tenant",
+        "globex",
+        "acme",
+    )
+    assert sent[0]["kind"] == "approval_decision"
+    assert {r.verdict for r in results.values()} == {Verdict.PASS}, results
+    # The event the parent waits on (its child's quote), sent by globex.
+    history, results = run(tmp_path / "e", PROCUREMENT, WAITING, CROSS)
+    assert [f["sent_as"] for f in _cross_faults(history)] == ["globex"]
+    sent = [e.value for e in history.by_f(EventF.DELIVER) if e.type == "invoke"]
+    assert sent[0]["kind"] == "event" and sent[0]["tenant"] == "globex"
+    assert history.finals()["r1"].value["state"] == "completed"
+    assert {r.verdict for r in results.values()} == {Verdict.PASS}, results
+
+
+def test_an_environment_that_makes_no_event_message_leaves_it_not_fired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(ReferenceEnvironment, "event_message")
+    history, _ = run(tmp_path, PROCUREMENT, WAITING, CROSS)
+    (fault,) = _cross_faults(history)
+    assert fault["fired"] is False and "event_message" in str(fault["reason"])
+    assert not [e for e in history.by_f(EventF.DELIVER) if e.type == "invoke"]
