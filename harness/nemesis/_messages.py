@@ -69,7 +69,7 @@ def _cross_tenant_event(ctx: StepContext, run_id: str, message_id: str) -> dict[
             "message (event_message): another tenant's event is not tested",
         )
         return None
-    msg = make(run_id, "cross_tenant", message_id)
+    msg: dict[str, Any] | None = make(run_id, "cross_tenant", message_id)
     if msg is None:
         ctx.recorder.record(
             "info",
