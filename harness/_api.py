@@ -41,7 +41,7 @@ from .report._folder import keep_file
 from .scenarios import Universe, probe_universe, scenario_files
 from .session import Engine, check_declarations, run_exhaustive, run_random_kill
 from .session._probe import probe_outcome
-from .session._shared import SharedOracles
+from .session._shared import PlanQueue, SharedOracles
 
 Log = Callable[[str], None]
 T = TypeVar("T")
@@ -189,17 +189,20 @@ def run_job(
     scenarios: Sequence[str | Path] = (),
     *,
     prepared: Path | None = None,
+    queue: Path | None = None,
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Report:
     """One job of ``--jobs N`` (:mod:`harness._job`): shard
     ``settings.shard`` of the search its parent checked and planned, with
     the parent's ``settings`` as they are (see ``harness._jobs.job_args``),
-    and its probe (``prepared``: the folder :meth:`Session.prepare` filled)."""
+    and its probe (``prepared``: the folder :meth:`Session.prepare` filled).
+    ``queue``: the run's :class:`PlanQueue` file, from which the jobs take
+    the plan's scenarios as they go (without it: shard K's static part)."""
     regressions = [sc for _, sc in scenario_files([Path(p) for p in scenarios])]
     loaded = load_adapter(spec, dict(options))
     session = Session(loaded, settings, spec=spec, options=options, log=log, progress=progress)
-    return session.run(regressions=regressions, prepared=prepared)
+    return session.run(regressions=regressions, prepared=prepared, queue=queue)
 
 
 def _check_shard(settings: Settings, exhaustive: str | None) -> None:
@@ -275,15 +278,18 @@ class Session:
         exhaustive: str | None = None,
         regressions: Sequence[Scenario] = (),
         prepared: Path | None = None,
+        queue: Path | None = None,
     ) -> Report:
         """The whole run, into ``settings.report_dir``. ``prepared``: the
         folder :meth:`prepare` filled (in a job of ``--jobs N``), whose
-        fault-free probe and universe this run takes instead of its own."""
+        fault-free probe and universe this run takes instead of its own;
+        ``queue``: the :class:`PlanQueue` file the jobs take the plan's
+        scenarios from (see ``Engine.run``)."""
         report_dir = Path(self.settings.report_dir)
 
         return self._with_adapter(
             report_dir,
-            lambda: self._run(report_dir, exhaustive, regressions, prepared),
+            lambda: self._run(report_dir, exhaustive, regressions, prepared, queue),
             claim=True,
         )
 
@@ -349,10 +355,18 @@ class Session:
         exhaustive: str | None,
         regressions: Sequence[Scenario],
         prepared: Path | None,
+        queue: Path | None = None,
     ) -> Report:
         adapter, settings = self.adapter, self.settings
         shared = None if prepared is None else SharedOracles(prepared / ORACLES)
-        engine = Engine(adapter, settings, progress=self._progress, log=self._log, shared=shared)
+        engine = Engine(
+            adapter,
+            settings,
+            progress=self._progress,
+            log=self._log,
+            shared=shared,
+            queue=None if queue is None else PlanQueue(queue),
+        )
         try:
             try:
                 if prepared is None:

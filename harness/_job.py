@@ -72,6 +72,7 @@ def main(argv: list[str]) -> int:
                 job_settings(args),
                 args["scenarios"],
                 prepared=prepared,
+                queue=None if args.get("queue") is None else Path(args["queue"]),
                 log=lambda text: _send({"log": text}),
                 progress=_progress,
             )

@@ -1,18 +1,24 @@
 """``harness run --jobs N``: one search in N processes of this machine.
 
-The N jobs are the N shards of the search's plan (``--shard K/N``, see
-``harness.session._engine.shard_plan``): each is a harness process of its
-own (``python -m harness._job``), with its own fork server, deployments
-and scratch folder, running shard K of N into a folder of its own; the
-parent streams their progress, then merges their folders into the one
-report folder (:func:`harness.report.merge_reports`). The plan is the
-unsharded search's, whatever N: every shard plans the same targeted list
-and draws the same sampled stream from the one seed (the parent draws it
-when none is fixed), and runs its part of both; the merge sums the
-evidence and judges the verdicts again by a single run's rules. Each
-scenario's history is the one a single process records (scenarios are
-deterministic: the ``race`` family excepted). A failure is shrunk in the
-job that found it.
+The N jobs are the N shards of the search's plan (``--shard K/N``): each
+is a harness process of its own (``python -m harness._job``), with its own
+fork server, deployments and scratch folder, running shard K of N into a
+folder of its own; the parent streams their progress, then merges their
+folders into the one report folder (:func:`harness.report.merge_reports`).
+The plan is the unsharded search's, whatever N: every shard plans the same
+targeted list and draws the same sampled stream from the one seed (the
+parent draws it when none is fixed). Which job runs which of the plan's
+scenarios is not fixed in advance, as ``--shard K/N`` across machines fixes
+it (``harness.session._engine.shard_plan``): the jobs take them one at a
+time, by their index in the plan, from a queue in the run's scratch folder
+(``harness.session._shared.PlanQueue``), so a job that gets cheaper
+scenarios or a less busy core runs more, and the jobs end together. The
+merge sums the evidence and judges the verdicts again by a single run's
+rules. Each scenario's history is the one a single process records
+(scenarios are deterministic: the ``race`` family excepted), whichever job
+ran it. A failure is shrunk in the job that found it. The budget is the
+run's: a job that finds it spent takes what is left of the plan, which
+then no job runs (that job's report names what did not run).
 
 What every job would do alike before its search is done once, by the
 parent, while the jobs start (``Session.prepare``): the fault-free probe
@@ -242,11 +248,15 @@ def run_jobs(
             files[-1].write_text(scenario.model_dump_json(indent=2))
         prepared = scratch / "prepared"
         prepared.mkdir()
+        # The plan's scenarios go to whichever job is ready for one first.
+        plan_queue = scratch / "plan.queue"
+        plan_queue.touch()
         for k in range(1, n + 1):
             folder = scratch / f"shard-{k}"
             args = job_args(spec, options, settings, seed, files, (k, n), folder)
             args["prepared"] = None if prepare is None else str(prepared)
             args["parent"] = os.getpid()
+            args["queue"] = str(plan_queue)
             job = _Job(k, n, folder, args)
             jobs.append(job)
             assert job.proc.stdout is not None

@@ -16,8 +16,9 @@ stopped) keeps the merge inconclusive, with the shard's reason.
 
 Each shard's ``scenarios.jsonl`` (every scenario it ran, see
 :func:`harness.report._write.ledger_lines`) is joined into the merged
-folder's, each line marked with its ``shard``: the shards of a plan ran
-exactly the scenarios the unsharded search runs, and this shows it.
+folder's, each line marked with its ``shard``, the plan's in the plan's
+order (by their ``index``): the shards of a plan ran exactly the
+scenarios the unsharded search runs, and this shows it.
 
 Report folders are data anyone may have written (CI artifacts): each is
 loaded and validated like ``harness report`` does (:func:`load_report`), the
@@ -228,6 +229,21 @@ def _copy_example(root: Path, rel: str, dest: str, files: dict[str, bytes | Path
             files[f"{dest}{name}"] = path
 
 
+def _in_plan_order(lines: Sequence[bytes]) -> bytes:
+    """The shards' ledger lines, those of the plan (``phase`` ``search``,
+    with its ``index``) in the plan's order, then the rest as they come."""
+
+    def key(line: bytes) -> tuple[int, int]:
+        entry = json.loads(line)
+        index = entry.get("index")
+        if entry.get("phase") == "search" and isinstance(index, int):
+            return 0, index
+        return 1, 0
+
+    ordered = sorted((key(line), i, line) for i, line in enumerate(lines))
+    return b"".join(line for _, _, line in ordered)
+
+
 def _ledger(r: Report) -> list[bytes]:
     """The shard's ``scenarios.jsonl`` lines, each marked with its shard
     (none if the folder has no such plain file, or it is not JSON lines)."""
@@ -323,7 +339,9 @@ def merge_reports(
 
     # Every counterexample: each shard's kept ones under shards/K/, with the
     # shard's report.json (so replay works on the copy), the first also at the top.
-    files: dict[str, bytes | Path] = {LEDGER: b"".join(line for r in shards for line in _ledger(r))}
+    files: dict[str, bytes | Path] = {
+        LEDGER: _in_plan_order([ln for r in shards for ln in _ledger(r)])
+    }
     kept: list[tuple[int, str, list[str], list[str], list[str]]] = []
     copied: dict[str, str] = {}
     #: the properties a shard's counterexample serves that it did not fully shrink

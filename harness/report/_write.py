@@ -107,7 +107,8 @@ LEDGER = "scenarios.jsonl"
 def ledger_lines(outcome: Outcome) -> bytes:
     """``scenarios.jsonl``: the outcome's ledger in the order run, each line
     with its ``n`` (from 1) and ``phase``: ``search`` (the plan: targeted,
-    sampled, regressions) or ``shrink`` (run after the plan, shrinking)."""
+    sampled, regressions; with its ``index`` in the whole plan, from 0) or
+    ``shrink`` (run after the plan, shrinking)."""
     lines = [
         json.dumps(
             {"n": n, "phase": "search" if n <= outcome.searched else "shrink", **entry},

@@ -40,7 +40,7 @@ from ..scenarios import Universe, schedule_kind, targeted
 from ..scenarios import scenarios as scenario_strategy
 from ._coverage import combinations
 from ._oracle import merge_histories, tenant_parts
-from ._shared import SharedOracles
+from ._shared import PlanQueue, SharedOracles
 
 
 class _Found(Exception):
@@ -154,10 +154,18 @@ class Engine:
         shrink: bool = True,
         log: Callable[[str], None] | None = None,
         shared: SharedOracles | None = None,
+        queue: PlanQueue | None = None,
     ) -> None:
         self.adapter = adapter
         #: fault-free histories shared with the other jobs of the run (--jobs N)
         self._shared = shared
+        #: the plan's scenarios handed out to the jobs of the run as they
+        #: ask (--jobs N), instead of the static split of ``shard``
+        self._queue = queue
+        #: with a queue: the plan indices this engine took, run or not, and
+        #: the sampled one taken and not yet drawn
+        self._taken = 0
+        self._pending: int | None = None
         #: receives the plan's one-line notices (what fits the budget)
         self._log = log or (lambda _line: None)
         #: seconds of every fault-free run so far (the probe's first): what
@@ -316,18 +324,24 @@ class Engine:
 
         With ``shard`` (K, N) in the settings, only shard K's part of that
         plan runs (:func:`shard_plan`): of the sampled stream, which every
-        shard draws alike, the scenarios :func:`drawn_by` gives it.
+        shard draws alike, the scenarios :func:`drawn_by` gives it. With a
+        :class:`PlanQueue` as well (a job of ``--jobs N``), the part is not
+        fixed in advance: each scenario of the plan goes to the job that
+        takes it first (:meth:`_search_queued`), the sampled ones by their
+        index in the one stream every job draws.
         """
         s = self.settings
         outcome = self.new_outcome(universe)
         started = time.monotonic()
         self._started = started
-        aimed = [*regressions, *(targeted(universe) if s.targeted else [])[: targeted_cap(s)]]
+        whole = [*regressions, *(targeted(universe) if s.targeted else [])[: targeted_cap(s)]]
         # A shard runs its part of the same plan (every shard computes it alike).
         outcome.whole_plan = s.max_examples + len(regressions)
         # Hypothesis draws the whole plan's sampled stream in every shard.
-        draws = outcome.whole_plan - len(aimed)
-        aimed, outcome.planned = shard_plan(aimed, outcome.whole_plan, s.shard)
+        draws = outcome.whole_plan - len(whole)
+        # With a queue, the static part is only what the jobs expect to run
+        # (the plan's notice and its budget estimate); the queue decides.
+        aimed, outcome.planned = shard_plan(whole, outcome.whole_plan, s.shard)
         outcome.sampled_planned = max(outcome.planned - len(aimed), 0)
         outcome.breadth_first = True
         self._plan_budget(outcome, len(aimed))
@@ -336,8 +350,14 @@ class Engine:
         self._known = {}
         self._stop = False
         self._shrink_deadline = None
+        self._taken, self._pending = 0, None
 
-        for scenario in aimed:
+        if self._queue is not None:
+            self._search_queued(outcome, universe, whole, draws)
+            self._shrink_all(outcome, universe, draws)
+            return self._finish(outcome, started)
+        k, n = s.shard or (1, 1)
+        for j, scenario in enumerate(aimed):
             if self.over_budget() and outcome.searched > 0:
                 outcome.budget_cut = True
                 break
@@ -349,7 +369,7 @@ class Engine:
                     "sampling starts now (the report will say what did not run)"
                 )
                 break
-            self._search_step(outcome, scenario, sampled=False)
+            self._search_step(outcome, scenario, sampled=False, index=k - 1 + j * n)
             if self._stop:
                 break
         if outcome.budget_cut:
@@ -359,9 +379,73 @@ class Engine:
             outcome.unreached_kinds = sorted(k for k in unrun - ran if k)
         remaining = outcome.planned - outcome.searched
         if not self._stop and not self.over_budget() and remaining > 0:
-            self._sample(outcome, universe, draws)
+            self._sample(outcome, universe, draws, first=len(whole))
         self._shrink_all(outcome, universe, draws)
         return self._finish(outcome, started)
+
+    def _search_queued(
+        self, outcome: Outcome, universe: Universe, aimed: Sequence[Scenario], draws: int
+    ) -> None:
+        """The search of one job of ``--jobs N``: the scenarios of the whole
+        plan (``aimed``, then the sampled stream) that this job takes from
+        the queue, each when it is ready for one. Whichever job runs a
+        scenario, it is the same scenario with the same history; a job that
+        runs cheaper ones runs more, and the jobs end together.
+
+        The budget is the run's: a job that finds it spent takes every index
+        left (no job runs them; this one reports those it skipped), and one
+        whose budget left fits only the sampled share skips the targeted
+        schedules no job has taken yet. Afterwards the job's plan is what it
+        took, run or skipped: the jobs' plans add up to the whole one."""
+        ran: list[Scenario] = []
+        while True:
+            if self.over_budget() and outcome.searched > 0:
+                outcome.budget_cut = True
+                self._take(outcome, aimed, floor=outcome.whole_plan or 0)
+                break
+            if self._left_for_sampling(outcome):
+                outcome.budget_cut = True
+                before = len(outcome.not_run_targeted)
+                self._take(outcome, aimed, floor=len(aimed))
+                self._log(
+                    f"harness: the budget left fits about the sampled share of the plan: "
+                    f"{len(outcome.not_run_targeted) - before} targeted schedules will not run, "
+                    "sampling starts now (the report will say what did not run)"
+                )
+                break
+            i = self._take(outcome, aimed)
+            if i >= len(aimed):
+                break  # the sampled part's (pending), or the plan's end
+            ran.append(aimed[i])
+            self._search_step(outcome, aimed[i], sampled=False, index=i)
+            if self._stop:
+                break
+        if outcome.budget_cut and outcome.not_run_targeted:
+            done = {schedule_kind(sc.name) for sc in ran}
+            unrun = {schedule_kind(n) for n in outcome.not_run_targeted}
+            outcome.unreached_kinds = sorted(k for k in unrun - done if k)
+        if not self._stop and self._pending is not None:
+            self._sample(outcome, universe, draws, first=len(aimed))
+        outcome.planned = self._taken
+        outcome.sampled_planned = max(self._taken - len(ran), 0)
+        outcome.fit = budget_fit(
+            self._taken, self.settings.budget_seconds, outcome.scenario_seconds
+        )
+
+    def _take(self, outcome: Outcome, aimed: Sequence[Scenario], floor: int = 0) -> int:
+        """The next index of the plan from the queue (at least ``floor``:
+        the ones below it that no job took are this job's to skip, named in
+        ``outcome.not_run_targeted`` when targeted). An index of the
+        sampled stream is kept as ``_pending`` until it is drawn; one past
+        the plan means the plan has run out."""
+        assert self._queue is not None
+        plan = outcome.whole_plan or 0
+        first, i = self._queue.take(floor)
+        skipped = range(first, min(i, plan))
+        outcome.not_run_targeted += [aimed[j].name for j in skipped if j < len(aimed)]
+        self._taken += len(skipped) + (1 if i < plan else 0)
+        self._pending = i if len(aimed) <= i < plan else None
+        return i
 
     def scenario_cost(self) -> tuple[float | None, str]:
         """What one scenario costs in real time, about, and how that is
@@ -487,24 +571,42 @@ class Engine:
             suppress_health_check=list(HealthCheck),
         )
 
-    def _sample(self, outcome: Outcome, universe: Universe, remaining: int) -> None:
+    def _sample(self, outcome: Outcome, universe: Universe, remaining: int, first: int = 0) -> None:
         """The sampled part of the search: generation only, never raising, so
-        every property goes on being judged after a failure."""
+        every property goes on being judged after a failure. The ``i``-th
+        scenario drawn is the plan's ``first + i``-th; with a queue, it runs
+        if this job took that index (``_pending``)."""
 
         drawn = itertools.count()
+
+        def mine(index: int) -> bool:
+            if self._queue is None:
+                return drawn_by(self.settings.shard, index)
+            if self._pending is None:
+                self._take(outcome, (), floor=0)
+                if self._pending is None:  # the plan has run out
+                    self._stop = True
+                    return False
+            if first + index < self._pending:
+                return False
+            self._pending = None
+            return True
 
         @self._hypothesis_settings(remaining, shrink=False)
         @given(scenario_strategy(universe))
         def probe(scenario: Scenario) -> None:
-            if not drawn_by(self.settings.shard, next(drawn)) or self._stop:
+            index = next(drawn)
+            if self._stop or not mine(index):
                 return
             # As in the targeted loop: a search runs at least one scenario.
             if self.over_budget() and outcome.searched > 0:
                 outcome.budget_cut = True
                 self._stop = True
+                if self._queue is not None:  # the run's budget: no job runs the rest
+                    self._take(outcome, (), floor=outcome.whole_plan or 0)
                 return
             try:
-                self._search_step(outcome, scenario, sampled=True)
+                self._search_step(outcome, scenario, sampled=True, index=first + index)
             except HarnessError as exc:
                 # Raised out of Hypothesis it would be taken for a failing
                 # example (replayed, shrunk): stop, and raise it after.
@@ -517,9 +619,15 @@ class Engine:
         if fatal:
             raise fatal[0]
 
-    def _search_step(self, outcome: Outcome, scenario: Scenario, *, sampled: bool) -> Example:
+    def _search_step(
+        self, outcome: Outcome, scenario: Scenario, *, sampled: bool, index: int
+    ) -> Example:
+        """Run the plan's scenario at ``index`` (kept in its ledger line: the
+        jobs of a run, or the shards of a matrix, ran the plan in some
+        order, and their merge lists it in the plan's)."""
         check_interrupted()
         example = self._run_cached(outcome, scenario)
+        outcome.ledger[-1]["index"] = index
         outcome.searched += 1
         outcome.sampled_searched += sampled
         self._revise_plan(outcome)

@@ -80,6 +80,9 @@ def test_two_jobs_run_the_plan_of_one_with_the_same_histories_and_verdicts(
     # Every scenario of the one-process plan, exactly once, in one job or the other.
     assert sorted(e["id"] for e in ran_two) == sorted(e["id"] for e in ran_one)
     assert {e["shard"] for e in ran_two} == {1, 2}
+    # The merged ledger lists them in the plan's order, whichever job ran each.
+    assert [e["index"] for e in ran_two] == list(range(20))
+    assert [e["id"] for e in ran_two] == [e["id"] for e in ran_one]
 
     # Each scenario's history is byte-identical (its SHA-256) whatever N, but
     # for the race family's: two workers racing on purpose, timed by the OS.
