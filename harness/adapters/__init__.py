@@ -11,43 +11,54 @@ without one, an idle policy and a deduplicating inbox. What an adapter
 passes or receives from elsewhere (``RunSpec``, ``CrashSpec``, ``RunState``,
 the world's ``World``, ``WorldClient`` and ``Caller``) is re-exported, so
 one import serves.
+
+Names are imported on first use, so that a worker-side module under this
+package (a runtime's services factory, a worker target) imports only what it
+uses: a worker forked from a fork server that preloads it copies fewer pages.
 """
 
 from __future__ import annotations
 
-from ..model import CrashSpec, RunSpec, RunState
-from ..world import Caller, World, WorldClient
-from ._contract import (
-    STORAGE_KINDS,
-    Adapter,
-    AdapterLifecycle,
-    ApprovalRecord,
-    BaseEnvironment,
-    Capability,
-    ContextRecord,
-    Declarations,
-    DurableState,
-    Endpoint,
-    Environment,
-    Observation,
-    RunView,
-    Transition,
-    WorkerExit,
-    WorkerHandle,
-    WorkflowSpec,
-)
-from ._netinfo import tcp_connections
-from ._workers import ForkServerWorker, shared_fork_server
-from .kit import (
-    ConstantClock,
-    DedupInbox,
-    FileClock,
-    IdlePolicy,
-    RunRegistry,
-    WorkerSet,
-    transitions_from_sequence,
-    work_until_idle,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: public name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    "Adapter": "harness.adapters._contract",
+    "AdapterLifecycle": "harness.adapters._contract",
+    "ApprovalRecord": "harness.adapters._contract",
+    "BaseEnvironment": "harness.adapters._contract",
+    "Caller": "harness.world",
+    "Capability": "harness.adapters._contract",
+    "ConstantClock": "harness.adapters.kit",
+    "ContextRecord": "harness.adapters._contract",
+    "CrashSpec": "harness.model",
+    "Declarations": "harness.adapters._contract",
+    "DedupInbox": "harness.adapters.kit",
+    "DurableState": "harness.adapters._contract",
+    "Endpoint": "harness.adapters._contract",
+    "Environment": "harness.adapters._contract",
+    "FileClock": "harness.adapters.kit",
+    "ForkServerWorker": "harness.adapters._workers",
+    "IdlePolicy": "harness.adapters.kit",
+    "Observation": "harness.adapters._contract",
+    "RunRegistry": "harness.adapters.kit",
+    "RunSpec": "harness.model",
+    "RunState": "harness.model",
+    "RunView": "harness.adapters._contract",
+    "STORAGE_KINDS": "harness.adapters._contract",
+    "Transition": "harness.adapters._contract",
+    "WorkerExit": "harness.adapters._contract",
+    "WorkerHandle": "harness.adapters._contract",
+    "WorkerSet": "harness.adapters.kit",
+    "WorkflowSpec": "harness.adapters._contract",
+    "World": "harness.world",
+    "WorldClient": "harness.world",
+    "shared_fork_server": "harness.adapters._workers",
+    "tcp_connections": "harness.adapters._netinfo",
+    "transitions_from_sequence": "harness.adapters.kit",
+    "work_until_idle": "harness.adapters.kit",
+}
 
 __all__ = [
     "STORAGE_KINDS",
@@ -85,3 +96,63 @@ __all__ = [
     "transitions_from_sequence",
     "work_until_idle",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        return _submodule(__name__, name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def _submodule(package: str, name: str) -> Any:
+    """``package.name`` when that is a module (imported eagerly before names
+    were imported on first use, so ``package.name`` worked without an import)."""
+    try:
+        return importlib.import_module(f"{package}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{package}.{name}":
+            raise
+    raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from ..model import CrashSpec, RunSpec, RunState
+    from ..world import Caller, World, WorldClient
+    from ._contract import (
+        STORAGE_KINDS,
+        Adapter,
+        AdapterLifecycle,
+        ApprovalRecord,
+        BaseEnvironment,
+        Capability,
+        ContextRecord,
+        Declarations,
+        DurableState,
+        Endpoint,
+        Environment,
+        Observation,
+        RunView,
+        Transition,
+        WorkerExit,
+        WorkerHandle,
+        WorkflowSpec,
+    )
+    from ._netinfo import tcp_connections
+    from ._workers import ForkServerWorker, shared_fork_server
+    from .kit import (
+        ConstantClock,
+        DedupInbox,
+        FileClock,
+        IdlePolicy,
+        RunRegistry,
+        WorkerSet,
+        transitions_from_sequence,
+        work_until_idle,
+    )
