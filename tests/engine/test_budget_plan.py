@@ -32,6 +32,8 @@ CATEGORY = {
     "wrong_role_decision": "messages",
     "wrong_params_decision": "messages",
     "forged_rejection": "messages",
+    "cross_tenant_decision": "messages",
+    "cross_tenant_event": "messages",
     "memory": "memory",
     "upgrade_mid_run": "upgrades",
     "outage_before": "outages",
