@@ -11,10 +11,11 @@ importing the harness, probing the adapter (``probe_universe``, its site
 profiles), checking declarations (each workflow's fault-free probe), the
 parent's one probe for its jobs (``Session.prepare``), fault-free oracle
 runs (count and seconds), scenarios (``Engine.execute`` less its oracle
-runs), the search (``Engine.run``), writing the report, following the jobs
-and merging, with the wall time and own CPU seconds of each process (its
-fork server's and workers' not included: ``scaling.py`` gives a run's
-whole CPU). Printed as one table, a row per harness process.
+runs), the search (``Engine.run``), writing the report, a job's wait for
+its parent's probe, following the jobs and merging, with the wall time and
+own CPU seconds of each process (its fork server's and workers' not
+included: ``scaling.py`` gives a run's whole CPU). Printed as one table,
+a row per harness process.
 
 The timers cost a few function calls per scenario; timed numbers belong
 here, never in the tests.
@@ -85,6 +86,26 @@ if _OUT and "harness.procs._forkserver" not in sys.orig_argv:
     _wrap(_api, "check_declarations", "declarations")
     _wrap(_api.Session, "prepare", "prepare")
     _wrap(_api.Session, "_write", "report")
+    _run_job = _api.run_job
+
+    def _waited(*args, **kwargs):
+        # a job's wait for its parent's probe (the ready() it is given)
+        ready = kwargs.get("ready")
+        if ready is not None:
+
+            def timed():
+                started = time.monotonic()
+                try:
+                    return ready()
+                finally:
+                    entry = _ACC.setdefault("wait", [0.0, 0])
+                    entry[0] += time.monotonic() - started
+                    entry[1] += 1
+
+            kwargs["ready"] = timed
+        return _run_job(*args, **kwargs)
+
+    _api.run_job = _waited
     _run_scenario = _engine.run_scenario
 
     def _counted(adapter, scenario, folder, **kwargs):
@@ -154,6 +175,7 @@ def main() -> int:
     cols = [
         ("import", "import"),
         ("prepare", "parent's probe"),
+        ("wait", "waiting for it"),
         ("probe", "probe (profiles)"),
         ("declarations", "declarations"),
         ("oracle", "fault-free runs"),

@@ -190,6 +190,7 @@ def run_job(
     *,
     prepared: Path | None = None,
     queue: Path | None = None,
+    ready: Callable[[], bool] | None = None,
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Report:
@@ -198,9 +199,14 @@ def run_job(
     the parent's ``settings`` as they are (see ``harness._jobs.job_args``),
     and its probe (``prepared``: the folder :meth:`Session.prepare` filled).
     ``queue``: the run's :class:`PlanQueue` file, from which the jobs take
-    the plan's scenarios as they go (without it: shard K's static part)."""
+    the plan's scenarios as they go (without it: shard K's static part).
+    ``ready()`` waits for the parent's probe (False: the parent is gone),
+    called once the adapter is loaded: the job loads it while the parent
+    probes."""
     regressions = [sc for _, sc in scenario_files([Path(p) for p in scenarios])]
     loaded = load_adapter(spec, dict(options))
+    if ready is not None and not ready():
+        raise UsageError("the harness run that started this job is gone: nothing to run")
     session = Session(loaded, settings, spec=spec, options=options, log=log, progress=progress)
     return session.run(regressions=regressions, prepared=prepared, queue=queue)
 

@@ -64,8 +64,6 @@ def main(argv: list[str]) -> int:
     prepared = None if args.get("prepared") is None else Path(args["prepared"])
     with handling_signals():
         try:
-            if prepared is not None and not _wait_for(prepared, args["parent"]):
-                return 2
             report = api.run_job(
                 args["adapter"],
                 args["options"],
@@ -73,6 +71,8 @@ def main(argv: list[str]) -> int:
                 args["scenarios"],
                 prepared=prepared,
                 queue=None if args.get("queue") is None else Path(args["queue"]),
+                # the adapter loads while the parent probes; then wait for it
+                ready=None if prepared is None else lambda: _wait_for(prepared, args["parent"]),
                 log=lambda text: _send({"log": text}),
                 progress=_progress,
             )

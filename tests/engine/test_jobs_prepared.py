@@ -18,6 +18,7 @@ import pytest
 
 from harness import _api, _job
 from harness._api import ORACLES, PREPARED, Session
+from harness._errors import UsageError
 from harness._settings import load_settings
 from harness.adapters._loading import load_adapter
 from harness.session import _engine
@@ -107,3 +108,32 @@ def test_a_job_stops_waiting_when_the_parent_is_gone(tmp_path: Path) -> None:
     assert _job._wait_for(tmp_path, parent=-1) is False
     (tmp_path / PREPARED).write_bytes(b"")
     assert _job._wait_for(tmp_path, parent=-1) is True
+
+
+def test_a_job_loads_its_adapter_while_the_parent_probes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job's adapter loads before it waits for the parent's probe (the
+    two overlap), and a job whose parent is gone runs nothing."""
+    seen: list[str] = []
+    real = _api.load_adapter
+
+    def loading(spec: str, options: Any) -> Any:
+        seen.append("load")
+        return real(spec, options)
+
+    def ready() -> bool:
+        seen.append("ready")
+        return False  # the parent is gone
+
+    monkeypatch.setattr(_api, "load_adapter", loading)
+    with pytest.raises(UsageError, match="is gone"):
+        _api.run_job(
+            "reference",
+            {},
+            _settings(tmp_path / "job"),
+            prepared=tmp_path,
+            ready=ready,
+        )
+    assert seen == ["load", "ready"]
+    assert not (tmp_path / "job").exists()
