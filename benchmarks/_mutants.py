@@ -108,7 +108,8 @@ def import_probe(log: Path) -> Edit:
 
 
 def harness_env(pythonpath: Path) -> dict[str, str]:
-    """The environment for a harness run on the copy in ``pythonpath``.
+    """The environment for a harness run on the copy in ``pythonpath``, with
+    the harness of this tree.
 
     The caller's ``HARNESS_*`` settings are dropped (service URLs kept), and so
     is ``CI``, so that the profile named on the command line is what runs.
@@ -119,7 +120,9 @@ def harness_env(pythonpath: Path) -> dict[str, str]:
         if k not in ("CI", "GITHUB_STEP_SUMMARY", "PYTHONPATH")
         and not (k.startswith("HARNESS_") and not k.endswith("_URL"))
     }
-    env["PYTHONPATH"] = str(pythonpath)
+    # The copy first (its runtime wins), then this tree: the harness under
+    # test is the one beside this file, not whichever checkout is installed.
+    env["PYTHONPATH"] = os.pathsep.join((str(pythonpath), str(REPO)))
     # A mutant's bytecode must not land beside the copy for a later mutant of
     # the same file to pick up; the copies are thrown away anyway.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
