@@ -37,7 +37,7 @@ from .model import Scenario
 from .nemesis import resolve_worker_timeout, worker_timeout, worker_timeout_limit
 from .outcome import Outcome
 from .report import Report, build_report, claim_report_folder, not_tested, write_run
-from .report._folder import keep_file
+from .report._folder import RENDERINGS, keep_file
 from .scenarios import Universe, probe_universe, scenario_files
 from .session import Engine, check_declarations, run_exhaustive, run_random_kill
 from .session._probe import probe_outcome
@@ -277,6 +277,8 @@ class Session:
         self.options = dict(options or {})
         self._log = log or (lambda _line: None)
         self._progress = progress
+        #: the report formats :meth:`_write` writes
+        self._renderings: Sequence[str] = RENDERINGS
 
     def run(
         self,
@@ -364,6 +366,9 @@ class Session:
         queue: Path | None = None,
     ) -> Report:
         adapter, settings = self.adapter, self.settings
+        # A job's folder is read by its parent's merge, which renders the
+        # run's report itself: the job writes report.json alone.
+        self._renderings = ("report.json",) if queue is not None else RENDERINGS
         shared = None if prepared is None else SharedOracles(prepared / ORACLES)
         engine = Engine(
             adapter,
@@ -460,5 +465,5 @@ class Session:
 
     def _write(self, outcome: Outcome, engine: Engine, report_dir: Path) -> Report:
         report = build_report(outcome, self.adapter, self.spec, self.options, report_dir)
-        write_run(report, outcome, engine.last_example, report_dir)
+        write_run(report, outcome, engine.last_example, report_dir, renderings=self._renderings)
         return report

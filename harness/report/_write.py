@@ -8,6 +8,7 @@ harness wrote there are ever replaced or removed.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..model import Verdict
@@ -39,12 +40,20 @@ def write_reports(report: Report, folder: Path) -> dict[str, Path]:
     return {name: folder / name for name in texts}
 
 
-def write_run(report: Report, outcome: Outcome, last: Example | None, folder: Path) -> None:
+def write_run(
+    report: Report,
+    outcome: Outcome,
+    last: Example | None,
+    folder: Path,
+    *,
+    renderings: Sequence[str] = RENDERINGS,
+) -> None:
     """Keep the run in ``folder``: the main counterexample's scenario and
     histories (or, when nothing failed, the last example's), every other
-    counterexample under ``failures/N``, then every format of ``report``,
-    ``report.json`` last. What an earlier run wrote there and this one did
-    not (a ``failures/N`` it had more of) is removed; nothing else is."""
+    counterexample under ``failures/N``, then every format of ``report``
+    (``renderings``: only those), ``report.json`` last. What an earlier run
+    wrote there and this one did not (a ``failures/N`` it had more of) is
+    removed; nothing else is."""
     owned = _Owned.claim(folder)
     kept: dict[str, bytes | Path] = {}
     _keep_example(outcome.failure or last, "", kept)
@@ -53,7 +62,7 @@ def write_run(report: Report, outcome: Outcome, last: Example | None, folder: Pa
     kept[LEDGER] = ledger_lines(outcome)
     owned.write(kept)
     # The renderings read the histories just kept: render after writing them.
-    texts = _renderings(report, folder)
+    texts = _renderings(report, folder, renderings)
     owned.write(texts)
     owned.keep_only([*kept, *texts])
 
@@ -71,18 +80,25 @@ def write_merged(report: Report, files: dict[str, bytes | Path], folder: Path) -
     owned.keep_only([*files, *texts])
 
 
-def _renderings(report: Report, folder: Path) -> dict[str, bytes]:
-    """Every rendering's bytes, in :data:`RENDERINGS` order (``report.json``
-    last). Text is UTF-8; a character UTF-8 cannot carry (a lone surrogate
-    from a runtime) is written as its ``\\uXXXX`` escape, never an error."""
+def _renderings(
+    report: Report, folder: Path, names: Sequence[str] = RENDERINGS
+) -> dict[str, bytes]:
+    """Every rendering's bytes (of ``names``), in :data:`RENDERINGS` order
+    (``report.json`` last). Text is UTF-8; a character UTF-8 cannot carry
+    (a lone surrogate from a runtime) is written as its ``\\uXXXX``
+    escape, never an error."""
     report._folder = folder
-    texts = {
-        "report.html": render_html(report, folder),
-        "junit.xml": render_junit(report, folder),
-        "summary.md": render_markdown(report),
-        "report.json": report.to_json(),
+    render = {
+        "report.html": lambda: render_html(report, folder),
+        "junit.xml": lambda: render_junit(report, folder),
+        "summary.md": lambda: render_markdown(report),
+        "report.json": report.to_json,
     }
-    return {name: texts[name].encode("utf-8", "backslashreplace") for name in RENDERINGS}
+    return {
+        name: render[name]().encode("utf-8", "backslashreplace")
+        for name in RENDERINGS
+        if name in names
+    }
 
 
 def _keep_example(example: Example | None, prefix: str, into: dict[str, bytes | Path]) -> None:

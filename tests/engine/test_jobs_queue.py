@@ -81,6 +81,10 @@ def test_a_job_runs_the_plans_scenario_at_each_index_it_takes(
     assert sorted(ran + others) == list(range(PLANNED))
     assert _ids(tmp_path / "job") == [plan[i] for i in ran]
     assert job.planned_scenarios == job.searched_scenarios == len(ran)
+    # A job's folder is its parent's to merge and render: report.json alone.
+    assert (tmp_path / "job" / "report.json").is_file()
+    assert not (tmp_path / "job" / "report.html").exists()
+    assert (tmp_path / "one" / "report.html").is_file()
 
 
 def test_a_job_out_of_budget_leaves_no_index_for_another(
