@@ -271,8 +271,8 @@ def report(outs: list[str], ns: argparse.Namespace) -> None:
             phases.setdefault(f"{a} -> {b}", []).append(((t1 - t0) * 1000, f1 - f0))
         first, last = marks[0], marks[-1]
         # CPU time and faults restart at 0 in a forked child
-        phases.setdefault("fork -> target entered", []).append((first[1] * 1000, first[2]))
-        phases.setdefault("TOTAL target entered -> killed", []).append(
+        phases.setdefault(f"fork -> {first[0]}", []).append((first[1] * 1000, first[2]))
+        phases.setdefault(f"TOTAL {first[0]} -> killed", []).append(
             ((last[1] - first[1]) * 1000, last[2] - first[2])
         )
     print(f"{len(outs)} workers, medians per worker (CPU ms by process_time, minor faults):")
