@@ -52,6 +52,10 @@ from harness.procs._wire import (
 )
 
 _SHUTDOWN_GRACE = 5.0
+#: While a spare is left, the pool is refilled only after this many
+#: milliseconds without a request or signal (the fork takes 1-3 ms, more on
+#: a loaded machine, and the server answers nothing meanwhile).
+_REFILL_QUIET_MS = 5
 
 
 def _thread_count() -> int:
@@ -302,8 +306,17 @@ class _Server:
             if bool(self.out) != watching_out:
                 watching_out = bool(self.out)
                 poller.modify(self.sock, select.POLLIN | (select.POLLOUT if watching_out else 0))
-            # Requests and signals first; refill the pool only when idle.
-            events = poller.poll(0 if len(self.spares) < self.pool_size else None)
+            # Requests and signals first; refill the pool only when idle: at
+            # once when it is empty, else after a quiet spell, so that a spawn
+            # that follows another (the workers of one scenario) is not queued
+            # behind the refill's fork.
+            if len(self.spares) >= self.pool_size:
+                timeout = None
+            elif self.spares:
+                timeout = _REFILL_QUIET_MS
+            else:
+                timeout = 0
+            events = poller.poll(timeout)
             if not events:
                 self.fork_spare()
                 continue
