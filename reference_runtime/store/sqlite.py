@@ -416,6 +416,8 @@ class SqliteStore(SqlStore):
         read is a single ``SELECT``, which cannot write to another program's
         database; a file SQLite refuses fails it.
         """
+        if self._closed:
+            return False  # the full path says so
         try:
             st = os.stat(self.path)
         except (OSError, ValueError):

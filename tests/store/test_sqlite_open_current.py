@@ -82,3 +82,12 @@ def test_a_read_only_store_opened_in_one_read_refuses_writes(tmp_path: Path) -> 
             store._connection().execute("DELETE FROM runs")
     finally:
         store.close()
+
+
+def test_a_closed_store_still_refuses_setup(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = _store(path)
+    store.close()
+    assert not store._open_current()
+    with pytest.raises(RuntimeError, match="was closed"):
+        store.setup()
