@@ -110,11 +110,12 @@ def __getattr__(name: str) -> Any:
 def _submodule(package: str, name: str) -> Any:
     """``package.name`` when that is a module (imported eagerly before names
     were imported on first use, so ``package.name`` worked without an import)."""
-    try:
-        return importlib.import_module(f"{package}.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{package}.{name}":
-            raise
+    if not name.startswith("__"):  # probes such as __wrapped__ are no modules
+        try:
+            return importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.{name}":
+                raise
     raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
 
