@@ -33,6 +33,7 @@ import errno
 import gc
 import importlib
 import json
+import math
 import os
 import select
 import signal
@@ -52,10 +53,11 @@ from harness.procs._wire import (
 )
 
 _SHUTDOWN_GRACE = 5.0
-#: While a spare is left, the pool is refilled only after this many
-#: milliseconds without a request or signal (the fork takes 1-3 ms, more on
-#: a loaded machine, and the server answers nothing meanwhile).
-_REFILL_QUIET_MS = 5
+#: While a spare is left, the pool is refilled this many seconds after the
+#: spawn that took one (the fork takes 1-3 ms, more on a loaded machine, and
+#: the server answers nothing meanwhile): a spawn that follows at once is
+#: answered first.
+_REFILL_DELAY = 0.005
 
 
 def _thread_count() -> int:
@@ -76,6 +78,8 @@ class _Server:
         # that carries their assignment. Oldest first.
         self.spares: dict[int, int] = {}
         self.pool_size = pool_size
+        #: when to refill the pool while a spare is left (monotonic seconds)
+        self.refill_at = 0.0
         self.targets: dict[str, _child.Target] = {}
         self.reader = FrameReader()
         self.out = bytearray()
@@ -162,6 +166,7 @@ class _Server:
             view = view[os.write(assignment, view) :]
         os.close(assignment)
         self.live.add(pid)
+        self.refill_at = time.monotonic() + _REFILL_DELAY
         self.send({"op": "spawned", "id": rid, "pid": pid})
 
     def fork_spare(self) -> None:
@@ -307,13 +312,13 @@ class _Server:
                 watching_out = bool(self.out)
                 poller.modify(self.sock, select.POLLIN | (select.POLLOUT if watching_out else 0))
             # Requests and signals first; refill the pool only when idle: at
-            # once when it is empty, else after a quiet spell, so that a spawn
-            # that follows another (the workers of one scenario) is not queued
-            # behind the refill's fork.
+            # once when it is empty, else shortly after the last spawn, so
+            # that a spawn that follows another (the workers of one scenario)
+            # is not queued behind the refill's fork.
             if len(self.spares) >= self.pool_size:
                 timeout = None
             elif self.spares:
-                timeout = _REFILL_QUIET_MS
+                timeout = max(0, math.ceil((self.refill_at - time.monotonic()) * 1000))
             else:
                 timeout = 0
             events = poller.poll(timeout)
