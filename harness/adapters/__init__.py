@@ -19,8 +19,9 @@ uses: a worker forked from a fork server that preloads it copies fewer pages.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
 
 #: public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
@@ -98,29 +99,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        return _submodule(__name__, name)
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def _submodule(package: str, name: str) -> Any:
-    """``package.name`` when that is a module (imported eagerly before names
-    were imported on first use, so ``package.name`` worked without an import)."""
-    if not name.startswith("__"):  # probes such as __wrapped__ are no modules
-        try:
-            return importlib.import_module(f"{package}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{package}.{name}":
-                raise
-    raise AttributeError(f"module {package!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
