@@ -166,6 +166,8 @@ class Engine:
         #: the sampled one taken and not yet drawn
         self._taken = 0
         self._pending: int | None = None
+        #: the targeted part of the plan a queued job takes from
+        self._aimed: Sequence[Scenario] = ()
         #: receives the plan's one-line notices (what fits the budget)
         self._log = log or (lambda _line: None)
         #: seconds of every fault-free run so far (the probe's first): what
@@ -398,6 +400,7 @@ class Engine:
         schedules no job has taken yet. Afterwards the job's plan is what it
         took, run or skipped: the jobs' plans add up to the whole one."""
         ran: list[Scenario] = []
+        self._aimed = aimed
         while True:
             if self.over_budget() and outcome.searched > 0:
                 outcome.budget_cut = True
@@ -639,6 +642,9 @@ class Engine:
             self._stop = True
         if self._first and set(self._first) >= set(outcome.tallies):
             self._stop = True  # every property has failed: nothing left to learn
+        if self._stop and self._queue is not None:
+            # The run stops, not this job alone: no job runs the rest.
+            self._take(outcome, self._aimed, floor=outcome.whole_plan or 0)
         return example
 
     @staticmethod

@@ -100,3 +100,16 @@ def test_a_job_out_of_budget_leaves_no_index_for_another(
     assert job.planned_scenarios == PLANNED
     assert job.not_run is not None and "targeted" in job.not_run, job.not_run
     assert job.verdict == "unknown"
+
+
+def test_a_job_stopping_on_its_first_failure_stops_the_run(tmp_path: Path) -> None:
+    """``--stop-on-first`` stops the run, not the job alone: the other jobs
+    used to go on through the whole rest of the plan."""
+    adapter = load_adapter("reference", {"bug": "no-idempotency-key"})
+    queue = tmp_path / "plan.queue"
+    settings = _settings(tmp_path / "job", shard=(1, 2), stop_on_first=True)
+    job = Session(adapter, settings, spec="reference").run(queue=queue)
+    assert job.verdict == "fail"
+    assert job.searched_scenarios < PLANNED
+    # Nothing is left for another job to take.
+    assert PlanQueue(queue).take()[1] >= PLANNED
