@@ -24,6 +24,7 @@ make it, not to fit what the harness checks.
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -261,6 +262,20 @@ MUTANTS = (
             ),
         ),
         caught=True,
+    ),
+    HandMutant(
+        "operator-answer-read-as-event",
+        4,
+        "hand the run to the operator's resolution when it waits on the operator "
+        "(the match test slipped: 'is None' for 'is not None'; an operator's answer "
+        "is then read as an ordinary event; mutation survivor _inbox.py:80 of 2026-12-01)",
+        (
+            Edit(
+                "_executor/_inbox.py",
+                "    if match is not None and operator:\n",
+                "    if match is None and operator:\n",
+            ),
+        ),
     ),
 )
 
@@ -616,3 +631,52 @@ def test_each_mutant_misbehaves_where_the_correct_runtime_does_not(
         run = mutants.execute(copy, scenario, tmp_path / label / "work")
         got[label] = evidence(History.load(run.history))
     assert (got["correct"], got["mutant"]) == (correct, wrong), m.why
+
+
+# An operator's answer to a run at needs_operator: no scenario step sends one
+# (to the harness, needs_operator is where a run legitimately stops), so the
+# mistake is shown on the deployment directly, in a process of the copy's own.
+_OPERATOR_ANSWERS = """
+import json, sys
+from harness.adapters.reference._deployment import Deployment
+from harness.world import FaultRule
+with Deployment(sys.argv[1]) as d:
+    inp = {"topic": "tides", "sources": 2, "requester": "u-1"}
+    d.submit("research", inp, tenant="acme", run_id="r1")
+    # the report e-mail (at most once, nothing to reconcile with) is applied,
+    # then times out: the run waits for an operator
+    d.world.arm(FaultRule("email", action="send", nth=1, mode="apply_then_timeout"))
+    exits = [d.run_worker("w1").code]
+    waiting = d.snapshot("r1").run.waiting_on
+    answer = {"applied": True, "external_ref": "mail-by-hand"}
+    d.deliver({"message_id": "op-1", "tenant": "acme", "run_id": "r1", "kind": "event",
+               "payload": {"event_key": waiting, "data": answer}})
+    exits.append(d.run_worker("w2").code)
+    run = d.snapshot("r1").run
+    print(json.dumps([exits, waiting, run.status.value, run.waiting_on]))
+"""
+
+
+def test_an_operator_answer_moves_the_run_on_only_in_the_correct_runtime(
+    tmp_path: Path,
+) -> None:
+    m = next(m for m in MUTANTS if m.name == "operator-answer-read-as-event")
+    got = {}
+    for label, edits in (("correct", ()), ("mutant", m.edits)):
+        copy = mutants.mutated_copy(tmp_path / label / "src", edits)
+        proc = subprocess.run(
+            [sys.executable, "-c", _OPERATOR_ANSWERS, str(tmp_path / label / "work")],
+            cwd=copy,
+            env=mutants.harness_env(copy),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        got[label] = json.loads(proc.stdout.strip().splitlines()[-1])
+    wait = "operator:r1/send_report"
+    assert got == {
+        "correct": [[0, 0], wait, "Completed", None],  # the operator said: applied
+        "mutant": [[0, 0], wait, "WaitingForEvent", wait],  # the answer lost: waits for ever
+    }, m.why
