@@ -5,6 +5,9 @@ from __future__ import annotations
 from ..model import EventF, InjectMemory
 from ._context import StepContext
 
+#: the trust score a poisoned record claims for itself (the scale's top)
+CLAIMED_TRUST = 1.0
+
 
 def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
     """Plant a poisoned, cross-tenant, expired, stale (in or out of order)
@@ -32,6 +35,10 @@ def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
         "version": version,
         "expires_at": expires_at,
     }
+    if step.kind == "poisoned":
+        # A writer chooses its own trust score: a forger claims the highest.
+        # Only the provenance says who vouches for a record.
+        record["trust"] = CLAIMED_TRUST
     stale = step.kind in ("stale", "stale_reordered")
     newer = {
         **record,

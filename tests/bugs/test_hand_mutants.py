@@ -219,6 +219,23 @@ MUTANTS = (
         caught=True,
     ),
     HandMutant(
+        "trust-score-taken-for-provenance",
+        3,
+        "a verified fact is one written by the system, or one trusted as much as that "
+        "(the writer's own trust score taken as its voucher; mutation survivor "
+        "_policies.py:71 of 2026-12-01)",
+        (
+            Edit(
+                "_policies.py",
+                "            and f.provenance is Provenance.SYSTEM_VERIFIED\n"
+                "            and f.trust >= DEFAULT_TRUST[Provenance.SYSTEM_VERIFIED]",
+                "            and f.provenance is Provenance.SYSTEM_VERIFIED\n"
+                "            or f.trust >= DEFAULT_TRUST[Provenance.SYSTEM_VERIFIED]",
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
         "late-decision-recorded-approved",
         3,
         "expiry is enforced by the re-check right before the effect: no need to check "

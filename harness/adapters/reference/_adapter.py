@@ -449,7 +449,9 @@ class ReferenceEnvironment:
                 value=record["value"],
                 version=int(record.get("version", 1)),
                 provenance=provenance,
-                trust=DEFAULT_TRUST[provenance],
+                # The score the record claims, if it claims one (a forger's
+                # can be anything); else the one its provenance earns.
+                trust=float(record.get("trust", DEFAULT_TRUST[provenance])),
                 expires_at=record.get("expires_at"),
             )
         )
