@@ -411,6 +411,24 @@ def _submit(workflow: str, inp: dict[str, Any], decision: str = "approved") -> d
 RESEARCH = _submit("research", {"topic": "tides", "sources": 2, "requester": "u-1"})
 REFUND = {"customer_id": "c-1", "amount_cents": 1250, "currency": "EUR"}
 QUIESCE = {"op": "quiesce", "approve_waits": True}
+#: acme's procurement run r1, its worker killed right after the commit that
+#: starts the parent's wait (the child spawned, not yet run)
+PARENT_KILLED_WAITING = (
+    {
+        "op": "submit",
+        "run": {
+            "run_id": "r1",
+            "tenant": "acme",
+            "workflow": "procurement",
+            "input": {"item": "bolts", "quantity": 3},
+        },
+    },
+    {
+        "op": "run_worker",
+        "worker_id": "w1",
+        "crash": {"site": "after_step_commit", "nth": 2, "action": "kill"},
+    },
+)
 
 
 def _world_calls(h: History, kind: str, *, applied: bool | None = None) -> int:
@@ -501,22 +519,8 @@ DEMOS: dict[str, tuple[list[dict[str, Any]], Callable[[History], Any], Any, Any]
     ),
     "event-wait-times-out-only-after-reading": (
         [
-            {
-                "op": "submit",
-                "run": {
-                    "run_id": "r1",
-                    "tenant": "acme",
-                    "workflow": "procurement",
-                    "input": {"item": "bolts", "quantity": 3},
-                },
-            },
-            # killed right after the parent's commit that starts its wait
-            # (the child spawned, not yet run), then a day passes
-            {
-                "op": "run_worker",
-                "worker_id": "w1",
-                "crash": {"site": "after_step_commit", "nth": 2, "action": "kill"},
-            },
+            *PARENT_KILLED_WAITING,
+            # then a day passes
             {"op": "advance_clock", "seconds": 90000},
             QUIESCE,
         ],
@@ -558,21 +562,7 @@ DEMOS: dict[str, tuple[list[dict[str, Any]], Callable[[History], Any], Any, Any]
     "decision-params-not-compared": (_refund_decided_by("wrong_params"), _applied_refunds, 0, 1),
     "inbound-message-of-another-tenant-accepted": (
         [
-            {
-                "op": "submit",
-                "run": {
-                    "run_id": "r1",
-                    "tenant": "acme",
-                    "workflow": "procurement",
-                    "input": {"item": "bolts", "quantity": 3},
-                },
-            },
-            # killed right after the commit that starts the parent's wait
-            {
-                "op": "run_worker",
-                "worker_id": "w1",
-                "crash": {"site": "after_step_commit", "nth": 2, "action": "kill"},
-            },
+            *PARENT_KILLED_WAITING,
             # globex sends the event acme's run waits on
             {"op": "approve", "run_id": "r1", "variant": "cross_tenant", "decision": "opposite"},
             QUIESCE,
