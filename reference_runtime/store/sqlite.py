@@ -185,22 +185,27 @@ class SqliteStore(SqlStore):
             return self._db
         if self._db is not None:
             _INHERITED.append(self._db)
-        # isolation_level=None: the sqlite3 module must not open transactions
-        # behind our back; every transaction here is an explicit BEGIN.
         try:
-            db = sqlite3.connect(
-                self._uri(),
-                uri=True,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            db = self._connect()
         except sqlite3.Error as exc:
             raise ConfigError(
                 f"cannot open the SQLite store {str(self.path)!r} ({exc}); check that the "
                 "path and its folder are readable and writable"
             ) from exc
         return self._adopt(db)
+
+    def _connect(self, *, create: bool | None = None) -> sqlite3.Connection:
+        """A new connection to the file (``create``: as :meth:`_uri`).
+        ``isolation_level=None``: the sqlite3 module must not open
+        transactions behind our back; every transaction here is an explicit
+        BEGIN."""
+        return sqlite3.connect(
+            self._uri(create=create),
+            uri=True,
+            timeout=self.busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
 
     def _adopt(self, db: sqlite3.Connection, *, wal: bool = False) -> sqlite3.Connection:
         """Make ``db`` this process's connection, configured for use. ``db``
@@ -350,13 +355,7 @@ class SqliteStore(SqlStore):
             # Opened as the store's own connection would be (it becomes that
             # connection when the file is ours: a worker opens one, not two),
             # but refusing writes until the file is known to be ours.
-            db = sqlite3.connect(
-                self._uri(create=False),
-                uri=True,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            db = self._connect(create=False)
             try:
                 db.execute("PRAGMA query_only = ON")
                 tables = {
@@ -425,13 +424,7 @@ class SqliteStore(SqlStore):
         if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
             return False
         try:
-            db = sqlite3.connect(
-                self._uri(create=False),
-                uri=True,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            db = self._connect(create=False)
         except sqlite3.Error:
             return False
         try:
