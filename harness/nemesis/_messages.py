@@ -46,7 +46,7 @@ def approve(ctx: StepContext, step: Approve) -> None:
         if copy > 0:
             ctx.recorder.fault("duplicate_message", True, run_id=step.run_id, fresh=True)
         for n in range(step.copies):
-            _deliver(ctx, msg, "duplicate" if n else step.variant, decision)
+            deliver_message(ctx, msg, "duplicate" if n else step.variant, decision)
             if n:
                 ctx.recorder.fault("duplicate_message", True, run_id=step.run_id, fresh=False)
         if step.variant == "valid":
@@ -80,7 +80,11 @@ def _cross_tenant_event(ctx: StepContext, run_id: str, message_id: str) -> dict[
     return msg
 
 
-def _deliver(ctx: StepContext, msg: dict[str, Any], variant: str, decision: str) -> None:
+def deliver_message(
+    ctx: StepContext, msg: dict[str, Any], variant: str, decision: str, **extra: Any
+) -> None:
+    """Deliver ``msg`` through the environment, recording what it is meant
+    as (``variant``, ``decision``; ``extra`` keys join the invoke event)."""
     base = {"message_id": msg["message_id"], "run_id": msg["run_id"]}
     spec = ctx.runs.get(str(msg["run_id"]))
     payload = msg.get("payload")
@@ -99,6 +103,7 @@ def _deliver(ctx: StepContext, msg: dict[str, Any], variant: str, decision: str)
             # scenario's own record, not the runtime's)
             "tenant": msg.get("tenant"),
             "run_tenant": spec.tenant if spec is not None else None,
+            **extra,
         },
     )
     try:
