@@ -53,6 +53,11 @@ class EventF(StrEnum):
     NOTE = "note"  # info: anything else worth keeping (adapter limits, ...)
 
 
+#: the ``variant`` a ``deliver`` event records for an operator's answer to a
+#: run at ``needs_operator`` (the runner's, from the world's record)
+OPERATOR_ANSWER = "operator_answer"
+
+
 class Event(_Frozen):
     """One line of a history."""
 

@@ -137,6 +137,7 @@ EXPORTS: dict[str, list[str]] = {
         "WORKER_TIMEOUT",
         "advance",
         "advance_clock",
+        "answer_operator",
         "approve",
         "arm_world_fault",
         "cancel",

@@ -60,6 +60,14 @@ still satisfies the protocol):
     and lets the worker go on. An adapter whose workers cannot say it may
     read it from ``/proc``: :func:`harness.adapters.tcp_connections`.
 
+``operator_message(run_id, applied, external_ref, message_id) -> dict | None``
+    With ``operations``: the message that tells a run stopped at
+    ``needs_operator`` what an operator found -- whether the call in doubt
+    was applied (the world's record of it) and the reference it got. The
+    final quiesce delivers it with ``deliver()``; the run must then move
+    on. None: the run waits for no answer now. See
+    :mod:`harness.nemesis._operator`.
+
 ``Adapter.lease_seconds: float``
     How long a worker's claim on a run lasts (default 30): the clock
     family's jumps and the zombie family's pauses are sized to outlast it.

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from typing import Any
 
 from ..history import History
-from ..model import Event, EventF, PropertyResult
+from ..model import OPERATOR_ANSWER, Event, EventF, PropertyResult
 from ._base import Findings, guarded, plural, vstr
 from ._runs import fault_runs
 from ._state import _ABSENT, first_difference
@@ -49,7 +49,12 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
     cancelled by an operator, say, which then never writes what the
     oracle's wrote): its ``memory`` key is left out (counted
     ``memory_left_out_fault_shared``), since it may read what that run did
-    or did not write.
+    or did not write. A context a run built after the runner answered for
+    an operator (``operator_answer``: the run stopped on a call of unknown
+    outcome, which the oracle's never did) is left out (counted
+    ``excluded_after_operator_answer``): the answer says whether the call
+    was applied and its reference, not what the service replied, so what
+    the run knows of that call legitimately differs from the oracle's.
     """
     f = Findings(NAME)
     f.zero("contexts", "matched", "excluded_by_fault", "excluded_at_least_once_repeat")
@@ -74,6 +79,7 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
     repeated = _at_least_once_repeats(history)
     sharing = _sharing_concurrently(history)
     shared_fault = _sharing_with(history, excluded)
+    answered = _operator_answers(history)
     for e in contexts:
         key, obj = _key(e), _stable(e)
         if key is None or obj is None:
@@ -82,6 +88,9 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
         run_id, step = key
         if run_id in excluded:
             f.count("excluded_by_fault")
+            continue
+        if e.index > answered.get(run_id, e.index):
+            f.count("excluded_after_operator_answer")
             continue
         if run_id in repeated:
             # A declared at-least-once effect ran twice: its second answer
@@ -121,6 +130,16 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
         "run and step (ignoring 'attempt')",
         evidence=f.counts["matched"] + f.counts.get("mismatched", 0),
     )
+
+
+def _operator_answers(history: History) -> dict[str, int]:
+    """The first operator's answer each run got, by history index."""
+    out: dict[str, int] = {}
+    for e in history.by_f(EventF.DELIVER):
+        run_id = vstr(e, "run_id")
+        if e.value.get("variant") == OPERATOR_ANSWER and run_id is not None:
+            out.setdefault(run_id, e.index)
+    return out
 
 
 def _at_least_once_repeats(history: History) -> set[str]:

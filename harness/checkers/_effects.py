@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..history import Declaration, History
-from ..model import Event, EventF
-from ._base import short, vnum, vstr
+from ..model import OPERATOR_ANSWER, Event, EventF
+from ._base import final_state, short, vnum, vstr
 
 #: outcomes after which the caller cannot know whether the effect happened
 IN_DOUBT = frozenset(
@@ -230,4 +230,38 @@ def stopped_for_operator(
         and str(ostate) == "completed"
         and any(delivery(decl, kind) == "at_most_once" for kind, _ in theirs)
         and is_sub_multiset(mine, theirs)
+    )
+
+
+def lost_answer(history: History, run_id: str, final: Event) -> Event | None:
+    """The operator's answer ``run_id`` lost: the last answer the runner
+    delivered for the wait the run still ends on, when the run called no
+    service after it (a run told "not applied" that sent again, and whose
+    resend ended in doubt too, stops there legitimately). None otherwise."""
+    waiting = final.value.get("waiting_on")
+    if waiting is None or str(final_state(final)) != "needs_operator":
+        return None
+    last: Event | None = None
+    for e in history.by_run(run_id):
+        if e.index > final.index:
+            break
+        if (
+            e.f is EventF.DELIVER
+            and e.type == "invoke"
+            and e.value.get("variant") == OPERATOR_ANSWER
+            and e.value.get("waiting_on") == waiting
+        ):
+            last = e
+        elif e.f is EventF.EFFECT and last is not None:
+            last = None
+    return last
+
+
+def lost_answer_text(run_id: str, answer: Event) -> str:
+    """Why a lost answer is a finding, for a checker's message."""
+    said = "applied" if answer.value.get("applied") else "not applied"
+    return (
+        f"run {run_id} still waits on {answer.value.get('waiting_on')} after the "
+        f"operator's answer #{answer.index} (the world's record: {said}) and called no "
+        "service since: the answer was lost or ignored"
     )

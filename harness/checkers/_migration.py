@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..history import History
 from ..model import PropertyResult, RunState
 from ._base import Findings, final_state, guarded, plural, short
-from ._effects import parse_effects, requests_of, stopped_for_operator
+from ._effects import lost_answer, parse_effects, requests_of, stopped_for_operator
 from ._runs import (
     divergence,
     fault_runs,
@@ -115,7 +115,8 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
             continue
         mine, theirs = requests_of(effects, run_id), requests_of(oracle_effects, run_id)
         state, ostate = final_state(final), final_state(ofinal)
-        if stopped_for_operator(state, ostate, mine, theirs, decl):
+        lost = lost_answer(history, run_id, final)
+        if lost is None and stopped_for_operator(state, ostate, mine, theirs, decl):
             f.count("needs_operator")
             continue
         diffs = divergence(final, ofinal, mine, theirs, decl)

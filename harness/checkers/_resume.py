@@ -5,7 +5,13 @@ from __future__ import annotations
 from ..history import History
 from ..model import PropertyResult
 from ._base import Findings, final_state, guarded, plural
-from ._effects import parse_effects, requests_of, stopped_for_operator
+from ._effects import (
+    lost_answer,
+    lost_answer_text,
+    parse_effects,
+    requests_of,
+    stopped_for_operator,
+)
 from ._runs import (
     divergence,
     fault_runs,
@@ -74,10 +80,13 @@ def check_resume_equivalence(history: History, oracle: History | None) -> Proper
         if run_id in touched and parked_for_schema(final):
             f.count("parked_by_migration")
             continue
-        if stopped_for_operator(state, ostate, mine, theirs, decl):
+        lost = lost_answer(history, run_id, final)
+        if lost is None and stopped_for_operator(state, ostate, mine, theirs, decl):
             f.count("needs_operator")
             continue
         diffs = divergence(final, ofinal, mine, theirs, decl)
+        if lost is not None:
+            diffs = [lost_answer_text(run_id, lost), *diffs]
         if not diffs:
             f.count("equivalent")
             continue

@@ -12,6 +12,8 @@ One module per fault family:
 ``_memory``         records planted in long-term memory
 ``_world``          fault rules armed at the world's services, outages
 ``_messages``       forged, wrong and duplicated approval decisions
+``_operator``       the operator's answer to a run at ``needs_operator``
+                    (no fault: the runner's, from the world's record)
 ``_validate``       capabilities each step needs, checked before a run
 =================  =========================================================
 
@@ -29,6 +31,7 @@ from ._context import Recorder, ScenarioError, StepContext
 from ._memory import inject_memory
 from ._messages import approve
 from ._network import network_fault
+from ._operator import answer_operator
 from ._processes import (
     WORKER_TIMEOUT,
     continue_worker,
@@ -53,6 +56,7 @@ __all__ = [
     "StepContext",
     "advance",
     "advance_clock",
+    "answer_operator",
     "approve",
     "arm_world_fault",
     "cancel",

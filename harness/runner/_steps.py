@@ -53,6 +53,8 @@ class RunContext:
     worker_timeout: float = WORKER_TIMEOUT
     paused: dict[str, WorkerHandle] = field(default_factory=dict)
     decided: set[str] = field(default_factory=set)
+    #: (run, wait, world requests seen) an operator's answer was given for
+    answered: set[tuple[str, str, int]] = field(default_factory=set)
     _message_seq: int = 0
 
     @property
@@ -159,7 +161,8 @@ class RunContext:
 
     def quiesce(self, step: Quiesce) -> None:
         """Faults stop: continue what is paused, then run workers (approving
-        what waits) until a round changes nothing."""
+        what waits, answering for an operator what waits for one) until a
+        round changes nothing."""
         for worker_id in list(self.paused):
             nemesis.continue_worker(self, ContinueWorker(worker_id=worker_id))
         last: tuple[Any, ...] | None = None
@@ -181,6 +184,11 @@ class RunContext:
                     if r.state is RunState.WAITING_APPROVAL and approval_id not in self.decided:
                         nemesis.approve(self, Approve(run_id=r.run_id))
                         delivered = True
+            # Play the operator too: answer a run stopped on a call of
+            # unknown outcome with what the world knows of it.
+            for r in obs.runs:
+                if nemesis.answer_operator(self, r, obs.operations, self.answered):
+                    delivered = True
             # Progress is any new checkpoint, not a change of status: a run
             # can advance many steps and still be Running.
             runs = tuple((r.run_id, r.raw_status, r.error) for r in obs.runs)

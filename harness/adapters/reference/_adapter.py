@@ -290,6 +290,21 @@ class ReferenceEnvironment:
             message_id=message_id,
         )
 
+    def operator_message(
+        self, run_id: str, applied: bool, external_ref: str | None, message_id: str
+    ) -> dict[str, Any] | None:
+        """An operator's answer to ``run_id``, stopped on a call of unknown
+        outcome: whether it was applied, and its reference. The reference
+        runtime takes it as the event its wait names (``operator:<op id>``)
+        with ``{applied, external_ref}``. None if the run waits for no
+        operator."""
+        run = self.d.snapshot(run_id).run
+        waiting = run.waiting_on or ""
+        if run.status.value != "WaitingForEvent" or not waiting.startswith("operator:"):
+            return None
+        answer = {"applied": applied, "external_ref": external_ref}
+        return self.d.authority.webhook(run.tenant, run_id, waiting, answer, message_id=message_id)
+
     # -- observation --------------------------------------------------------------
 
     def observe(self) -> Observation:
