@@ -196,6 +196,38 @@ def sample(mutants: Sequence[Mutant], n: int, seed: int) -> tuple[list[Mutant], 
     return chosen, rejected
 
 
+def from_list(mutants: Sequence[Mutant], lines: Iterable[str]) -> tuple[list[Mutant], list[str]]:
+    """The mutants a ``--list`` printed, found again in today's source: a
+    line ``path:line:col operator#occurrence  old  ->  new`` names the mutant
+    of that file and operator whose change reads the same (the nearest to
+    the listed line when several do), wherever edits since have moved it.
+    Returns them, and the listed lines no mutant matches any more (their
+    line was edited away)."""
+    by_kind: dict[tuple[str, str], list[Mutant]] = {}
+    for m in mutants:
+        by_kind.setdefault((m.path, m.operator), []).append(m)
+    found: list[Mutant] = []
+    gone: list[str] = []
+    for raw in lines:
+        text = raw.rstrip("\n")
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        ident, _, change = text.partition("  ")
+        where, _, op = ident.partition(" ")
+        path, line_s, _col = where.rsplit(":", 2)
+        operator = op.rsplit("#", 1)[0]
+        same = []
+        for m in by_kind.get((path, operator), []):
+            source, mutated = mutate(m)
+            if changed_line(source, mutated, m.line) == change.strip():
+                same.append(m)
+        if not same:
+            gone.append(text)
+            continue
+        found.append(min(same, key=lambda m: (abs(m.line - int(line_s)), m.occurrence)))
+    return found, gone
+
+
 #: cosmic-ray's ExceptionReplacer names an exception nothing raises, which its
 #: own runner does not define either: without this, the ``except`` clause would
 #: raise NameError when an exception reaches it
@@ -534,6 +566,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--json", type=Path, help="also write every result to this file")
     ap.add_argument("--list", action="store_true", help="print the sample and stop")
+    ap.add_argument(
+        "--mutants",
+        type=Path,
+        help="judge the mutants a --list printed (a file of its lines), found again in "
+        "today's source, instead of drawing a sample: the same sample across runtime edits",
+    )
     ns = ap.parse_args(argv)
     phases = [p.strip() for p in ns.phases.split(",") if p.strip()]
     if not phases or set(phases) - set(PHASES):
@@ -541,13 +579,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     timeout = ns.timeout or 2 * ns.budget + 60
 
     everything = enumerate_mutants(runtime_files())
-    chosen, rejected = sample(everything, ns.n, ns.seed)
     places = len({(m.path, m.line, m.col) for m in everything})
-    print(
-        f"mutation: {len(chosen)} of {len(everything)} mutants at {places} places "
-        f"(seed {ns.seed}; {rejected} drawn that do not compile, put back)",
-        file=sys.stderr,
-    )
+    if ns.mutants is not None:
+        try:
+            listed = ns.mutants.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            ap.error(f"--mutants: cannot read {ns.mutants}: {exc}")
+        chosen, gone = from_list(everything, listed)
+        print(
+            f"mutation: {len(chosen)} of {len(everything)} mutants at {places} places, "
+            f"as listed in {ns.mutants}; {len(gone)} listed no longer found",
+            file=sys.stderr,
+        )
+        for line in gone:
+            print(f"mutation: not found (its line was edited): {line}", file=sys.stderr)
+        sampled_as = f"from {ns.mutants}"
+    else:
+        chosen, rejected = sample(everything, ns.n, ns.seed)
+        print(
+            f"mutation: {len(chosen)} of {len(everything)} mutants at {places} places "
+            f"(seed {ns.seed}; {rejected} drawn that do not compile, put back)",
+            file=sys.stderr,
+        )
+        sampled_as = f"seed {ns.seed}"
     if ns.list:
         for m in chosen:
             source, mutated = mutate(m)
@@ -566,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_seconds=ns.max_seconds,
     )
     print(
-        f"mutation benchmark: {len(rows)} mutants of reference_runtime/ (seed {ns.seed}), "
+        f"mutation benchmark: {len(rows)} mutants of reference_runtime/ ({sampled_as}), "
         f"harness {revision}, ci profile, --budget {ns.budget:g}"
     )
     print(summary(rows, phases))
