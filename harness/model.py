@@ -198,7 +198,10 @@ class Approve(_Frozen):
     """Deliver the run's planned decision for the approval it waits on.
 
     ``variant``: ``valid`` (signed, right role and parameters), ``forged`` (bad
-    signature), ``wrong_role``, ``wrong_params`` (signed, for other parameters),
+    signature), ``wrong_role`` (two messages, signed by roles the approver
+    does not hold: one sorting below the required role, asked of the
+    environment as ``wrong_role``, and one above it, ``wrong_role_above``),
+    ``wrong_params`` (signed, for other parameters),
     ``cross_tenant`` (a message of another tenant naming the run: the decision
     genuinely signed by that tenant's approver with that tenant's own key;
     if the run waits for an event instead, that event as the other tenant

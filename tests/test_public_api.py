@@ -103,7 +103,6 @@ EXPORTS: dict[str, list[str]] = {
         "RunRegistry",
         "UnsyncedSQLite",
         "WRONG_PARAMS",
-        "WRONG_ROLE",
         "WorkerSet",
         "other_tenant",
         "owned_folder",
@@ -112,6 +111,7 @@ EXPORTS: dict[str, list[str]] = {
         "spawn_owned",
         "transitions_from_sequence",
         "work_until_idle",
+        "wrong_roles",
     ],
     "harness.checkers": [
         "CHECKERS",

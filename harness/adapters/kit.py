@@ -19,7 +19,8 @@ it, so that an adapter keeps only the mapping:
   and no run with a task pending, by an adapter's ``busy`` predicate);
 - :func:`signed_decision`: the approval message ``approval_message()``
   returns, signed by the world's approver, with each refused variant made
-  as the harness asks (forged, wrong role, wrong parameters);
+  as the harness asks (forged, wrong role on either side of the expected
+  one: :func:`wrong_roles`, wrong parameters);
 - :class:`UnsyncedSQLite`: a ``sqlite3`` connection for a runtime's own
   SQLite files that commits without a disk flush (safe against the process
   kills the harness makes);
@@ -71,7 +72,6 @@ __all__ = [
     "EPOCH",
     "GAVE_UP",
     "WRONG_PARAMS",
-    "WRONG_ROLE",
     "AsyncBridge",
     "ConstantClock",
     "DedupInbox",
@@ -89,6 +89,7 @@ __all__ = [
     "spawn_owned",
     "transitions_from_sequence",
     "work_until_idle",
+    "wrong_roles",
 ]
 
 #: The constant time of a runtime without a clock (keeps histories reproducible).
@@ -647,8 +648,30 @@ class DedupInbox(_Shared):
 
 # -- approval messages ------------------------------------------------------------
 
-#: the role a ``wrong_role`` decision claims (no approver holds it)
-WRONG_ROLE = "intern"
+#: appended to the expected role to name one that sorts above it (a deputy,
+#: who does not hold the role)
+_ABOVE = "-deputy"
+
+
+def wrong_roles(role: str) -> tuple[str, str]:
+    """Two roles no approver of ``role`` holds, one sorting below it and one
+    above: what ``wrong_role`` and ``wrong_role_above`` decisions claim.
+
+    Derived from ``role``, so they work whatever a runtime names its roles:
+    below is ``role`` without its last character (a proper prefix; for a
+    one-character role, the character before it), above is ``role`` with
+    ``-deputy`` appended (a proper extension). A runtime that compares
+    roles by order, or by prefix or containment, instead of equality takes
+    one of the two; a single wrong role would show only one side.
+    """
+    if role <= "\x00":
+        raise ValueError(f"no role sorts below the expected role {role!r}")
+    # not the empty prefix of a one-character role: a message without a
+    # role reads as malformed, not as signed by the wrong role
+    below = role[:-1] if len(role) > 1 else chr(ord(role) - 1)
+    return below, role + _ABOVE
+
+
 #: the parameters hash a ``wrong_params`` decision carries (no request hashes to it)
 WRONG_PARAMS = "0" * 64
 
@@ -674,18 +697,21 @@ def signed_decision(
 
     ``variant`` is what the harness asks for: ``valid`` and ``duplicate`` (a
     genuine decision; the harness sends the copy), ``forged`` (signed with a
-    wrong key: it must not verify), ``wrong_role`` (signed, by a role no
-    approver holds: :data:`WRONG_ROLE`), ``wrong_params`` (signed, for other
-    parameters: :data:`WRONG_PARAMS`), ``cross_tenant`` (genuinely signed,
-    with the right role and parameters, by another tenant's approver with
-    that tenant's own key: :func:`other_tenant`). Your runtime must act only
-    on a valid one; ``approval_integrity`` holds what it records against the
-    genuine decisions."""
+    wrong key: it must not verify), ``wrong_role`` and ``wrong_role_above``
+    (signed, by a role no approver holds, sorting below and above ``role``:
+    :func:`wrong_roles`; the harness sends both for a ``wrong_role`` step),
+    ``wrong_params`` (signed, for other parameters: :data:`WRONG_PARAMS`),
+    ``cross_tenant`` (genuinely signed, with the right role and parameters,
+    by another tenant's approver with that tenant's own key:
+    :func:`other_tenant`). Your runtime must act only on a valid one;
+    ``approval_integrity`` holds what it records against the genuine
+    decisions."""
     if variant not in (
         "valid",
         "duplicate",
         "forged",
         "wrong_role",
+        "wrong_role_above",
         "wrong_params",
         "cross_tenant",
     ):
@@ -696,13 +722,21 @@ def signed_decision(
         "run_id": run_id,
         "decision": decision,
         "approver": approver,
-        "role": WRONG_ROLE if variant == "wrong_role" else role,
+        "role": _claimed_role(variant, role),
         "params_hash": WRONG_PARAMS if variant == "wrong_params" else params_hash,
         "message_id": message_id,
     }
     if variant == "forged":
         return authority.forge(**fields)
     return authority.decision(**fields)
+
+
+def _claimed_role(variant: str, role: str) -> str:
+    if variant == "wrong_role":
+        return wrong_roles(role)[0]
+    if variant == "wrong_role_above":
+        return wrong_roles(role)[1]
+    return role
 
 
 def other_tenant(authority: ApprovalAuthority, tenant: str) -> str:

@@ -3,7 +3,8 @@
 The runner records every decision message it hands to the runtime as a
 ``deliver`` invoke event naming its ``variant`` and the ``decision`` it
 carries. Only a ``valid`` message (or the same message delivered again) is
-the approver speaking; a ``forged``, ``wrong_role``, ``wrong_params`` or
+the approver speaking; a ``forged``, ``wrong_role`` (or ``wrong_role_above``:
+a wrong role on each side of the expected one), ``wrong_params`` or
 ``cross_tenant`` message may carry any decision, even the opposite of the
 approver's. Who a message speaks for is the harness's record too: a
 decision signed for one tenant (the ``tenant`` the deliver event names, the
@@ -24,7 +25,7 @@ from ..model import EventF
 from ._base import vstr
 
 #: Variants of a message the approver did not genuinely send as it reads.
-REFUSED = frozenset({"forged", "wrong_role", "wrong_params", "cross_tenant"})
+REFUSED = frozenset({"forged", "wrong_role", "wrong_role_above", "wrong_params", "cross_tenant"})
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class Delivered:
     run_id: str
     message_id: str | None
     approval_id: str | None
-    #: valid | forged | wrong_role | wrong_params | cross_tenant | duplicate
+    #: valid | forged | wrong_role | wrong_role_above | wrong_params |
+    #: cross_tenant | duplicate
     variant: str
     #: approved | rejected
     decision: str

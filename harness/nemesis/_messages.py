@@ -1,7 +1,8 @@
-"""Message faults: approval decisions forged, for the wrong role or
-parameters, delivered twice (same message) or again (a fresh message), and
-messages of another tenant naming the run (``cross_tenant``: a decision
-that tenant's approver genuinely signed, or the event the run waits on).
+"""Message faults: approval decisions forged, for the wrong role (one on
+each side of the expected one) or parameters, delivered twice (same
+message) or again (a fresh message), and messages of another tenant naming
+the run (``cross_tenant``: a decision that tenant's approver genuinely
+signed, or the event the run waits on).
 
 A valid, single delivery is no fault; it goes through here too, so that
 every approval the runner delivers (``Quiesce`` approves what waits) is made
@@ -15,6 +16,13 @@ from typing import Any
 from ..model import Approve, EventF
 from ._context import StepContext
 
+#: The messages a step's variant asks the environment for, one each, when
+#: it is more than one: a wrong role on each side of the expected one (the
+#: kit's :func:`~harness.adapters.kit.wrong_roles`), since one wrong role
+#: sorts on one side and a runtime comparing roles by order, not equality,
+#: takes a role on the other.
+ASKED: dict[str, tuple[str, ...]] = {"wrong_role": ("wrong_role", "wrong_role_above")}
+
 
 def approve(ctx: StepContext, step: Approve) -> None:
     """Deliver the run's planned decision, as ``step`` varies it."""
@@ -24,33 +32,43 @@ def approve(ctx: StepContext, step: Approve) -> None:
     if step.decision == "opposite":
         decision = "rejected" if decision == "approved" else "approved"
     for copy in range(1 + step.fresh_copies):
-        mid = ctx.message_id(step.run_id, "decision")
-        msg = env.approval_message(step.run_id, decision, step.variant, mid)
-        if msg is None and step.variant == "cross_tenant":
-            msg = _cross_tenant_event(ctx, step.run_id, mid)
+        for asked in ASKED.get(step.variant, (step.variant,)):
+            mid = ctx.message_id(step.run_id, "decision")
+            msg = env.approval_message(step.run_id, decision, asked, mid)
+            if msg is None and step.variant == "cross_tenant":
+                msg = _cross_tenant_event(ctx, step.run_id, mid)
+                if msg is None:
+                    return
             if msg is None:
+                ctx.recorder.record(
+                    "info",
+                    EventF.NOTE,
+                    "runner",
+                    {"text": f"{step.run_id} waits for no approval; nothing delivered"},
+                )
                 return
-        if msg is None:
-            ctx.recorder.record(
-                "info",
-                EventF.NOTE,
-                "runner",
-                {"text": f"{step.run_id} waits for no approval; nothing delivered"},
-            )
-            return
-        if step.variant != "valid":
-            extra: dict[str, Any] = (
-                {"sent_as": msg.get("tenant")} if step.variant == "cross_tenant" else {}
-            )
-            ctx.recorder.fault(f"{step.variant}_message", True, run_id=step.run_id, **extra)
-        if copy > 0:
-            ctx.recorder.fault("duplicate_message", True, run_id=step.run_id, fresh=True)
-        for n in range(step.copies):
-            deliver_message(ctx, msg, "duplicate" if n else step.variant, decision)
-            if n:
-                ctx.recorder.fault("duplicate_message", True, run_id=step.run_id, fresh=False)
-        if step.variant == "valid":
-            ctx.decided.add(str(msg["payload"].get("approval_id")))
+            if step.variant != "valid":
+                ctx.recorder.fault(
+                    f"{step.variant}_message", True, run_id=step.run_id, **_claims(asked, msg)
+                )
+            if copy > 0:
+                ctx.recorder.fault("duplicate_message", True, run_id=step.run_id, fresh=True)
+            for n in range(step.copies):
+                deliver_message(ctx, msg, "duplicate" if n else asked, decision)
+                if n:
+                    ctx.recorder.fault("duplicate_message", True, run_id=step.run_id, fresh=False)
+            if step.variant == "valid":
+                ctx.decided.add(str(msg["payload"].get("approval_id")))
+
+
+def _claims(asked: str, msg: dict[str, Any]) -> dict[str, Any]:
+    """Who a refused message claims to be, for the fault's record."""
+    if asked == "cross_tenant":
+        return {"sent_as": msg.get("tenant")}
+    payload = msg.get("payload")
+    if asked in ASKED["wrong_role"] and isinstance(payload, dict):
+        return {"asked": asked, "role": payload.get("role")}
+    return {}
 
 
 def _cross_tenant_event(ctx: StepContext, run_id: str, message_id: str) -> dict[str, Any] | None:

@@ -403,7 +403,7 @@ def test_a_failing_run_still_closes_and_its_first_error_wins(tmp_path: Path) -> 
 
 
 def test_a_signed_decision_verifies_and_each_refused_variant_is_refused_its_own_way() -> None:
-    from harness.adapters.kit import WRONG_PARAMS, WRONG_ROLE, signed_decision
+    from harness.adapters.kit import WRONG_PARAMS, signed_decision
     from harness.world import ApprovalAuthority
 
     authority = ApprovalAuthority({"acme": b"k" * 32})
@@ -417,20 +417,38 @@ def test_a_signed_decision_verifies_and_each_refused_variant_is_refused_its_own_
     }
     made = {
         v: signed_decision(authority, v, message_id=f"m-{v}", **common)
-        for v in ("valid", "duplicate", "forged", "wrong_role", "wrong_params")
+        for v in ("valid", "duplicate", "forged", "wrong_role", "wrong_role_above", "wrong_params")
     }
     assert {v for v, m in made.items() if authority.verify(m)} == {
         "valid",
         "duplicate",
         "wrong_role",
+        "wrong_role_above",
         "wrong_params",
     }
     assert made["valid"]["payload"]["role"] == "finance"
-    assert made["wrong_role"]["payload"]["role"] == WRONG_ROLE
+    assert made["wrong_role"]["payload"]["role"] < "finance"
+    assert made["wrong_role_above"]["payload"]["role"] > "finance"
     assert made["wrong_params"]["payload"]["params_hash"] == WRONG_PARAMS
     assert made["valid"]["message_id"] == "m-valid" and made["valid"]["run_id"] == "r1"
     with pytest.raises(ValueError, match="unknown decision variant"):
         signed_decision(authority, "sneaky", message_id="m", **common)
+
+
+@pytest.mark.parametrize("role", ["finance", "manager", "a", "Z", "approver.level-2", "é"])
+def test_the_wrong_roles_sort_on_each_side_of_the_expected_one_and_are_not_it(role: str) -> None:
+    from harness.adapters.kit import wrong_roles
+
+    below, above = wrong_roles(role)
+    assert below < role < above
+    assert below and below != role != above
+
+
+def test_no_role_sorts_below_an_empty_one() -> None:
+    from harness.adapters.kit import wrong_roles
+
+    with pytest.raises(ValueError, match="no role sorts below"):
+        wrong_roles("")
 
 
 def test_an_unsynced_commit_survives_a_kill_and_an_open_transaction_does_not(

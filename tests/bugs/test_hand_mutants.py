@@ -191,6 +191,34 @@ MUTANTS = (
         ),
         caught=True,
     ),
+    # An ordering mistake is seen only by a wrong role on its side of the
+    # expected one: the harness sends one on each (kit.wrong_roles).
+    HandMutant(
+        "approver-role-at-least-the-required-one",
+        3,
+        "roles rank: the required role or any above it may decide (`<` where `!=` was)",
+        (
+            Edit(
+                "_approvals.py",
+                "if role != approval.approver_role:",
+                "if role < approval.approver_role:",
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
+        "approver-role-at-most-the-required-one",
+        3,
+        "the required role is a ceiling: it or any below it may decide (`>` where `!=` was)",
+        (
+            Edit(
+                "_approvals.py",
+                "if role != approval.approver_role:",
+                "if role > approval.approver_role:",
+            ),
+        ),
+        caught=True,
+    ),
     HandMutant(
         "decision-params-not-compared",
         3,
@@ -293,6 +321,8 @@ MUTANTS = (
                 "    if match is None and operator:\n",
             ),
         ),
+        # caught since the final quiesce answers for an operator
+        caught=True,
     ),
 )
 
@@ -307,8 +337,6 @@ ROW_LOCK = HandMutant(
             'return f" FOR UPDATE OF {of}" if of else " FOR UPDATE"',
             'return ""',
         ),
-        # caught since the final quiesce answers for an operator
-        caught=True,
     ),
     opts=("backend=postgres",),
 )
@@ -561,6 +589,19 @@ DEMOS: dict[str, tuple[list[dict[str, Any]], Callable[[History], Any], Any, Any]
         1,  # refunded on a forged approval the approver never gave
     ),
     "approver-role-not-checked": (_refund_decided_by("wrong_role"), _applied_refunds, 0, 1),
+    # one wrong role each side of the expected one: each mistake takes one
+    "approver-role-at-least-the-required-one": (
+        _refund_decided_by("wrong_role"),
+        _applied_refunds,
+        0,
+        1,
+    ),
+    "approver-role-at-most-the-required-one": (
+        _refund_decided_by("wrong_role"),
+        _applied_refunds,
+        0,
+        1,
+    ),
     "decision-params-not-compared": (_refund_decided_by("wrong_params"), _applied_refunds, 0, 1),
     "inbound-message-of-another-tenant-accepted": (
         [
@@ -640,6 +681,25 @@ def test_each_mutant_misbehaves_where_the_correct_runtime_does_not(
         run = mutants.execute(copy, scenario, tmp_path / label / "work")
         got[label] = evidence(History.load(run.history))
     assert (got["correct"], got["mutant"]) == (correct, wrong), m.why
+
+
+def test_a_wrong_role_step_delivers_a_role_on_each_side_of_the_required_one(
+    tmp_path: Path,
+) -> None:
+    # Why both role mutants above are caught: one message claims a role
+    # sorting below the refund's "manager", one a role sorting above it.
+    copy = mutants.mutated_copy(tmp_path / "src")
+    scenario = {"name": "demo/roles", "steps": _refund_decided_by("wrong_role")}
+    run = mutants.execute(copy, scenario, tmp_path / "work")
+    h = History.load(run.history)
+    claimed = [e.value for e in h.by_f("fault") if e.value.get("kind") == "wrong_role_message"]
+    assert [(c["asked"], c["role"] < "manager", c["role"] > "manager") for c in claimed] == [
+        ("wrong_role", True, False),
+        ("wrong_role_above", False, True),
+    ]
+    sent = [e.value["variant"] for e in h.by_f("deliver") if e.type == "invoke"]
+    assert sent == ["wrong_role", "wrong_role_above", "valid"]
+    assert run.failed == [] and _applied_refunds(h) == 0
 
 
 # An operator's answer to a run at needs_operator: no scenario step sends one

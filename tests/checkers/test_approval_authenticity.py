@@ -40,7 +40,7 @@ def test_a_forged_approval_the_runtime_accepted_fails_though_its_record_looks_ri
 
 
 def test_wrong_role_and_wrong_params_decisions_are_not_the_approvers() -> None:
-    for variant in ("wrong_role", "wrong_params"):
+    for variant in ("wrong_role", "wrong_role_above", "wrong_params"):
         b = _gated().deliver("r1", variant, "approved").approval("r1").effect("r1", REFUND)
         r = check_approval_integrity(b.build(), None)
         assert r.verdict is Verdict.FAIL, variant
