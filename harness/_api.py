@@ -143,16 +143,30 @@ def run(
     regressions = [*saved, *regressions]
     if n > 1:
 
-        def prepare(folder: Path) -> None:
-            Session(load_adapter(spec, opts), settings, spec=spec, options=opts).prepare(folder)
+        def share(
+            mine: Settings,
+            files: Sequence[Path],
+            prepared: Path,
+            queue: Path,
+            say: Log,
+            shown: Callable[[Outcome], None],
+        ) -> Report:
+            # Job 1, in this process (harness._jobs.Share): the probe for
+            # every job, then its share; an adapter's traceback is kept in
+            # the run's report folder (the share's own is scratch).
+            session = Session(
+                load_adapter(spec, opts), mine, spec=spec, options=opts, log=say, progress=shown
+            )
+            ran = [sc for _, sc in scenario_files(list(files))]
+            return session.run_share(prepared, queue, ran, errors=Path(settings.report_dir))
 
         report = run_jobs(
             spec=spec,
             options=opts,
             settings=settings,
             n=n,
+            share=share,
             regressions=regressions,
-            prepare=prepare,
             log=log,
             progress=progress,
         )
@@ -301,32 +315,55 @@ class Session:
             claim=True,
         )
 
+    def run_share(
+        self,
+        prepared: Path,
+        queue: Path,
+        regressions: Sequence[Scenario] = (),
+        *,
+        errors: Path,
+    ) -> Report:
+        """Job 1 of ``--jobs N``, run by the parent itself: :meth:`prepare`
+        into ``prepared`` (for every job), then its share of the plan, as
+        :meth:`run` with ``prepared`` and ``queue``, into
+        ``settings.report_dir``; both between one ``setup()`` and one
+        ``close()`` of the adapter. An adapter's traceback is kept in
+        ``errors`` (the run's report folder: the share's is scratch)."""
+        report_dir = Path(self.settings.report_dir)
+
+        def body() -> Report:
+            self._prepare(prepared)
+            claim_report_folder(report_dir)
+            return self._run(report_dir, None, regressions, prepared, queue)
+
+        return self._with_adapter(errors, body)
+
     def prepare(self, folder: Path) -> None:
         """What every job of ``--jobs N`` would do alike before its search,
         done once (by the parent, while the jobs start): the fault-free
         probe and the universe, written into ``folder`` for :meth:`run`
         (``prepared``), with the probe's fault-free runs. Raises what
         :meth:`run` would (a declaration only the user can fix: UsageError)."""
+        self._with_adapter(Path(self.settings.report_dir), lambda: self._prepare(folder))
 
-        def body() -> None:
-            engine = Engine(self.adapter, self.settings, shared=SharedOracles(folder / ORACLES))
-            try:
-                findings = check_declarations(self.adapter, engine.oracle)
-                universe = self._universe(found=bool(findings))
-            finally:
-                engine.close()
-            data = pickle.dumps(
-                {
-                    "findings": findings,
-                    "universe": universe,
-                    "fault_free_seconds": engine.fault_free_seconds,
-                }
-            )
-            pending = folder / f".{PREPARED}"
-            pending.write_bytes(data)
-            os.replace(pending, folder / PREPARED)  # a job never reads half of it
-
-        self._with_adapter(Path(self.settings.report_dir), body)
+    def _prepare(self, folder: Path) -> None:
+        """:meth:`prepare`, the adapter set up."""
+        engine = Engine(self.adapter, self.settings, shared=SharedOracles(folder / ORACLES))
+        try:
+            findings = check_declarations(self.adapter, engine.oracle)
+            universe = self._universe(found=bool(findings))
+        finally:
+            engine.close()
+        data = pickle.dumps(
+            {
+                "findings": findings,
+                "universe": universe,
+                "fault_free_seconds": engine.fault_free_seconds,
+            }
+        )
+        pending = folder / f".{PREPARED}"
+        pending.write_bytes(data)
+        os.replace(pending, folder / PREPARED)  # a job never reads half of it
 
     def _with_adapter(self, report_dir: Path, body: Callable[[], T], *, claim: bool = False) -> T:
         """``body()`` between the adapter's run-level hooks, under its worker

@@ -1,6 +1,7 @@
 """One job of ``harness run --jobs N``: ``python -m harness._job ARGS``.
 
-Started by :mod:`harness._jobs` (never by hand): runs shard K of N of the
+Started by :mod:`harness._jobs` (never by hand) for K from 2 to N (job 1
+is the harness process itself): runs shard K of N of the
 search ``ARGS`` (a JSON object: ``harness._jobs.job_args``) into a
 folder of its own, writing one JSON object per line on stdout (the wire
 :mod:`harness._jobs` describes). Its exit code is ``harness run``'s: 0, 1
@@ -20,7 +21,7 @@ from typing import Any
 from . import _api as api
 from ._api import PREPARED
 from ._errors import AdapterError, HarnessError, Interrupted, UsageError
-from ._jobs import job_settings
+from ._jobs import job_settings, progress_message
 from ._signals import exit_code, handling_signals
 from .model import Verdict
 from .outcome import Outcome
@@ -34,18 +35,7 @@ def _send(message: dict[str, Any]) -> None:
 
 
 def _progress(o: Outcome) -> None:
-    _send(
-        {
-            "progress": {
-                "examples": o.examples,
-                "searched": o.searched,
-                "planned": o.planned,
-                "slowest": o.slowest,
-                "faults_fired": dict(o.faults_fired),
-                "failing": sorted(n for n, t in o.tallies.items() if t.failed),
-            }
-        }
-    )
+    _send({"progress": progress_message(o)})
 
 
 def _wait_for(prepared: Path, parent: int) -> bool:

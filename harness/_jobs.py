@@ -1,10 +1,15 @@
 """``harness run --jobs N``: one search in N processes of this machine.
 
-The N jobs are the N shards of the search's plan (``--shard K/N``): each
-is a harness process of its own (``python -m harness._job``), with its own
-fork server, deployments and scratch folder, running shard K of N into a
-folder of its own; the parent streams their progress, then merges their
-folders into the one report folder (:func:`harness.report.merge_reports`).
+The N jobs are the N shards of the search's plan (``--shard K/N``). Job 1
+is the harness process itself: it runs its share in process, after its
+probe (below). Jobs 2..N are harness processes of their own (``python -m
+harness._job``), each with its own fork server, deployments and scratch
+folder. Each job runs its shard into a folder of its own, job 1 as the
+others do; the parent streams the other jobs' progress (between its own
+scenarios, then until they end), then merges the N folders into the one
+report folder (:func:`harness.report.merge_reports`). N jobs thus cost
+N - 1 extra processes: one interpreter start, one fork server and one
+adapter load fewer than N processes would.
 The plan is the unsharded search's, whatever N: every shard plans the same
 targeted list and draws the same sampled stream from the one seed (the
 parent draws it when none is fixed). Which job runs which of the plan's
@@ -21,25 +26,32 @@ run's: a job that finds it spent takes what is left of the plan, which
 then no job runs (that job's report names what did not run).
 
 What every job would do alike before its search is done once, by the
-parent, while the jobs start (``Session.prepare``): the fault-free probe
-and the universe (site profiles), which the jobs wait for and read from
-the run's scratch folder. The fault-free oracle runs are shared there too
-(``harness.session._shared``): a job checks against one another job (or
-the probe) already ran instead of running it again.
+parent, while the other jobs start (``Session.run_share``, before its
+share): the fault-free probe and the universe (site profiles), which the
+jobs wait for and read from the run's scratch folder. The fault-free
+oracle runs are shared there too (``harness.session._shared``): a job
+checks against one another job (or the probe) already ran instead of
+running it again.
 
 The parent owns its jobs: they run in sessions of their own (a terminal's
-Ctrl-C reaches the parent only), and a SIGINT or SIGTERM of the parent is
-passed on to each job once; each stops, cleans up and writes a partial
+Ctrl-C reaches the parent only), and a SIGINT or SIGTERM of the parent
+stops its own share (which writes its partial report, as a job does) and
+is passed on to each job once; each stops, cleans up and writes a partial
 report, which the parent merges, marked interrupted. A job that dies
 without a report (killed, out of memory) leaves its part of the plan out
-of the merge, which is then inconclusive, naming it: never passed. A job
-refusing its settings or adapter (exit 2) stops the others and the run
-with its message.
+of the merge, which is then inconclusive, naming it: never passed (job 1
+too, if a signal stopped it before its first scenario). A job refusing
+its settings or adapter (exit 2) stops the others, the parent's share
+(at its next scenario) and the run with its message; the parent's share
+refusing them (it loads the adapter first) stops the run the same way.
+``--stop-on-first`` and a spent budget stop every job through the queue
+(the job that stops takes what is left of the plan).
 
-The wire between them is one JSON object per line on the job's stdout:
-``{"log": TEXT}`` (a notice; the parent prints job 1's),
-``{"progress": {...}}`` (after every scenario) and ``{"error": TEXT}``
-(why it exits 2). Anything else a job prints there is passed on as a notice.
+The wire between the parent and jobs 2..N is one JSON object per line on
+the job's stdout: ``{"log": TEXT}`` (a notice; the parent prints its own
+share's, not theirs), ``{"progress": {...}}`` (after every scenario:
+:func:`progress_message`) and ``{"error": TEXT}`` (why it exits 2).
+Anything else a job prints there is passed on as a notice.
 """
 
 from __future__ import annotations
@@ -70,6 +82,12 @@ from .outcome._verdicts import Tally
 from .report import Report, claim_report_folder, merge_reports
 
 Log = Callable[[str], None]
+#: job 1 of a run, in the parent's process (``harness._api``): given its
+#: settings (as :func:`job_settings` makes a job's), the regression files,
+#: the folder to prepare (the probe, for every job) and the plan queue's
+#: file, it probes, runs its share into ``settings.report_dir`` with these
+#: notices and progress, and returns its report (raising what a run raises)
+Share = Callable[[Settings, Sequence[Path], Path, Path, Log, Callable[[Outcome], None]], Report]
 
 #: how long jobs get to stop, clean up and write their partial report
 #: after the parent passed a signal on, before they are killed
@@ -134,6 +152,8 @@ def _child_env() -> dict[str, str]:
 
 
 class _Job:
+    """Job ``k`` of ``n`` (2..N): a process of its own."""
+
     def __init__(self, k: int, n: int, folder: Path, args: dict[str, Any]) -> None:
         self.k, self.n, self.folder = k, n, folder
         self.proc = subprocess.Popen(
@@ -148,6 +168,8 @@ class _Job:
         self.progress: dict[str, Any] | None = None
         self.error: str | None = None
         self.signalled = False
+        #: its output has ended (the reader thread said so)
+        self.ended = False
 
     def signal(self, signum: int) -> None:
         if self.proc.poll() is None and not self.signalled:
@@ -176,6 +198,44 @@ class _Job:
         )
 
 
+class _Own:
+    """Job 1: the parent's own share, run in this process."""
+
+    def __init__(self, n: int, folder: Path) -> None:
+        self.k, self.n, self.folder = 1, n, folder
+        self.progress: dict[str, Any] | None = None
+        #: its share is running (a refusal from another job stops it)
+        self.running = False
+
+    def died(self) -> str | None:
+        """Why the share left no report (None: it wrote one): a signal
+        stopped it before its first scenario."""
+        if (self.folder / "report.json").is_file():
+            return None
+        return (
+            f"job 1 of {self.n} (the harness process itself) was stopped before writing its "
+            "report: its part of the plan was not run to the end, and is not judged here"
+        )
+
+
+class _Refused(Interrupted):
+    """Stops the parent's share when another job refused the run (exit 2):
+    an :class:`Interrupted`, so that nothing absorbs it on the way out."""
+
+
+def progress_message(o: Outcome) -> dict[str, Any]:
+    """A job's progress after a scenario, as the wire carries it (and as
+    :func:`_snapshot` sums it)."""
+    return {
+        "examples": o.examples,
+        "searched": o.searched,
+        "planned": o.planned,
+        "slowest": o.slowest,
+        "faults_fired": dict(o.faults_fired),
+        "failing": sorted(n for n, t in o.tallies.items() if t.failed),
+    }
+
+
 def _read(job: _Job, out: IO[bytes], inbox: queue.Queue[tuple[_Job, Any]]) -> None:
     """Pass job's wire messages to the parent's main thread; None at the end."""
     for raw in out:
@@ -190,14 +250,14 @@ def _read(job: _Job, out: IO[bytes], inbox: queue.Queue[tuple[_Job, Any]]) -> No
     inbox.put((job, None))
 
 
-def _snapshot(jobs: Sequence[_Job], settings: Settings, seed: int, planned: int) -> Outcome:
+def _snapshot(parts: Sequence[_Job | _Own], settings: Settings, seed: int, planned: int) -> Outcome:
     """The jobs' progress so far, summed, as the one Outcome a progress
     display reads (scenarios run and planned, the slowest, faults fired,
     properties failing)."""
     outcome = Outcome(adapter="", adapter_options={}, capabilities=[], settings=settings, seed=seed)
     outcome.planned = planned
-    for job in jobs:
-        p = job.progress or {}
+    for part in parts:
+        p = part.progress or {}
         outcome.examples += int(p.get("examples", 0))
         outcome.searched += int(p.get("searched", 0))
         outcome.slowest = max(outcome.slowest, float(p.get("slowest", 0.0)))
@@ -213,20 +273,20 @@ def run_jobs(
     options: Mapping[str, str],
     settings: Settings,
     n: int,
+    share: Share,
     regressions: Sequence[Scenario] = (),
-    prepare: Callable[[Path], None] | None = None,
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Report:
     """Run the search ``settings`` describe in ``n`` jobs (shards 1..n of
     its plan) and merge them into ``settings.report_dir``; returns the
     merged report. ``regressions`` run first, as ``--scenario`` files do
-    (every job gets them all: the plan splits them). ``prepare(folder)``
-    (``Session.prepare``) does what every job would do alike before its
-    search, once, while the jobs start; they wait for it and take it from
-    ``folder`` (without it, each does its own). Raises
-    :class:`UsageError` when a job refuses the run, :class:`Interrupted`
-    (with the partial merged report) on a signal."""
+    (every job gets them all: the plan splits them). Job 1 is ``share``
+    (:data:`Share`), run in this process while jobs 2..n start: it
+    probes, once for every job (they wait for it), then runs its share.
+    Raises :class:`UsageError` when a job refuses the run (and what
+    ``share`` raises when it does), :class:`Interrupted` (with the partial
+    merged report) on a signal."""
     say = log or (lambda _line: None)
     report_dir = Path(settings.report_dir)
     claim_report_folder(report_dir)  # refused now (exit 2), not after the search
@@ -234,13 +294,14 @@ def run_jobs(
     planned = settings.max_examples + len(regressions)
     started = time.monotonic()
     scratch = scratch_dir("jobs")
+    own = _Own(n, scratch / "shard-1")
     jobs: list[_Job] = []
     inbox: queue.Queue[tuple[_Job, Any]] = queue.Queue()
     interrupted: Interrupted | None = None
     try:
         say(
-            f"harness: {n} jobs, each a process running shard K/{n} of the plan "
-            f"(seed {seed}), merged into {report_dir}"
+            f"harness: {n} jobs, running shard K/{n} of the plan each (seed {seed}): this "
+            f"process and {n - 1} more, merged into {report_dir}"
         )
         files = []
         for i, scenario in enumerate(regressions, 1):
@@ -251,20 +312,58 @@ def run_jobs(
         # The plan's scenarios go to whichever job is ready for one first.
         plan_queue = scratch / "plan.queue"
         plan_queue.touch()
-        for k in range(1, n + 1):
+        for k in range(2, n + 1):
             folder = scratch / f"shard-{k}"
             args = job_args(spec, options, settings, seed, files, (k, n), folder)
-            args["prepared"] = None if prepare is None else str(prepared)
+            args["prepared"] = str(prepared)
             args["parent"] = os.getpid()
             args["queue"] = str(plan_queue)
             job = _Job(k, n, folder, args)
             jobs.append(job)
             assert job.proc.stdout is not None
             threading.Thread(target=_read, args=(job, job.proc.stdout, inbox), daemon=True).start()
+        parts: list[_Job | _Own] = [own, *jobs]
+
+        def handle(job: _Job, message: Any) -> None:
+            """One message of a job: its progress passed on (summed), its
+            notice printed if meant for the user, its refusal stopping the
+            other jobs."""
+            if message is None:
+                job.ended = True
+            elif "progress" in message:
+                job.progress = message["progress"]
+                if progress is not None:
+                    progress(_snapshot(parts, settings, seed, planned))
+            elif "error" in message:
+                job.error = str(message["error"])
+                for other in jobs:
+                    other.signal(signal.SIGTERM)
+            elif "log" in message and str(message["log"]).startswith("job "):
+                say(str(message["log"]))
+
+        def own_progress(outcome: Outcome) -> None:
+            # Between the share's scenarios, in this (the main) thread: the
+            # other jobs' messages so far, then the sum with this one's.
+            while True:
+                try:
+                    job, message = inbox.get_nowait()
+                except queue.Empty:
+                    break
+                handle(job, message)
+            own.progress = progress_message(outcome)
+            if progress is not None:
+                progress(_snapshot(parts, settings, seed, planned))
+            if own.running and any(job.error is not None for job in jobs):
+                own.running = False
+                raise _Refused(signal.SIGTERM)
+
         try:
-            if prepare is not None:
-                prepare(prepared)  # while the jobs start
-            _follow(jobs, inbox, say, progress, settings, seed, planned)
+            mine = job_settings(job_args(spec, options, settings, seed, files, (1, n), own.folder))
+            own.running = True
+            with contextlib.suppress(_Refused):  # another job refused the run: said below
+                share(mine, files, prepared, plan_queue, say, own_progress)
+            own.running = False
+            _follow(jobs, inbox, handle)
         except Interrupted as exc:
             interrupted = exc
             for job in jobs:
@@ -275,7 +374,7 @@ def run_jobs(
         if refused is not None and interrupted is None:
             raise UsageError(str(refused.error))
         with shielded():
-            report = _merge(jobs, report_dir, required=interrupted is None, started=started)
+            report = _merge(parts, report_dir, required=interrupted is None, started=started)
         if interrupted is not None:
             interrupted.report = report
             raise interrupted
@@ -292,34 +391,16 @@ def run_jobs(
 def _follow(
     jobs: Sequence[_Job],
     inbox: queue.Queue[tuple[_Job, Any]],
-    say: Log,
-    progress: Callable[[Outcome], None] | None,
-    settings: Settings,
-    seed: int,
-    planned: int,
+    handle: Callable[[_Job, Any], None],
 ) -> None:
-    """Until every job's output has ended: print job 1's notices, pass the
-    summed progress on; a job refusing the run stops the others."""
-    open_ = len(jobs)
-    while open_:
+    """Until every job's output has ended: ``handle`` their messages."""
+    while not all(job.ended for job in jobs):
         try:
             # A timeout, so that a signal's Interrupted is raised here promptly.
             job, message = inbox.get(timeout=0.5)
         except queue.Empty:
             continue
-        if message is None:
-            open_ -= 1
-            continue
-        if "progress" in message:
-            job.progress = message["progress"]
-            if progress is not None:
-                progress(_snapshot(jobs, settings, seed, planned))
-        elif "error" in message:
-            job.error = str(message["error"])
-            for other in jobs:
-                other.signal(signal.SIGTERM)
-        elif "log" in message and (job.k == 1 or str(message["log"]).startswith("job ")):
-            say(str(message["log"]))
+        handle(job, message)
     _wait(jobs, STOP_SECONDS)
 
 
@@ -333,17 +414,17 @@ def _wait(jobs: Sequence[_Job], seconds: float) -> None:
 
 
 def _merge(
-    jobs: Sequence[_Job], report_dir: Path, *, required: bool, started: float
+    parts: Sequence[_Job | _Own], report_dir: Path, *, required: bool, started: float
 ) -> Report | None:
     """The jobs' reports merged into ``report_dir``; None when no job wrote
     one and none is ``required`` (a signal stopped them all first)."""
-    why = {job.k: reason for job in jobs if (reason := job.died()) is not None}
-    folders = [job.folder for job in jobs if job.k not in why]
+    why = {part.k: reason for part in parts if (reason := part.died()) is not None}
+    folders = [part.folder for part in parts if part.k not in why]
     if not folders and not required:
         return None
     if not folders:
         raise UsageError(
-            f"none of the {len(jobs)} jobs wrote a report ({'; '.join(why.values())}): "
+            f"none of the {len(parts)} jobs wrote a report ({'; '.join(why.values())}): "
             "nothing to merge; run again with --jobs 1 to see the error in this process"
         )
     return merge_reports(

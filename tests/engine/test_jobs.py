@@ -232,6 +232,21 @@ def test_a_job_refusing_the_adapter_stops_the_run_with_its_message(tmp_path: Pat
     assert not (tmp_path / "r" / "report.json").exists()
 
 
+def test_a_job_refusing_the_run_stops_the_share_the_parent_runs_itself(tmp_path: Path) -> None:
+    """Job 2 refuses the adapter (job 1, the harness process, takes it): the
+    parent stops its own share at its next scenario, not at its end."""
+    proc = harness_cli(
+        "run", "--adapter", "jobs_adapters:refused_in_jobs", "--profile", "dev",
+        "--max-examples", "1000", "--budget", "600", "--seed", "2", "--jobs", "2",
+        "--report-dir", str(tmp_path / "r"), cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "refuses to load in a job process" in proc.stderr, proc.stderr
+    # Alone, the parent would run all 1000 (a progress line every 25).
+    assert "harness: scenario 100 " not in proc.stdout, proc.stdout
+    assert not (tmp_path / "r" / "report.json").exists()
+
+
 def _children(pid: int) -> list[tuple[int, str]]:
     """The job processes of ``pid``: (pid, command line)."""
     found = []
@@ -260,7 +275,8 @@ def _start(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
 
 
 def _until_first_scenario(proc: subprocess.Popen[str]) -> list[tuple[int, str]]:
-    """Wait for the first progress line; the jobs then running."""
+    """Wait for the first progress line; the job processes then running:
+    one for --jobs 2, job 2 (job 1 is the harness process itself)."""
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("harness: scenario 1 "):
@@ -268,7 +284,7 @@ def _until_first_scenario(proc: subprocess.Popen[str]) -> list[tuple[int, str]]:
     else:
         raise AssertionError("the run ended before its first scenario")
     jobs = _children(proc.pid)
-    assert len(jobs) == 2, jobs
+    assert len(jobs) == 1 and '"shard": [2, 2]' in jobs[0][1], jobs
     return jobs
 
 
@@ -312,3 +328,7 @@ def test_sigterm_stops_every_job_and_still_writes_a_partial_merged_report(
     assert report["interrupted"] == "SIGTERM"
     assert report["verdict"] == "unknown"
     assert any("SIGTERM stopped the run" in why for why in report["inconclusive"])
+    # The signal stopped the parent's own share too (the first progress line
+    # comes after its first scenario): its partial report is merged.
+    assert 1 in report["merged"]["shards"], report["merged"]
+    assert 1 in {e["shard"] for e in _ledger(tmp_path / "r")}
