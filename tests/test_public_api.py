@@ -253,6 +253,8 @@ EXPORTS: dict[str, list[str]] = {
         "FaultMode",
         "FaultRule",
         "FiredFault",
+        "LOOKUP",
+        "LOOKUP_FAULT_MODES",
         "MAX_SLOW_DELAY",
         "NotSupported",
         "OUTCOMES",

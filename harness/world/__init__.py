@@ -27,6 +27,8 @@ from ._errors import NotSupported, Rejected, ServiceFault, Unknown, WorldError, 
 from ._faults import ArmedRule
 from ._model import (
     FAULT_MODES,
+    LOOKUP,
+    LOOKUP_FAULT_MODES,
     MAX_SLOW_DELAY,
     OUTCOMES,
     SCHEMA_VERSION,
@@ -50,6 +52,8 @@ __all__ = [
     "DECISIONS",
     "ENV_WORLD_PATH",
     "FAULT_MODES",
+    "LOOKUP",
+    "LOOKUP_FAULT_MODES",
     "MAX_SLOW_DELAY",
     "OUTCOMES",
     "SCHEMA_VERSION",

@@ -17,7 +17,15 @@ from typing import Any
 
 from ._errors import Rejected, Unknown, WorldUsageError
 from ._faults import ArmedRule, count_and_match, kill_caller
-from ._model import CallerLike, Capabilities, Outcome, Response, canonical_json, request_hash
+from ._model import (
+    LOOKUP,
+    CallerLike,
+    Capabilities,
+    Outcome,
+    Response,
+    canonical_json,
+    request_hash,
+)
 from ._services import Processed, ServiceSpec, find_first, process, service_spec
 from ._store import OnWorldFile
 
@@ -117,12 +125,16 @@ class WorldClient(OnWorldFile):
         Give exactly one key. Raises :class:`NotSupported` when ``service``
         has no lookup of that kind (see :meth:`capabilities`). The lookup is
         recorded (action ``"lookup"``, never an effect), so a checker can see
-        whether a runtime reconciled before it retried; lookups are not counted
-        by fault rules.
+        whether a runtime reconciled before it retried. Only rules armed for
+        lookups (action :data:`~harness.world.LOOKUP`) count it; one that
+        fires makes the service refuse to answer (:class:`Rejected`) or the
+        answer get lost (:class:`Unknown`).
         """
         spec = service_spec(service)
         keys = {"idempotency_key": idempotency_key, "business_key": business_key}
+        req = _Request(spec, LOOKUP, keys, idempotency_key, business_key, _Tenant(tenant))
         with self._store.transaction() as conn:
+            # A lookup the service lacks is the caller's mistake, fault or no fault.
             found = find_first(
                 conn,
                 spec,
@@ -130,14 +142,17 @@ class WorldClient(OnWorldFile):
                 idempotency_key=idempotency_key,
                 business_key=business_key,
             )
-            self._insert(
-                conn,
-                _Request(spec, "lookup", keys, idempotency_key, business_key, _Tenant(tenant)),
-                "applied",
-                Processed(applied=False, response=found),
-                rule_id=None,
-            )
-        return found
+            matched = count_and_match(conn, service, LOOKUP)
+            if matched is None:
+                self._insert(conn, req, "applied", Processed(False, found), rule_id=None)
+                return found
+            mode = matched[0].rule.mode
+            error = f"injected fault: {mode} (rule {matched[0].rule_id})"
+            outcome = _BEFORE_APPLY[mode]
+            done = Processed(applied=False, response=None, error=error)
+            seq = self._insert(conn, req, outcome, done, rule_id=matched[0].rule_id)
+            self._record_fired(conn, matched, req.caller, request_seq=seq)
+        return _answer(spec.name, LOOKUP, outcome, done)
 
     # -- inside the transaction -------------------------------------------------
 

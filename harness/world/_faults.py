@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import NoReturn, cast
 
 from ._errors import WorldUsageError
-from ._model import FaultMode, FaultRule
-from ._services import service_spec
+from ._model import LOOKUP, FaultMode, FaultRule
+from ._services import rule_target
 from ._store import next_counter, read_counter
 
 
@@ -42,7 +42,7 @@ def arm(conn: sqlite3.Connection, rule: FaultRule) -> int:
     Refuses a rule that can no longer fire because its call already happened,
     since a silently dead rule would make a scenario test nothing.
     """
-    service_spec(rule.service, rule.action)
+    rule_target(rule.service, rule.action)
     done = read_counter(conn, call_counter(rule.service, rule.action))
     if rule.nth <= done:
         raise WorldUsageError(
@@ -64,8 +64,10 @@ def count_and_match(
 
     At most one rule fires per call: the earliest armed among those that match.
     A rule is marked fired in the same transaction, so it never fires twice.
+    A lookup (``action`` :data:`LOOKUP`) is counted only as a lookup: a
+    service-wide rule counts the service's effects, never its lookups.
     """
-    by_service = next_counter(conn, call_counter(service, None))
+    by_service = None if action == LOOKUP else next_counter(conn, call_counter(service, None))
     by_action = next_counter(conn, call_counter(service, action))
     row = conn.execute(
         "SELECT rule_id, action, nth, mode, delay FROM rules "

@@ -174,6 +174,14 @@ FaultMode = Literal[
 ]
 FAULT_MODES: tuple[str, ...] = get_args(FaultMode)
 
+#: The ``action`` of a rule that fires on a service's lookups (the calls a
+#: runtime reconciles with), not on its effects.
+LOOKUP = "lookup"
+#: The modes a lookup rule may have: the service refuses to answer, or the
+#: answer is lost. Nothing is applied by a lookup, so the modes that apply
+#: or kill around applying mean nothing for it.
+LOOKUP_FAULT_MODES: tuple[str, ...] = ("reject", "timeout_before_apply")
+
 #: Upper bound of a ``slow`` rule's delay, in seconds. A fault that sleeps
 #: longer only makes test suites slow; time-based behaviour belongs to the
 #: virtual clock, not to sleeps.
@@ -185,7 +193,7 @@ class FaultRule:
     """Fire ``mode`` on the ``nth`` call to ``service`` (and ``action``, if given).
 
     ``nth`` counts calls across all processes, durably, from 1; lookups are not
-    counted. A rule fires at most once. Modes:
+    counted (but see :data:`LOOKUP` below). A rule fires at most once. Modes:
 
     * ``reject`` -- raise :class:`Rejected`; nothing is applied;
     * ``unavailable`` -- as ``reject`` (nothing applied, :class:`Rejected`
@@ -205,6 +213,13 @@ class FaultRule:
     * ``kill_after_apply`` -- process and commit the request, record the fault,
       then SIGKILL the calling process before it sees the response.
 
+    ``action`` :data:`LOOKUP` aims the rule at the service's lookups instead
+    (a runtime reconciling an effect in doubt asks whether it was applied):
+    they are counted on their own, never by a service-wide rule, and only
+    the :data:`LOOKUP_FAULT_MODES` apply -- ``reject`` (the service refuses
+    to answer: :class:`Rejected`) and ``timeout_before_apply`` (the answer
+    is lost: :class:`Unknown`). A service without lookups has no such rule.
+
     Invalid rules are refused here, when built, not when they would fire.
     """
 
@@ -218,6 +233,11 @@ class FaultRule:
         if self.mode not in FAULT_MODES:
             raise WorldUsageError(
                 f"unknown fault mode {self.mode!r}; choose one of {', '.join(FAULT_MODES)}"
+            )
+        if self.action == LOOKUP and self.mode not in LOOKUP_FAULT_MODES:
+            raise WorldUsageError(
+                f"a lookup rule's mode is one of {', '.join(LOOKUP_FAULT_MODES)}, not "
+                f"{self.mode!r}: a lookup applies nothing"
             )
         if isinstance(self.nth, bool) or not isinstance(self.nth, int) or self.nth < 1:
             raise WorldUsageError(f"nth counts calls from 1; got {self.nth!r}")

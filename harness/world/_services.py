@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ._errors import NotSupported, WorldUsageError
-from ._model import Capabilities, Response
+from ._model import LOOKUP, Capabilities, Response
 from ._store import next_counter
 
 
@@ -131,6 +131,26 @@ def service_spec(service: str, action: str | None = None) -> ServiceSpec:
         raise WorldUsageError(
             f"service {service!r} has no action {action!r}; it offers "
             f"{', '.join(sorted(spec.actions))}"
+        )
+    return spec
+
+
+def rule_target(service: str, action: str | None) -> ServiceSpec:
+    """The spec of what a fault rule (or a call count) names: ``service``
+    and one of its actions, or :data:`~harness.world._model.LOOKUP` for a
+    service that offers a lookup."""
+    if action != LOOKUP:
+        return service_spec(service, action)
+    spec = service_spec(service)
+    if not (spec.capabilities.lookup_by_key or spec.capabilities.lookup_by_business_key):
+        raise WorldUsageError(
+            f"service {service!r} offers no lookup, so a lookup rule could never fire; "
+            "services with one: "
+            + ", ".join(
+                n
+                for n, sp in sorted(SERVICES.items())
+                if sp.capabilities.lookup_by_key or sp.capabilities.lookup_by_business_key
+            )
         )
     return spec
 

@@ -17,7 +17,7 @@ from ._client import Clock, WorldClient
 from ._errors import WorldUsageError
 from ._faults import ArmedRule, arm, call_counter, list_rules
 from ._model import FaultMode, FaultRule, FiredFault, Outcome, RequestRecord, ServiceCounts
-from ._services import SERVICES, service_spec
+from ._services import SERVICES, rule_target
 from ._store import OnWorldFile, read_counter
 
 #: Environment variable :func:`open_world` reads when given no path.
@@ -97,11 +97,12 @@ class World(OnWorldFile):
         ]
 
     def calls(self, service: str, action: str | None = None) -> int:
-        """How many calls ``service`` (and ``action``) has had, lookups excluded.
+        """How many calls ``service`` (and ``action``) has had, lookups excluded
+        (``action`` :data:`~harness.world.LOOKUP`: how many lookups).
 
         Arm ``nth=world.calls(s) + 1`` to hit the next call.
         """
-        service_spec(service, action)
+        rule_target(service, action)
         return read_counter(self._store.conn(), call_counter(service, action))
 
     # -- records ------------------------------------------------------------------
@@ -123,14 +124,16 @@ class World(OnWorldFile):
         """Counts per service (every service listed, in name order).
 
         ``calls`` excludes lookups; ``applied`` counts effects; ``unknown`` and
-        ``killed`` count the fault outcomes.
+        ``killed`` count the fault outcomes (of calls: a lookup refused by a
+        lookup rule is in :meth:`requests` only).
         """
         rows = (
             self._store.conn()
             .execute(
                 "SELECT service, "
                 "SUM(action != 'lookup'), SUM(applied), SUM(outcome = 'deduplicated'), "
-                "SUM(outcome = 'rejected'), SUM(outcome LIKE 'unknown_%'), "
+                "SUM(action != 'lookup' AND outcome = 'rejected'), "
+                "SUM(action != 'lookup' AND outcome LIKE 'unknown_%'), "
                 "SUM(outcome LIKE 'killed_%') "
                 "FROM requests GROUP BY service"
             )

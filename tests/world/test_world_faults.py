@@ -10,6 +10,7 @@ import time
 import pytest
 
 from harness.world import (
+    LOOKUP,
     Caller,
     FaultRule,
     Rejected,
@@ -256,3 +257,54 @@ def test_an_outage_is_one_rule_per_call_and_the_service_comes_back_after_it(
     assert not response.deduplicated
     assert [f.nth for f in world.fired()] == [1, 2, 3]
     assert len(world.effects()) == 1
+
+
+def test_a_lookup_rule_refuses_the_lookup_once_and_records_it_as_no_effect(
+    world: World, client: WorldClient, caller: Caller
+) -> None:
+    client.call("payments", "charge", CHARGE, idempotency_key="k", caller=caller)
+    world.arm(FaultRule("payments", nth=1, mode="reject", action=LOOKUP))
+    world.arm(FaultRule("payments", nth=2, mode="timeout_before_apply", action=LOOKUP))
+
+    with pytest.raises(Rejected, match=r"injected fault: reject"):
+        client.lookup("payments", idempotency_key="k", tenant="t1")
+    with pytest.raises(Unknown):
+        client.lookup("payments", idempotency_key="k", tenant="t1")
+    found = client.lookup("payments", idempotency_key="k", tenant="t1")
+
+    assert found is not None and found.external_ref.startswith("pay-")
+    lookups = [r for r in world.requests() if r.action == LOOKUP]
+    assert [(r.outcome, r.applied) for r in lookups] == [
+        ("rejected", False),
+        ("unknown_not_applied", False),
+        ("applied", False),
+    ]
+    assert [(f.action, f.mode, f.nth) for f in world.fired()] == [
+        (LOOKUP, "reject", 1),
+        (LOOKUP, "timeout_before_apply", 2),
+    ]
+    assert world.calls("payments", LOOKUP) == 3
+    assert world.calls("payments") == 1  # lookups are not calls
+    assert len(world.effects()) == 1
+    counts = world.summary()["payments"]
+    assert (counts.calls, counts.rejected, counts.unknown) == (1, 0, 0)
+
+
+def test_a_service_wide_rule_never_fires_on_a_lookup(
+    world: World, client: WorldClient, caller: Caller
+) -> None:
+    world.arm(FaultRule("payments", nth=1, mode="reject"))
+    assert client.lookup("payments", idempotency_key="k", tenant="t1") is None
+    with pytest.raises(Rejected):
+        client.call("payments", "charge", CHARGE, idempotency_key="k", caller=caller)
+
+
+def test_a_lookup_rule_is_refused_for_a_mode_or_a_service_it_cannot_fire_on(
+    world: World,
+) -> None:
+    for mode in ("apply_then_timeout", "kill_after_apply", "unavailable", "slow"):
+        with pytest.raises(WorldUsageError, match="a lookup applies nothing"):
+            FaultRule("payments", nth=1, mode=mode, action=LOOKUP)  # type: ignore[arg-type]
+    with pytest.raises(WorldUsageError, match=r"'email' offers no lookup.*payments, provisioning"):
+        world.arm(FaultRule("email", nth=1, mode="reject", action=LOOKUP))
+    world.arm(FaultRule("provisioning", nth=1, mode="reject", action=LOOKUP))
