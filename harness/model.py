@@ -231,7 +231,10 @@ class ArmWorldFault(_Frozen):
     """Arm a fault at the world: modes as in :class:`harness.world.FaultRule`
     (``delay`` only for ``slow``). ``calls`` > 1 fires it on that many
     consecutive calls from the ``nth`` on: a persistent outage (mode
-    ``unavailable``) is every call of a service failing for a while."""
+    ``unavailable``) is every call of a service failing for a while.
+    ``action`` ``lookup`` aims it at the service's lookups (``reject`` or
+    ``timeout_before_apply``: the reconciliation of an effect in doubt
+    refused, or its answer lost)."""
 
     op: Literal["arm_world_fault"] = "arm_world_fault"
     service: str
@@ -454,6 +457,9 @@ def describe_step(step: BaseModel) -> str:
         delay = f" ({step.delay:g} s)" if step.delay else ""
         calls = f"calls {step.nth}..{step.nth + step.calls - 1}" if step.calls > 1 else None
         where = calls or f"call {step.nth}"
+        if step.action == "lookup":  # harness.world.LOOKUP: the service's lookups
+            where = where.replace("call", "lookup")
+            return f"arm world fault {step.mode} on {where} of {step.service}"
         return f"arm world fault {step.mode}{delay} on {where} of {step.service}{action}"
     if isinstance(step, InjectMemory):
         lapse = f" expiring in {step.expires_in:g} s" if step.expires_in else ""

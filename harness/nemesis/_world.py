@@ -1,18 +1,23 @@
 """World faults: a rule armed at a simulated service (reject, time out,
-slow down, be unavailable, or kill the caller at the effect boundary)."""
+slow down, be unavailable, or kill the caller at the effect boundary), or
+at its lookups (refuse the lookup a runtime reconciles with, or lose its
+answer)."""
 
 from __future__ import annotations
 
 from ..model import ArmWorldFault, EventF
-from ..world import FaultRule
+from ..world import LOOKUP, FaultRule
 from ._context import StepContext
 
 #: The mode of a persistent outage's rules (see :func:`name_outage_runs`).
 OUTAGE_MODE = "unavailable"
 
 
-def world_kind(mode: str) -> str:
-    """The coverage kind of a world fault rule's mode."""
+def world_kind(mode: str, action: str | None = None) -> str:
+    """The coverage kind of a world fault rule's mode (and action: a rule
+    aimed at a service's lookups is a ``lookup_fault``)."""
+    if action == LOOKUP:
+        return "lookup_fault"
     if mode == OUTAGE_MODE:
         return "outage"
     return "effect_boundary" if mode.startswith("kill_") else "world_fault"
@@ -35,7 +40,7 @@ def arm_world_fault(ctx: StepContext, step: ArmWorldFault) -> None:
                 delay=step.delay,
             )
         )
-        ctx.recorder.arm(world_kind(step.mode))
+        ctx.recorder.arm(world_kind(step.mode, step.action))
     ctx.recorder.record(
         "info", EventF.NOTE, "nemesis", {"text": "world fault armed", **step.model_dump()}
     )

@@ -62,6 +62,7 @@ KIND_FAMILY: dict[str, str] = {
     "clock": "late_approval",
     "world_fault": "world",
     "effect_boundary": "world",
+    "lookup_fault": "world",
     "memory": "memory",
     "migration": "migration",
     "storage": "storage",

@@ -204,6 +204,7 @@ def _describe(e: Event) -> tuple[str, str, str]:
             "crash_point": str(v.get("site", "crash point")),
             "effect_boundary": str(v.get("mode", "boundary")),
             "world_fault": str(v.get("mode", "world")),
+            "lookup_fault": f"lookup {v.get('mode', 'refused')}",
             "clock": f"+{v.get('seconds', 0):g}s",
             "lease_wait": f"+{v.get('seconds', 0):g}s",
         }.get(kind, kind)

@@ -131,11 +131,12 @@ class HistoryRecorder:
             # Counted as armed by the nemesis (arm_world_fault): a rule that
             # never fires shows as armed > fired in the coverage.
             self.fault(
-                world_kind(f.mode),
+                world_kind(f.mode, f.action),
                 True,
                 armed=False,
                 mode=f.mode,
                 service=f.service,
+                action=f.action,
                 run_id=f.run_id,
             )
         self._fired_seen = len(fired)

@@ -47,6 +47,7 @@ from ..model import (
     StorageFault,
     Submit,
 )
+from ..world import LOOKUP, LOOKUP_FAULT_MODES, SERVICES
 from ._universe import TENANTS, Universe
 
 #: How long the ``race`` family slows the first worker's effect: long enough
@@ -62,6 +63,9 @@ FAMILY_KINDS: dict[str, tuple[str, ...]] = {
         "apply_then_timeout",
         "kill_before_apply",
         "kill_after_apply",
+        # the world kills the caller after applying, then refuses (or loses
+        # the answer to) the lookup the next worker reconciles with
+        "lookup_refused",
     ),
     "memory": ("poisoned", "cross_tenant", "expired", "stale"),
     "message": ("valid", "forged", "wrong_role", "wrong_params", "cross_tenant"),
@@ -159,6 +163,31 @@ def _kind(draw: st.DrawFn, swarm: Swarm, family: str) -> str:
     """One kind of ``family`` that the swarm allows (stable as ``_family``)."""
     allowed = swarm.kinds_of(family)
     return draw(st.sampled_from(FAMILY_KINDS[family]).filter(lambda k: k in allowed))
+
+
+def _lookup_refused(draw: st.DrawFn, effects: list[str], nth: int) -> list[ArmWorldFault]:
+    """The ``lookup_refused`` world kind: the caller of an effect whose
+    service offers a lookup is killed right after the service applied it,
+    and the lookup the next worker reconciles with is refused or its answer
+    lost. Nothing, when no effect of the runs' has a service with a lookup
+    (a lookup rule there could never fire)."""
+    looked = [e for e in effects if offers_lookup(e.partition(".")[0])]
+    if not looked:
+        return []
+    service, _, action = draw(st.sampled_from(looked)).partition(".")
+    return [
+        ArmWorldFault(service=service, action=action, nth=nth, mode="kill_after_apply"),
+        ArmWorldFault(
+            service=service, action=LOOKUP, nth=1, mode=draw(st.sampled_from(LOOKUP_FAULT_MODES))
+        ),
+    ]
+
+
+def offers_lookup(service: str) -> bool:
+    """Whether the world's ``service`` offers a lookup (by key or business key)."""
+    spec = SERVICES.get(service)
+    caps = spec.capabilities if spec is not None else None
+    return caps is not None and (caps.lookup_by_key or caps.lookup_by_business_key)
 
 
 @st.composite
@@ -286,11 +315,12 @@ def episode(
         # ungated run would be done before the fault is armed.
         waits = any(wf.needs_approval for r in runs for wf in u.workflows if wf.name == r.workflow)
         first = _approved_first(draw, u, run_ids, n) if waits and draw(st.booleans()) else []
-        return [
-            *first,
-            ArmWorldFault(service=service, action=action, nth=nth, mode=mode),
-            RunWorker(worker_id=f"w{n}"),
-        ]
+        armed = (
+            _lookup_refused(draw, wf_effects, nth)
+            if mode == "lookup_refused"
+            else [ArmWorldFault(service=service, action=action, nth=nth, mode=mode)]
+        )
+        return [*first, *armed, RunWorker(worker_id=f"w{n}")]
     if family == "memory":
         kind = _kind(draw, swarm, "memory")
         # Poison is planted where it could do harm: as a stand-in for an

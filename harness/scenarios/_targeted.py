@@ -10,7 +10,9 @@ approval and its effect, an upgrade between
 crash and resume, the clock passing a wait's deadline with what the run
 waits for withheld. Then the systematic sweeps, each bounded: every other
 world fault mode at every effect (applied then timed out, timed out before
-applying, refused, killed before applying, slow), a persistent outage of
+applying, refused, killed before applying, slow), the lookup that
+reconciles an effect in doubt refused or its answer lost (at every effect
+whose service offers one), a persistent outage of
 each service, every kind of planted memory before and after the clock
 moves (at a key the run reads and at one it writes), a kill right after
 every commit of a fault-free run (those that hand work or a message to
@@ -60,8 +62,9 @@ from ..model import (
     StorageFault,
     Submit,
 )
+from ..world import LOOKUP, LOOKUP_FAULT_MODES
 from ._profile import Commit, EffectSite, WorkflowProfile
-from ._strategies import _memory_target
+from ._strategies import _memory_target, offers_lookup
 from ._universe import Universe
 
 #: a long outage: longer than any approval should live (a day and a bit)
@@ -175,6 +178,7 @@ def targeted(u: Universe) -> list[Scenario]:
     # the first rounds, and the categories above keep their pace.
     sweep_groups = [
         _world_modes(aim),
+        _lookup_refusals(aim),
         _service_outages(aim),
         _memory_clock(aim),
         _commit_kills(aim),
@@ -748,6 +752,39 @@ def _world_modes(a: _Aim) -> list[Scenario]:
                 )
                 for eff in wf.effects
                 for mode in WORLD_MODES
+            ]
+            for wf in a.workflows
+        ]
+    )
+
+
+def _lookup_refusals(a: _Aim) -> list[Scenario]:
+    """The reconciliation refused: at every effect whose service offers a
+    lookup, the world kills the caller right after applying it, and the
+    lookup the next worker reconciles with is refused, or its answer lost
+    (each of :data:`~harness.world.LOOKUP_FAULT_MODES`). A runtime must not
+    guess then: it may not resend what it cannot see (a second effect where
+    the service has no idempotency keys), nor give up on an effect that was
+    applied. Both modes at one effect before the next effect's."""
+    if "world" not in a.families:
+        return []
+    return _interleave(
+        [
+            [
+                _scenario(
+                    f"{wf.name}/lookup_{mode}/{eff}",
+                    _run(wf),
+                    ArmWorldFault(
+                        service=eff.partition(".")[0],
+                        action=eff.partition(".")[2] or None,
+                        mode="kill_after_apply",
+                    ),
+                    ArmWorldFault(service=eff.partition(".")[0], action=LOOKUP, mode=mode),
+                    RunWorker(worker_id="w1"),
+                )
+                for eff in wf.effects
+                if offers_lookup(eff.partition(".")[0])
+                for mode in LOOKUP_FAULT_MODES
             ]
             for wf in a.workflows
         ]

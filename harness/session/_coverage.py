@@ -33,7 +33,7 @@ def fault_label(event: Event) -> str:
     detail: tuple[object, ...] = ()
     if kind == "crash_point":
         detail = (v.get("site"), v.get("action"))
-    elif kind in ("world_fault", "effect_boundary"):
+    elif kind in ("world_fault", "effect_boundary", "lookup_fault"):
         detail = (v.get("mode"), v.get("service"))
     elif kind == "memory":
         detail = (v.get("memory_kind"),)

@@ -283,6 +283,31 @@ MUTANTS = (
     ),
     # -- 4. faults the harness cannot inject yet --------------------------------
     HandMutant(
+        "reconcile-lookup-failure-read-as-not-found",
+        4,
+        "a service that cannot answer the lookup has no record of the call: send it again "
+        "(a second account where the service has no idempotency keys)",
+        (
+            Edit(
+                "_executor/_effects.py",
+                "    except (ServiceRejected, OutcomeUnknown) as exc:\n"
+                "        # The service cannot answer now: try again later, never guess.\n"
+                "        sc.commit(\n"
+                "            run,\n"
+                "            status=S.RETRY_SCHEDULED,\n"
+                '            action="reconcile_deferred",\n'
+                "            attempt=run.attempt + 1,\n"
+                "            wake_at=sc.now() + sc.settings.retry_backoff,\n"
+                '            detail={"op_id": op.op_id, "reason": str(exc)},\n'
+                "        )\n"
+                "        raise Yield from exc\n",
+                "    except (ServiceRejected, OutcomeUnknown):\n"
+                "        found, can_resend = None, True\n",
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
         "retry-counter-not-persisted",
         4,
         "back off exponentially (the attempt count computed, but not written back)",
@@ -458,6 +483,21 @@ PARENT_KILLED_WAITING = (
         "worker_id": "w1",
         "crash": {"site": "after_step_commit", "nth": 2, "action": "kill"},
     },
+)
+
+
+#: acme's onboarding run r1 (approved), its worker killed right after the
+#: world created the account, and the lookup the next worker reconciles
+#: with refused
+ACCOUNT_LOOKUP_REFUSED = (
+    _submit("onboarding", {"customer_id": "k-1", "plan": "gold"}),
+    {
+        "op": "arm_world_fault",
+        "service": "provisioning",
+        "action": "create_account",
+        "mode": "kill_after_apply",
+    },
+    {"op": "arm_world_fault", "service": "provisioning", "action": "lookup", "mode": "reject"},
 )
 
 
@@ -645,6 +685,12 @@ DEMOS: dict[str, tuple[list[dict[str, Any]], Callable[[History], Any], Any, Any]
         lambda h: _read_versions(h, "planted"),
         {2},
         {1},  # the superseded version, because it was written last
+    ),
+    "reconcile-lookup-failure-read-as-not-found": (
+        [*ACCOUNT_LOOKUP_REFUSED, {"op": "run_worker", "worker_id": "w1"}, QUIESCE],
+        lambda h: _world_calls(h, "provisioning.create_account", applied=True),
+        1,  # the lookup deferred, then answered: found, not sent again
+        2,  # a second account
     ),
     "retry-counter-not-persisted": (
         [

@@ -50,6 +50,7 @@ def faults(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, int]
         ("wrong_role_message",),
         ("wrong_params_message",),
         ("world_fault", "effect_boundary"),
+        ("lookup_fault",),  # a reconciling worker's lookup refused
         ("memory",),
         ("migration",),
     ],

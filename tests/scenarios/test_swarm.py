@@ -86,8 +86,18 @@ def families_used(scenario: Scenario) -> set[str]:
 
 def kinds_used(scenario: Scenario) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {"world": set(), "memory": set(), "message": set()}
-    for step in scenario.steps:
-        if isinstance(step, ArmWorldFault) and step.mode != "slow":
+    steps = scenario.steps
+    for i, step in enumerate(steps):
+        lookup_next = (
+            i + 1 < len(steps)
+            and isinstance(steps[i + 1], ArmWorldFault)
+            and steps[i + 1].action == "lookup"  # type: ignore[union-attr]
+        )
+        if isinstance(step, ArmWorldFault) and step.action == "lookup":
+            out["world"].add("lookup_refused")
+        elif isinstance(step, ArmWorldFault) and lookup_next:
+            continue  # the kill that makes the next worker reconcile, of lookup_refused
+        elif isinstance(step, ArmWorldFault) and step.mode != "slow":
             out["world"].add(step.mode)
         elif isinstance(step, InjectMemory):
             out["memory"].add(step.kind)
@@ -161,6 +171,18 @@ def test_a_failure_that_needs_one_kind_shrinks_to_a_swarm_of_that_kind_alone() -
     assert len(found.steps) == 1 + 2 + 1, found.describe()
 
 
+def test_a_refused_lookup_follows_a_kill_after_an_effect_whose_service_has_one() -> None:
+    found = find(
+        scenarios(universe()),
+        lambda s: any(isinstance(x, ArmWorldFault) and x.action == "lookup" for x in s.steps),
+        settings=settings(max_examples=2000, database=None),
+    )
+    assert found.name == "swarm: world[lookup_refused]", found.name
+    kill, lookup = [x for x in found.steps if isinstance(x, ArmWorldFault)]
+    assert (kill.service, kill.action, kill.mode) == ("payments", "refund", "kill_after_apply")
+    assert (lookup.service, lookup.action, lookup.mode) == ("payments", "lookup", "reject")
+
+
 def test_a_failure_that_needs_two_families_keeps_exactly_those_two() -> None:
     u = universe()
     found = find(
@@ -177,8 +199,15 @@ def test_a_swarm_of_one_family_draws_a_long_run_of_it() -> None:
     u = universe()
     found = find(
         scenarios(u),
-        lambda s: sum(isinstance(x, ArmWorldFault) and x.mode != "slow" for x in s.steps) >= 3,
+        # world episodes (a lookup_refused one arms its lookup rule after its kill)
+        lambda s: (
+            sum(
+                isinstance(x, ArmWorldFault) and x.mode != "slow" and x.action != "lookup"
+                for x in s.steps
+            )
+            >= 3
+        ),
         settings=settings(max_examples=2000, database=None),
     )
     assert families_used(found) == {"world"}, found.describe()
-    assert len({s.mode for s in found.steps if isinstance(s, ArmWorldFault)}) == 1
+    assert len(kinds_used(found)["world"]) == 1, found.describe()

@@ -170,6 +170,29 @@ def test_every_world_fault_mode_is_aimed_at_every_declared_effect() -> None:
     assert [m for m in pay if m in WORLD_MODES] == list(WORLD_MODES)
 
 
+def test_the_lookup_reconciling_each_effect_is_refused_where_its_service_offers_one() -> None:
+    wf = WorkflowSpec(
+        name="acct",
+        inputs=({"x": 1},),
+        effects=("provisioning.create_account", "email.send", "payments.charge"),
+    )
+    scenarios = targeted(Universe(workflows=(wf,), crash_points=(), capabilities=CAPS))
+    lookups = [s for s in scenarios if "/lookup_" in s.name]
+    # both modes at one effect before the next's; none where there is no lookup
+    assert [s.name for s in lookups] == [
+        "targeted/acct/lookup_reject/provisioning.create_account",
+        "targeted/acct/lookup_timeout_before_apply/provisioning.create_account",
+        "targeted/acct/lookup_reject/payments.charge",
+        "targeted/acct/lookup_timeout_before_apply/payments.charge",
+    ]
+    for s in lookups:
+        kill, lookup = [x for x in s.steps if isinstance(x, ArmWorldFault)]
+        service, action = s.name.rsplit("/", 1)[1].split(".")
+        assert (kill.service, kill.action, kill.mode) == (service, action, "kill_after_apply")
+        mode = s.name.split("/")[2].removeprefix("lookup_")
+        assert (lookup.service, lookup.action, lookup.mode) == (service, "lookup", mode)
+
+
 def test_a_persistent_outage_turns_every_call_of_each_service_away() -> None:
     outages = [s for s in targeted(universe()) if "/service_down/" in s.name]
     assert [s.name for s in outages] == [
