@@ -9,7 +9,7 @@ it starts (the jobs pass their parent's path on). It wraps the phases of a
 run in timers and, as each process exits, appends what it spent to a file:
 importing the harness, probing the adapter (``probe_universe``, its site
 profiles), checking declarations (each workflow's fault-free probe), the
-parent's one probe for its jobs (``Session.prepare``), fault-free oracle
+parent's one probe for its jobs (``Session._prepare``), fault-free oracle
 runs (count and seconds), scenarios (``Engine.execute`` less its oracle
 runs), the search (``Engine.run``), writing the report, a job's wait for
 its parent's probe, following the jobs and merging, with the wall time and
@@ -84,7 +84,7 @@ if _OUT and "harness.procs._forkserver" not in sys.orig_argv:
     _ACC["import"] = [time.monotonic() - _started, 1]
     _wrap(_api, "probe_universe", "probe")
     _wrap(_api, "check_declarations", "declarations")
-    _wrap(_api.Session, "prepare", "prepare")
+    _wrap(_api.Session, "_prepare", "prepare")  # Session.prepare and run_share
     _wrap(_api.Session, "_write", "report")
     _run_job = _api.run_job
 
