@@ -216,8 +216,15 @@ def from_list(mutants: Sequence[Mutant], lines: Iterable[str]) -> tuple[list[Mut
         where, _, op = ident.partition(" ")
         path, line_s, _col = where.rsplit(":", 2)
         operator = op.rsplit("#", 1)[0]
+        before = change.strip().split("  ->  ", 1)[0]
+        lines_of = _source_lines(path)
         same = []
         for m in by_kind.get((path, operator), []):
+            # Only a mutant on a line that read the same can be the same;
+            # the others are not mutated (cosmic-ray raises on a few
+            # places it offers, e.g. an ``except (A, B)`` tuple).
+            if lines_of[m.line - 1].strip() != before:
+                continue
             source, mutated = mutate(m)
             if changed_line(source, mutated, m.line) == change.strip():
                 same.append(m)
@@ -226,6 +233,10 @@ def from_list(mutants: Sequence[Mutant], lines: Iterable[str]) -> tuple[list[Mut
             continue
         found.append(min(same, key=lambda m: (abs(m.line - int(line_s)), m.occurrence)))
     return found, gone
+
+
+def _source_lines(path: str) -> list[str]:
+    return (_mutants.SOURCE / path).read_text(encoding="utf-8").splitlines()
 
 
 #: cosmic-ray's ExceptionReplacer names an exception nothing raises, which its
