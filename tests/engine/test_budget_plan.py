@@ -49,6 +49,8 @@ CATEGORY = {
     "kill_before_apply": "world modes",
     "slow": "world modes",
     "service_down": "service outages",
+    "lookup_reject": "lookup refusals",
+    "lookup_timeout_before_apply": "lookup refusals",
     "memory_before_clock": "memory and clock",
     "memory_after_clock": "memory and clock",
     "kill_after_handoff": "commit kills",
