@@ -206,6 +206,12 @@ class Approve(_Frozen):
     genuinely signed by that tenant's approver with that tenant's own key;
     if the run waits for an event instead, that event as the other tenant
     sends it, made by the environment's optional ``event_message``).
+    ``changed_mind``: the planned decision (valid), then at once the same
+    approver's genuine opposite decision in a message of its own, both
+    before any worker reads either: the first decision delivered is the
+    one that counts, so the run must end as if only it had come (it is
+    not named by the fault). A runtime whose outcome depends on how many
+    messages a worker finds waiting lets the last one win.
     ``copies`` > 1 delivers the same message again (same message id);
     ``fresh_copies`` > 0 delivers further distinct messages with the same decision.
     ``decision``: ``planned`` (the run's own) or ``opposite`` (the other one:
@@ -216,7 +222,9 @@ class Approve(_Frozen):
 
     op: Literal["approve"] = "approve"
     run_id: str
-    variant: Literal["valid", "forged", "wrong_role", "wrong_params", "cross_tenant"] = "valid"
+    variant: Literal[
+        "valid", "forged", "wrong_role", "wrong_params", "cross_tenant", "changed_mind"
+    ] = "valid"
     decision: Literal["planned", "opposite"] = "planned"
     copies: int = 1
     fresh_copies: int = 0
@@ -449,6 +457,8 @@ def describe_step(step: BaseModel) -> str:
         what = f"a {step.variant} decision"
         if step.variant == "cross_tenant":
             what = "another tenant's message (a decision it signed, or the event waited on)"
+        if step.variant == "changed_mind":
+            what = "the planned decision, then at once the approver's opposite one,"
         return f"deliver {what} for {step.run_id}{copies}{fresh}"
     if isinstance(step, AdvanceClock):
         return f"advance the clock {step.seconds:g} s"

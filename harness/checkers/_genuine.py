@@ -37,7 +37,7 @@ class Delivered:
     message_id: str | None
     approval_id: str | None
     #: valid | forged | wrong_role | wrong_role_above | wrong_params |
-    #: cross_tenant | duplicate
+    #: cross_tenant | duplicate | changed_mind
     variant: str
     #: approved | rejected
     decision: str
@@ -111,8 +111,11 @@ def delivered_decisions(history: History) -> Decisions:
         own = tenant is None or run_tenant is None or tenant == run_tenant
         if variant == "valid" and message_id is not None and own:
             valid_ids.add(message_id)
+        # A changed mind is the approver's too (its first decision counts:
+        # resume_equivalence holds the run to it).
         genuine = own and (
-            variant == "valid" or (variant == "duplicate" and message_id in valid_ids)
+            variant in ("valid", "changed_mind")
+            or (variant == "duplicate" and message_id in valid_ids)
         )
         out.by_run.setdefault(run_id, []).append(
             Delivered(

@@ -28,9 +28,13 @@ def approve(ctx: StepContext, step: Approve) -> None:
     """Deliver the run's planned decision, as ``step`` varies it."""
     env = ctx.env
     spec = ctx.runs.get(step.run_id)
-    decision = spec.decision if spec is not None else "approved"
+    decision: str = spec.decision if spec is not None else "approved"
+    if step.variant == "changed_mind":
+        approve(ctx, step.model_copy(update={"variant": "valid", "decision": "planned"}))
+        _change_mind(ctx, step.run_id, _other(decision))
+        return
     if step.decision == "opposite":
-        decision = "rejected" if decision == "approved" else "approved"
+        decision = _other(decision)
     for copy in range(1 + step.fresh_copies):
         for asked in ASKED.get(step.variant, (step.variant,)):
             mid = ctx.message_id(step.run_id, "decision")
@@ -59,6 +63,21 @@ def approve(ctx: StepContext, step: Approve) -> None:
                     ctx.recorder.fault("duplicate_message", True, run_id=step.run_id, fresh=False)
             if step.variant == "valid":
                 ctx.decided.add(str(msg["payload"].get("approval_id")))
+
+
+def _other(decision: str) -> str:
+    return "rejected" if decision == "approved" else "approved"
+
+
+def _change_mind(ctx: StepContext, run_id: str, decision: str) -> None:
+    """The approver's second, opposite decision, genuinely signed, right
+    behind the first: it must change nothing (the first one counts)."""
+    mid = ctx.message_id(run_id, "decision")
+    msg = ctx.env.approval_message(run_id, decision, "valid", mid)
+    if msg is None:
+        return  # the run waits for no approval: said when the first was not sent
+    ctx.recorder.fault("changed_mind_message", True, run_id=run_id, decision=decision)
+    deliver_message(ctx, msg, "changed_mind", decision)
 
 
 def _claims(asked: str, msg: dict[str, Any]) -> dict[str, Any]:

@@ -58,6 +58,7 @@ KIND_FAMILY: dict[str, str] = {
     "wrong_role_message": "message",
     "wrong_params_message": "message",
     "cross_tenant_message": "message",
+    "changed_mind_message": "message",
     "valid_message": "message",
     "clock": "late_approval",
     "world_fault": "world",

@@ -68,7 +68,7 @@ FAMILY_KINDS: dict[str, tuple[str, ...]] = {
         "lookup_refused",
     ),
     "memory": ("poisoned", "cross_tenant", "expired", "stale"),
-    "message": ("valid", "forged", "wrong_role", "wrong_params", "cross_tenant"),
+    "message": ("valid", "forged", "wrong_role", "wrong_params", "cross_tenant", "changed_mind"),
     "network": ("commit_ack_lost", "reset_mid_transaction", "partition"),
 }
 
@@ -285,7 +285,7 @@ def episode(
         variant = _kind(draw, swarm, "message")
         # An invalid message may carry the opposite of the approver's
         # decision: a runtime that trusts it then does what was refused.
-        opposite = variant != "valid" and draw(st.booleans())
+        opposite = variant not in ("valid", "changed_mind") and draw(st.booleans())
         return [
             RunWorker(worker_id=f"w{n}"),
             Approve(

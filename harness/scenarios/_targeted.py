@@ -303,7 +303,19 @@ def _messages(a: _Aim) -> list[Scenario]:
         )
         for wf in gated[:1]
     ]
-    return twice[:1] + refused + _cross_tenant_events(a) + twice[1:]
+    # The approver's genuine opposite decision right behind the first: the
+    # first counts, whichever the plan is.
+    changed = [
+        _scenario(
+            f"{wf.name}/changed_mind/{planned}",
+            _run(wf).model_copy(update={"decision": planned}),
+            RunWorker(worker_id="w1"),
+            Approve(run_id="r1", variant="changed_mind"),
+        )
+        for wf in gated[:1]
+        for planned in ("rejected", "approved")
+    ]
+    return twice[:1] + refused + changed + _cross_tenant_events(a) + twice[1:]
 
 
 def _cross_tenant_events(a: _Aim) -> list[Scenario]:

@@ -220,6 +220,22 @@ MUTANTS = (
         caught=True,
     ),
     HandMutant(
+        "a-later-decision-overrides-the-first",
+        3,
+        "read the whole inbox while waiting for the approval, not up to the first "
+        "valid decision (`continue` where `break` was; mutation survivor "
+        "_approval_steps.py:93 of the seed-1 sample): the approver's second, opposite "
+        "decision, waiting behind the first, wins",
+        (
+            Edit(
+                "_executor/_approval_steps.py",
+                "        if decided is not None:\n            break\n",
+                "        if decided is not None:\n            continue\n",
+            ),
+        ),
+        caught=True,
+    ),
+    HandMutant(
         "decision-params-not-compared",
         3,
         "the decision names the parameters it approved: check that it names some",

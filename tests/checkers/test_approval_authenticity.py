@@ -151,3 +151,18 @@ def test_a_rejected_record_needs_no_backing() -> None:
     b = _gated().deliver("r1", "forged", "rejected").approval("r1", decision="rejected")
     r = check_approval_integrity(b.final("r1", "cancelled").build(), None)
     assert r.verdict is Verdict.PASS, r.message
+
+
+def test_an_approvers_changed_mind_is_still_the_approver_speaking() -> None:
+    """A changed mind is genuine: approval_integrity does not judge which of
+    the approver's decisions counts (resume_equivalence holds the run to the
+    first); it only asks that an approval be the approver's."""
+    b = _gated().deliver("r1", "valid", "rejected").deliver("r1", "changed_mind", "approved")
+    b.approval("r1").effect("r1", REFUND)
+    r = check_approval_integrity(b.final("r1", "completed").build(), None)
+    assert r.verdict is Verdict.PASS, r.message
+    assert r.counts["genuinely_approved"] == 1
+    # signed for another tenant, it is not
+    b = _gated().deliver("r1", "changed_mind", "approved", tenants=("globex", "acme"))
+    r = check_approval_integrity(b.approval("r1").effect("r1", REFUND).build(), None)
+    assert r.verdict is Verdict.FAIL, r.message

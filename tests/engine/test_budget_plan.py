@@ -34,6 +34,7 @@ CATEGORY = {
     "forged_rejection": "messages",
     "cross_tenant_decision": "messages",
     "cross_tenant_event": "messages",
+    "changed_mind": "messages",
     "memory": "memory",
     "upgrade_mid_run": "upgrades",
     "outage_before": "outages",

@@ -137,7 +137,9 @@ def _two_bugs_sampled(folder: Path, *extra: str) -> dict[str, Any]:
         "--profile",
         "dev",
         "--seed",
-        "8",
+        # a seed whose 40 draws meet both bugs; the sampled stream changes
+        # whenever the strategies do (a new kind of message): re-pick then
+        "10",
         "--no-targeted",
         "--max-examples",
         "40",
