@@ -228,6 +228,13 @@ def schedule_kind(name: str) -> str:
     return parts[2]
 
 
+def _kill_after_apply(eff: str) -> ArmWorldFault:
+    """The world kills the caller of effect ``eff`` ("service.action") right
+    after applying it."""
+    service, _, action = eff.partition(".")
+    return ArmWorldFault(service=service, action=action or None, mode="kill_after_apply")
+
+
 def _world_kills(a: _Aim) -> list[Scenario]:
     """The world kills the worker right after applying each effect."""
     if "world" not in a.families:
@@ -238,11 +245,7 @@ def _world_kills(a: _Aim) -> list[Scenario]:
                 _scenario(
                     f"{wf.name}/kill_after_apply/{eff}",
                     _run(wf),
-                    ArmWorldFault(
-                        service=eff.partition(".")[0],
-                        action=eff.partition(".")[2] or None,
-                        mode="kill_after_apply",
-                    ),
+                    _kill_after_apply(eff),
                     RunWorker(worker_id="w1"),
                 )
                 for eff in wf.effects
@@ -707,11 +710,7 @@ def _upgrades(a: _Aim) -> list[Scenario]:
                 _scenario(
                     f"{wf.name}/upgrade_mid_run/kill_after_apply/{eff}",
                     _run(wf, code_version=1),
-                    ArmWorldFault(
-                        service=eff.partition(".")[0],
-                        action=eff.partition(".")[2] or None,
-                        mode="kill_after_apply",
-                    ),
+                    _kill_after_apply(eff),
                     RunWorker(worker_id="v1", code_version=1),
                     *(decided if gated else []),
                 )
@@ -786,11 +785,7 @@ def _lookup_refusals(a: _Aim) -> list[Scenario]:
                 _scenario(
                     f"{wf.name}/lookup_{mode}/{eff}",
                     _run(wf),
-                    ArmWorldFault(
-                        service=eff.partition(".")[0],
-                        action=eff.partition(".")[2] or None,
-                        mode="kill_after_apply",
-                    ),
+                    _kill_after_apply(eff),
                     ArmWorldFault(service=eff.partition(".")[0], action=LOOKUP, mode=mode),
                     RunWorker(worker_id="w1"),
                 )
