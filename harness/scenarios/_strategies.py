@@ -165,22 +165,27 @@ def _kind(draw: st.DrawFn, swarm: Swarm, family: str) -> str:
     return draw(st.sampled_from(FAMILY_KINDS[family]).filter(lambda k: k in allowed))
 
 
-def _lookup_refused(draw: st.DrawFn, effects: list[str], nth: int) -> list[ArmWorldFault]:
+def _lookup_refused(
+    draw: st.DrawFn, effects: list[str], nth: int, kill_alone: bool
+) -> list[ArmWorldFault]:
     """The ``lookup_refused`` world kind: the caller of an effect whose
     service offers a lookup is killed right after the service applied it,
     and the lookup the next worker reconciles with is refused or its answer
-    lost (in three draws of four: the shrinker can take the refusal away,
-    leaving the kill alone). Nothing, when no effect of the runs' has a service with a lookup
-    (a lookup rule there could never fire)."""
+    lost (where the swarm allows the kill alone, in three draws of four:
+    the shrinker can take the refusal away). Nothing, when no effect of the
+    runs' has a service with a lookup (a lookup rule there could never
+    fire)."""
     looked = [e for e in effects if offers_lookup(e.partition(".")[0])]
     if not looked:
         return []
     service, _, action = draw(st.sampled_from(looked)).partition(".")
     kill = ArmWorldFault(service=service, action=action, nth=nth, mode="kill_after_apply")
-    # Three draws in four refuse the lookup too; the fourth, 0, is the one
-    # the shrinker tries first, so a counterexample keeps the refusal only
-    # when the kill alone does not fail.
-    if draw(st.integers(min_value=0, max_value=3)) == 0:
+    # Where the swarm allows the kill alone (``kill_after_apply``), three
+    # draws in four refuse the lookup too; the fourth, 0, is the one the
+    # shrinker tries first, so a counterexample keeps the refusal only when
+    # the kill alone does not fail. Otherwise the refusal always comes: the
+    # episode stays of a kind its swarm allows.
+    if kill_alone and draw(st.integers(min_value=0, max_value=3)) == 0:
         return [kill]
     mode = draw(st.sampled_from(LOOKUP_FAULT_MODES))
     return [kill, ArmWorldFault(service=service, action=LOOKUP, nth=1, mode=mode)]
@@ -319,7 +324,7 @@ def episode(
         waits = any(wf.needs_approval for r in runs for wf in u.workflows if wf.name == r.workflow)
         first = _approved_first(draw, u, run_ids, n) if waits and draw(st.booleans()) else []
         armed = (
-            _lookup_refused(draw, wf_effects, nth)
+            _lookup_refused(draw, wf_effects, nth, "kill_after_apply" in swarm.kinds_of("world"))
             if mode == "lookup_refused"
             else [ArmWorldFault(service=service, action=action, nth=nth, mode=mode)]
         )
