@@ -117,13 +117,16 @@ def _paused(worker_id: str, site: str, nth: int) -> RunWorker:
     return RunWorker(worker_id=worker_id, crash=CrashSpec(site=site, nth=nth, action="pause"))
 
 
-def _rounds(n: int, approvals: bool) -> list[Step]:
-    """Workers to bring run r1 to round ``n``, its decision delivered after each."""
+def _rounds(n: int) -> list[Step]:
+    """Workers to bring run r1 to round ``n``, its decision delivered after
+    each, as the fault-free profile delivered it (the approver's valid
+    decision, which every environment's ``approval_message`` makes, signed
+    or not: a round of the profile that began with a decision must begin
+    with one here too, or the worker aimed at it finds nothing to do)."""
     out: list[Step] = []
     for i in range(n):
         out.append(RunWorker(worker_id=f"p{i}"))
-        if approvals:
-            out.append(Approve(run_id="r1"))
+        out.append(Approve(run_id="r1"))
     return out
 
 
@@ -134,7 +137,6 @@ class _Aim:
     u: Universe
     workflows: tuple[WorkflowSpec, ...]
     families: frozenset[str]
-    approvals: bool
     in_txn: frozenset[str]
     pausable: frozenset[str]
 
@@ -143,7 +145,7 @@ class _Aim:
 
     def before(self, wf: WorkflowSpec, es: EffectSite, *steps: Step, name: str) -> Scenario:
         """A scenario whose ``steps`` start at the worker round that makes ``es``'s call."""
-        return _scenario(f"{wf.name}/{name}", _run(wf), *_rounds(es.round, self.approvals), *steps)
+        return _scenario(f"{wf.name}/{name}", _run(wf), *_rounds(es.round), *steps)
 
 
 def targeted(u: Universe) -> list[Scenario]:
@@ -153,7 +155,6 @@ def targeted(u: Universe) -> list[Scenario]:
         # Workflows that need a decision first: that is where most is at stake.
         workflows=tuple(sorted(u.workflows, key=lambda w: not w.needs_approval)),
         families=frozenset(u.enabled()),
-        approvals=Capability.APPROVALS in u.capabilities,
         in_txn=frozenset(u.in_transaction_points()),
         pausable=frozenset(u.pause_points),
     )
@@ -334,7 +335,7 @@ def _cross_tenant_events(a: _Aim) -> list[Scenario]:
             _scenario(
                 f"{wf.name}/cross_tenant_event/r{c.round}/{c.last[0]}@{c.last[1]}",
                 _run(wf),
-                *_rounds(c.round, a.approvals),
+                *_rounds(c.round),
                 RunWorker(worker_id="w1", crash=CrashSpec(site=c.after[0], nth=c.after[1])),
                 Approve(run_id="r1", variant="cross_tenant", decision="opposite"),
             )
@@ -391,7 +392,7 @@ def _commit_sweeps(a: _Aim) -> tuple[list[Scenario], list[Scenario]]:
                 _scenario(
                     f"{wf.name}/kill_in_first_commit/{site}@{n}",
                     _run(wf),
-                    *_rounds(p.resume_round, a.approvals),
+                    *_rounds(p.resume_round),
                     RunWorker(worker_id="w1", crash=CrashSpec(site=site, nth=n)),
                 )
                 for site, n in first[:MAX_TXN_SITES]
@@ -464,7 +465,7 @@ def _effect_of(s: Scenario) -> str:
 def _outages(a: _Aim) -> list[Scenario]:
     """A long outage between the decision and a gated workflow's effect: the
     worker dies right before the effect, and nothing runs for a day."""
-    if "late_approval" not in a.families or not a.approvals:
+    if "late_approval" not in a.families:
         return []
     return [
         a.before(
@@ -514,12 +515,12 @@ def _wait_deadlines(a: _Aim) -> list[Scenario]:
                     _scenario(
                         f"{wf.name}/deadline_passes/r{c.round}/{c.last[0]}@{c.last[1]}",
                         _run(wf),
-                        *_rounds(c.round, a.approvals),
+                        *_rounds(c.round),
                         RunWorker(worker_id="w1", crash=CrashSpec(site=c.after[0], nth=c.after[1])),
                         AdvanceClock(seconds=WAIT_SECONDS),
                     )
                 )
-        if wf.needs_approval and a.approvals:
+        if wf.needs_approval:
             mine.append(
                 _scenario(
                     f"{wf.name}/deadline_passes/approval",
@@ -553,7 +554,7 @@ def _storage_cuts(a: _Aim) -> list[Scenario]:
                 _scenario(
                     f"{wf.name}/storage_cut_in_commit/{site_in[0]}@{site_in[1]}",
                     _run(wf),
-                    *_rounds(p.resume_round, a.approvals),
+                    *_rounds(p.resume_round),
                     _paused("s1", *site_in),
                     *cuts,
                     ContinueWorker(worker_id="s1"),
@@ -606,7 +607,7 @@ def _network(a: _Aim) -> list[Scenario]:
                 _scenario(
                     f"{wf.name}/{name}",
                     _run(wf),
-                    *_rounds(c.round, a.approvals),
+                    *_rounds(c.round),
                     _paused("n1", *site),
                     NetworkFault(kind=kind, worker_id="n1"),
                 )
@@ -655,7 +656,7 @@ def _network_targets(a: _Aim, wf: WorkflowSpec) -> list[tuple[str, Commit, tuple
             out.append((variant, c, c.last))
 
     decided = next((c for c in commits if c.round == p.resume_round), None)
-    if a.approvals and wf.needs_approval and p.resume_round > 0:
+    if wf.needs_approval and p.resume_round > 0:
         add("decision", decided)
     for es in p.effect_sites:
         trace = p.rounds[es.round] if es.round < len(p.rounds) else ()
@@ -704,7 +705,7 @@ def _upgrades(a: _Aim) -> list[Scenario]:
         )
         kills = []
         if not a.u.crash_points and "world" in a.families:
-            gated = wf.needs_approval and a.approvals
+            gated = wf.needs_approval
             decided: list[Step] = [Approve(run_id="r1"), RunWorker(worker_id="v2", code_version=1)]
             kills = [
                 _scenario(
@@ -892,7 +893,7 @@ def _kill_after(a: _Aim, wf: WorkflowSpec, c: Commit) -> Scenario:
     return _scenario(
         f"{wf.name}/kill_after_{kind}/r{c.round}/{c.last[0]}@{c.last[1]}",
         _run(wf),
-        *_rounds(c.round, a.approvals),
+        *_rounds(c.round),
         RunWorker(worker_id="w1", crash=CrashSpec(site=site, nth=n)),
     )
 
@@ -918,7 +919,7 @@ def _barriers(a: _Aim) -> list[Scenario]:
                 _scenario(
                     f"{wf.name}/barrier_race/r{r}/{first[0]}@{first[1]}",
                     _run(wf),
-                    *_rounds(r, a.approvals),
+                    *_rounds(r),
                     _paused("b1", *first),
                     _paused("b2", *first),
                     ReleaseWorkers(worker_ids=("b1", "b2")),

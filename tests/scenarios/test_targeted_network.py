@@ -126,3 +126,22 @@ def test_with_the_clock_a_partition_before_the_first_effect_comes_third() -> Non
     assert isinstance(paused, RunWorker)
     assert paused.crash == CrashSpec(site="e", nth=1, action="pause")
     assert steps[4] == NetworkFault(kind="partition", worker_id="n1")
+
+
+def test_without_signed_approvals_the_decision_is_still_delivered_between_rounds() -> None:
+    # An adapter without the ``approvals`` capability (LangGraph's) still
+    # takes the approver's valid decision: its fault-free profile was
+    # resumed by one, so a schedule aimed at round 1 must deliver it too,
+    # or the worker paused there finds the run waiting and never pauses.
+    got = network(universe(CAPS - {Capability.APPROVALS}))
+    assert [s.name for s in got] == [s.name for s in network(universe())]
+    for s in got:
+        ops = [x.op for x in s.steps]
+        if "/r1/" in s.name:
+            assert ops[:3] == ["submit", "run_worker", "approve"], s.name
+    # every targeted schedule aimed past a round delivers that round's decision
+    for s in targeted(universe(CAPS - {Capability.APPROVALS})):
+        ops = [x.op for x in s.steps]
+        workers = [i for i, op in enumerate(ops) if op == "run_worker"]
+        if "/r1/" in s.name and workers:
+            assert "approve" in ops[: workers[-1]], s.name
