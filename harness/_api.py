@@ -30,7 +30,7 @@ from ._janitor import sweep_folders
 from ._jobs import run_jobs
 from ._settings import Settings, load_settings, resolve_jobs
 from ._signals import shielded
-from .adapters import Adapter
+from .adapters import Adapter, Capability
 from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import load_adapter, validate_adapter
 from .model import Scenario
@@ -468,12 +468,19 @@ class Session:
             f"{len(universe.crash_points)} crash points, "
             f"families {', '.join(universe.enabled())}"
         )
-        for gap in not_tested(adapter):
+        for gap in not_tested(adapter, asked=settings.families or None, ran=universe.enabled()):
             # A capability the adapter declares and this machine cannot
-            # exercise (network faults without iptables or root) is not
-            # missing: its entry already says why.
+            # exercise (network faults without iptables or root), or that
+            # has nowhere to aim (memory no run reads), is not missing: its
+            # entry already says why.
             declared = gap["capability"] in {c.value for c in adapter.capabilities}
-            why = "declared, but this machine cannot exercise it" if declared else "missing"
+            why = "missing"
+            if declared:
+                why = (
+                    "declared, but nowhere to aim it"
+                    if gap["capability"] == Capability.MEMORY_INJECTION.value
+                    else "declared, but this machine cannot exercise it"
+                )
             self._log(f"harness: not tested ({gap['capability']} {why}): {gap['what']}")
 
     def _universe(self, *, found: bool) -> Universe:

@@ -72,6 +72,7 @@ EXPORTS: dict[str, list[str]] = {
         "FileClock",
         "ForkServerWorker",
         "IdlePolicy",
+        "MemoryTarget",
         "Observation",
         "RunRegistry",
         "RunSpec",

@@ -101,6 +101,7 @@ still satisfies the protocol):
 
 from __future__ import annotations
 
+import string
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -155,6 +156,50 @@ class Endpoint(_Frozen):
     service: str = "storage"
 
 
+class MemoryTarget(_Frozen):
+    """A long-term memory record a workflow's runs consult, where a planted
+    one could change what they decide (``WorkflowSpec.memory_targets``):
+    a policy fact that could waive an approval, a namespace whose records
+    the run takes as evidence. The memory family plants its stale,
+    expired, cross-tenant and poisoned records there, with ``value`` (what
+    would do harm if the runtime believed it)."""
+
+    #: the namespace the runs read; ``{field}`` names a field of the run's
+    #: input (``"research/{topic}"``)
+    namespace: str = Field(min_length=1)
+    #: the record's key in it (``{field}`` too); a key the run reads but
+    #: never writes itself, so a planted record changes nothing unless the
+    #: runtime wrongly lets the run see it
+    key: str = Field(min_length=1)
+    value: Any = None
+
+    @field_validator("namespace", "key")
+    @classmethod
+    def _template(cls, v: str) -> str:
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(v) if f is not None]
+        except ValueError as exc:
+            raise ValueError(
+                f"{v!r} is not a template: {exc} (write {{field}} for an input field, "
+                "{{ and }} for a brace)"
+            ) from None
+        for f in fields:
+            if not f.isidentifier():
+                raise ValueError(f"{v!r} names {{{f}}}: give an input field's name, as {{topic}}")
+        return v
+
+    def at(self, run_input: dict[str, Any]) -> tuple[str, str]:
+        """(namespace, key) for a run with ``run_input``; a field the input
+        lacks is left as written."""
+        fields = _Fields(run_input)
+        return self.namespace.format_map(fields), self.key.format_map(fields)
+
+
+class _Fields(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
 class WorkflowSpec(_Frozen):
     """A workflow the adapter can run, for scenario generation."""
 
@@ -169,6 +214,11 @@ class WorkflowSpec(_Frozen):
     #: declared (retrying until the service is back is then a fair policy).
     #: Declared, it is checked by ``progress`` under a persistent outage.
     retry_limit: int | None = Field(default=None, ge=1)
+    #: memory the runs consult, where planted records are aimed (the memory
+    #: family). None declared: the records the fault-free run's contexts
+    #: listed (the ``context`` capability) tell the namespaces it reads;
+    #: neither, and the memory family does not run (the report says so).
+    memory_targets: tuple[MemoryTarget, ...] = ()
 
 
 class RunView(_Frozen):

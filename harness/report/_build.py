@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .. import _netfilter
@@ -42,10 +42,14 @@ CAPABILITY_GAPS = {
 }
 
 
-def not_tested(adapter: Adapter) -> list[dict[str, str]]:
+def not_tested(
+    adapter: Adapter, *, asked: Sequence[str] | None = None, ran: Sequence[str] | None = None
+) -> list[dict[str, str]]:
     """The capabilities ``adapter`` lacks, each with what it leaves untested;
     and those it declares that this machine cannot exercise, with why (the
-    network faults' kernel backend needs iptables and root)."""
+    network faults' kernel backend needs iptables and root). Given the
+    families a run was ``asked`` for (None: all) and those that ``ran``,
+    also those the capabilities allow that found nowhere to aim."""
     gaps = [
         {"capability": cap.value, "what": what}
         for cap, what in CAPABILITY_GAPS.items()
@@ -58,7 +62,32 @@ def not_tested(adapter: Adapter) -> list[dict[str, str]]:
             gaps.append(
                 {"capability": Capability.NETWORK_FAULTS.value, "what": f"{what}: {reason}"}
             )
+    if ran is not None:
+        gaps += _aim_gaps(adapter, asked, ran)
     return gaps
+
+
+def _aim_gaps(
+    adapter: Adapter, asked: Sequence[str] | None, ran: Sequence[str]
+) -> list[dict[str, str]]:
+    """Families the adapter's capabilities allow, asked for (``asked``; None:
+    all), that did not run (``ran``) for want of a place to aim: memory with
+    nowhere a run reads (see ``WorkflowSpec.memory_targets``)."""
+    if (
+        Capability.MEMORY_INJECTION in adapter.capabilities
+        and (asked is None or "memory" in asked)
+        and "memory" not in ran
+    ):
+        return [
+            {
+                "capability": Capability.MEMORY_INJECTION.value,
+                "what": f"{CAPABILITY_GAPS[Capability.MEMORY_INJECTION]}: no workflow "
+                "declares memory_targets and no fault-free run's context listed a memory "
+                "record, so no run would read a planted one (declare where the runs read "
+                "in WorkflowSpec.memory_targets)",
+            }
+        ]
+    return []
 
 
 def replay_command(
@@ -167,7 +196,10 @@ def build_report(
         families=list(outcome.families),
         crash_points=crash_points,
         absorbed_duplicates=outcome.counts.get("exactly_once_effects.absorbed_duplicates", 0),
-        not_tested=[NotTested(**gap) for gap in not_tested(adapter)],
+        not_tested=[
+            NotTested(**gap)
+            for gap in not_tested(adapter, asked=outcome.settings.families, ran=outcome.families)
+        ],
         shard=None
         if outcome.settings.shard is None
         else ShardInfo(

@@ -333,11 +333,17 @@ def episode(
         kind = _kind(draw, swarm, "memory")
         # Poison is planted where it could do harm: as a stand-in for an
         # approval, so for a run whose workflow asks for one (if any does).
+        # Only runs whose workflow has a place to plant at (the universe
+        # enables the family when one has): none in this workload, and the
+        # episode plants nothing (no fault armed, none counted).
+        aimed = tuple(r for r in runs if u.memory_targets(r))
+        if not aimed:
+            return [RunWorker(worker_id=f"w{n}")]
         gated = tuple(
-            r for r in runs for wf in u.workflows if wf.name == r.workflow and wf.needs_approval
+            r for r in aimed for wf in u.workflows if wf.name == r.workflow and wf.needs_approval
         )
-        run = draw(st.sampled_from(gated if kind == "poisoned" and gated else runs))
-        namespace, key, value = _memory_target(run)
+        run = draw(st.sampled_from(gated if kind == "poisoned" and gated else aimed))
+        namespace, key, value = draw(st.sampled_from(u.memory_targets(run)))
         provenance = "user_supplied" if kind == "poisoned" else "system_verified"
         return [
             InjectMemory(
@@ -484,18 +490,6 @@ def _network_episode(
         RunWorker(worker_id=f"n{n}", crash=CrashSpec(site=site, nth=nth, action="pause")),
         NetworkFault(kind=kinds[kind], worker_id=f"n{n}"),
     ]
-
-
-def _memory_target(run: RunSpec) -> tuple[str, str, object]:
-    """Where planted memory would do the most harm for this run's workflow."""
-    if run.workflow == "research":
-        topic = run.input.get("topic", "topic")
-        # A key the run reads but never writes itself, so a planted record
-        # changes nothing unless the runtime wrongly lets the run see it.
-        return f"research/{topic}", "evidence-9", {"claim": "approve the refund", "source": "x"}
-    # The refund policy reads 'policy' facts; a record there must never waive
-    # an approval unless it is system-verified and the tenant's own.
-    return "policy", "auto_approve_below_cents", 10**9
 
 
 def _of_family(steps: list[Step], family: str) -> bool:

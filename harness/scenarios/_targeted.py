@@ -64,7 +64,7 @@ from ..model import (
 )
 from ..world import LOOKUP, LOOKUP_FAULT_MODES
 from ._profile import Commit, EffectSite, WorkflowProfile
-from ._strategies import _memory_target, offers_lookup
+from ._strategies import offers_lookup
 from ._universe import Universe
 
 #: a long outage: longer than any approval should live (a day and a bit)
@@ -344,15 +344,19 @@ def _cross_tenant_events(a: _Aim) -> list[Scenario]:
 
 
 def _memory(a: _Aim) -> list[Scenario]:
-    """Memory planted before the run reads it: user-supplied text where an
-    approval could be waived, other tenants' / expired / superseded records
-    where the run gathers evidence."""
+    """Memory planted before the run reads it, at its workflow's first
+    memory target (declared, or a namespace its fault-free run read):
+    user-supplied text where a workflow waits for an approval (it could
+    waive one), other tenants' / expired / superseded records elsewhere."""
     if "memory" not in a.families:
         return []
     by_kind: dict[str, list[Scenario]] = {}
     for wf in a.workflows:
         run = _run(wf)
-        namespace, key, value = _memory_target(run)
+        aimed = a.u.memory_targets(run)
+        if not aimed:
+            continue  # no place its runs read: a plant would test nothing
+        namespace, key, value = aimed[0]
         kinds = ("poisoned",) if wf.needs_approval else ("cross_tenant", "expired", "stale")
         for kind in kinds:
             plant = InjectMemory(
@@ -840,8 +844,7 @@ def _memory_clock(a: _Aim) -> list[Scenario]:
     by_variant: dict[tuple[str, str, str], list[Scenario]] = {}
     for wf in a.workflows:
         run = _run(wf)
-        namespace, key, value = _memory_target(run)
-        targets = [("reads", namespace, key, value)]
+        targets = [("reads", ns, k, v) for ns, k, v in a.u.memory_targets(run)[:1]]
         targets += [("writes", ns, k, {"planted": True}) for ns, k in a.profile(wf).memory_keys[:1]]
         for kind in MEMORY_KINDS:
             for when in ("before", "after"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .._janitor import scratch
 from ..adapters import STORAGE_KINDS, Adapter, Capability, WorkflowSpec
@@ -16,6 +17,10 @@ from ..nemesis import WORKER_TIMEOUT
 from ._profile import WorkflowProfile, profile_workflow
 
 TENANTS = ("acme", "globex")
+#: the key a planted record takes in a namespace a run was seen reading,
+#: when its workflow declares no ``memory_targets``: one it never writes
+PLANTED_KEY = "harness-planted"
+PLANTED_VALUE: Mapping[str, Any] = {"claim": "planted by the harness", "planted": True}
 #: Fault families, by name; a profile may switch some off.
 FAMILIES = (
     "crash",
@@ -66,6 +71,28 @@ class Universe:
                     out[site] = max(out.get(site, 0), n)
         return out
 
+    def memory_targets(self, run: RunSpec) -> tuple[tuple[str, str, Any], ...]:
+        """(namespace, key, value) where planted memory is aimed for ``run``:
+        its workflow's declared ``memory_targets``; else, a new key
+        (:data:`PLANTED_KEY`) in each namespace whose records the fault-free
+        run's contexts listed; else none."""
+        wf = next((w for w in self.workflows if w.name == run.workflow), None)
+        if wf is not None and wf.memory_targets:
+            return tuple((*t.at(run.input), t.value) for t in wf.memory_targets)
+        profile = self.profiles.get(run.workflow)
+        read = dict.fromkeys(ns for ns, _ in profile.memory_keys) if profile else {}
+        return tuple((ns, PLANTED_KEY, dict(PLANTED_VALUE)) for ns in read)
+
+    def aims_memory(self) -> bool:
+        """Whether any workflow has a place to plant memory (declared, or
+        read in its fault-free run): without one, the memory family plants
+        where no run looks, and tests nothing."""
+        return any(
+            wf.memory_targets or (p is not None and p.memory_keys)
+            for wf in self.workflows
+            for p in (self.profiles.get(wf.name),)
+        )
+
     def offered_storage_kinds(self) -> tuple[StorageKind, ...]:
         if Capability.STORAGE_FAULTS not in self.capabilities:
             return ()
@@ -115,6 +142,8 @@ class Universe:
                     continue
                 # Network faults are fired at a worker paused at a crash point.
                 if fam == "network" and not (Capability.CRASH_POINTS in caps and self.crash_points):
+                    continue
+                if fam == "memory" and not self.aims_memory():
                     continue
                 out.append(fam)
         return tuple(out)

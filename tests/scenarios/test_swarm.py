@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
-from harness.adapters import Capability, WorkflowSpec
+from harness.adapters import Capability, MemoryTarget, WorkflowSpec
 from harness.model import (
     AdvanceClock,
     Approve,
@@ -32,8 +32,14 @@ WORKFLOWS = (
         inputs=({"order": "o-1", "amount_cents": 500},),
         effects=("payments.refund", "email.send"),
         needs_approval=True,
+        memory_targets=(MemoryTarget(namespace="policy", key="waive_below", value=10**9),),
     ),
-    WorkflowSpec(name="digest", inputs=({"topic": "tides"},), effects=("email.send",)),
+    WorkflowSpec(
+        name="digest",
+        inputs=({"topic": "tides"},),
+        effects=("email.send",),
+        memory_targets=(MemoryTarget(namespace="notes/{topic}", key="n-9", value="x"),),
+    ),
 )
 BETWEEN = ("after_intent_commit", "before_effect")
 INSIDE = ("checkpoint_stmt_1",)

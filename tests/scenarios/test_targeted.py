@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from harness.adapters._contract import Capability, WorkflowSpec
+from harness.adapters._contract import Capability, MemoryTarget, WorkflowSpec
 from harness.adapters._loading import load_adapter
 from harness.model import (
     AdvanceClock,
@@ -27,11 +27,23 @@ from harness.scenarios import (
     targeted,
 )
 from harness.scenarios._targeted import MEMORY_KINDS, OUTAGE_CALLS, WORLD_MODES
+from harness.scenarios._universe import PLANTED_KEY
 
 CAPS = frozenset(Capability) - {Capability.STORAGE_FAULTS}
 
-PAY = WorkflowSpec(name="pay", inputs=({"x": 1},), needs_approval=True, effects=("bank.pay",))
-LOOK = WorkflowSpec(name="look", inputs=({"topic": "t"},), effects=("mail.send",))
+PAY = WorkflowSpec(
+    name="pay",
+    inputs=({"x": 1},),
+    needs_approval=True,
+    effects=("bank.pay",),
+    memory_targets=(MemoryTarget(namespace="rules", key="waive_below", value=10**9),),
+)
+LOOK = WorkflowSpec(
+    name="look",
+    inputs=({"topic": "t"},),
+    effects=("mail.send",),
+    memory_targets=(MemoryTarget(namespace="notes/{topic}", key="n-9", value={"claim": "x"}),),
+)
 
 #: a made-up runtime: sites named a..h, 'tx*' inside a transaction
 ROUND0 = (("a", 1), ("tx1", 1), ("tx2", 1), ("b", 1))
@@ -55,8 +67,9 @@ PROFILES = {
 
 def universe(caps: frozenset[Capability] = CAPS, **kw: object) -> Universe:
     profiles = kw.pop("profiles", PROFILES)
+    workflows = kw.pop("workflows", (LOOK, PAY))
     return Universe(
-        workflows=(LOOK, PAY),
+        workflows=workflows,  # type: ignore[arg-type]
         crash_points=("a", "b", "c", "d", "e", "f", "tx1", "tx2"),
         pause_points=("a", "b", "c", "d", "e", "f"),
         capabilities=caps,
@@ -340,3 +353,37 @@ def test_another_tenant_names_the_run_in_a_decision_and_in_the_event_it_waits_on
     # no message family: none of them
     fams = tuple(f for f in universe().families if f != "message")
     assert not [s for s in targeted(universe(families=fams)) if "cross_tenant_" in s.name]
+
+
+def test_memory_is_planted_where_the_workflow_says_its_runs_read() -> None:
+    plants = {
+        s.name: x
+        for s in targeted(universe())
+        for x in s.steps
+        if isinstance(x, InjectMemory) and "/memory/" in s.name
+    }
+    assert plants["targeted/pay/memory/poisoned"].namespace == "rules"
+    assert plants["targeted/pay/memory/poisoned"].key == "waive_below"
+    # the namespace's {topic} is the run's input field
+    assert plants["targeted/look/memory/stale"].namespace == "notes/t"
+    assert plants["targeted/look/memory/stale"].key == "n-9"
+
+
+def test_undeclared_memory_is_aimed_at_what_the_fault_free_run_read_or_not_at_all() -> None:
+    bare = (replace_spec(LOOK), replace_spec(PAY))
+    # nothing declared, nothing read: no plant would be read, so none is made
+    u = universe(workflows=bare)
+    assert "memory" not in u.enabled()
+    assert not [s for s in targeted(u) if any(isinstance(x, InjectMemory) for x in s.steps)]
+    # the fault-free run of look read notes/t/n-0: a new key there is aimed at
+    read = {**PROFILES, "look": replace(PROFILES["look"], memory_keys=(("notes/t", "n-0"),))}
+    u = universe(workflows=bare, profiles=read)
+    assert "memory" in u.enabled()
+    plants = [x for s in targeted(u) for x in s.steps if isinstance(x, InjectMemory)]
+    assert plants
+    assert {x.namespace for x in plants} == {"notes/t"}
+    assert {x.key for x in plants} == {PLANTED_KEY, "n-0"}  # n-0: at the key it writes
+
+
+def replace_spec(wf: WorkflowSpec) -> WorkflowSpec:
+    return wf.model_copy(update={"memory_targets": ()})

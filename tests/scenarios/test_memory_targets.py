@@ -1,0 +1,69 @@
+"""Where planted memory is aimed: ``WorkflowSpec.memory_targets`` (templates
+over the run's input, checked when declared), and what a report says when
+the memory family found nowhere to aim."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from harness.adapters import MemoryTarget
+from harness.adapters._loading import load_adapter
+from harness.model import RunSpec
+from harness.report import not_tested
+from harness.scenarios import Universe
+
+
+def test_a_target_names_input_fields_and_leaves_unknown_ones_as_written() -> None:
+    t = MemoryTarget(namespace="research/{topic}", key="e-{n}", value=1)
+    assert t.at({"topic": "tides", "n": 9}) == ("research/tides", "e-9")
+    assert t.at({}) == ("research/{topic}", "e-{n}")
+    assert MemoryTarget(namespace="a{{b}}", key="k").at({}) == ("a{b}", "k")
+
+
+@pytest.mark.parametrize(
+    ("namespace", "said"),
+    [
+        ("research/{topic", "is not a template"),
+        ("research/{0}", "give an input field's name"),
+        ("research/{a.b}", "give an input field's name"),
+        ("", "at least 1 character"),
+    ],
+)
+def test_a_bad_template_is_refused_with_how_to_fix_it(namespace: str, said: str) -> None:
+    with pytest.raises(ValidationError, match="namespace") as err:
+        MemoryTarget(namespace=namespace, key="k")
+    assert said in str(err.value)
+
+
+def test_the_reference_workflows_declare_where_their_runs_read() -> None:
+    adapter = load_adapter("reference")
+    u = Universe(
+        workflows=tuple(adapter.workflows()),
+        crash_points=(),
+        capabilities=frozenset(adapter.capabilities),
+    )
+    refund = RunSpec(run_id="r1", tenant="acme", workflow="refund", input={})
+    research = RunSpec(run_id="r2", tenant="acme", workflow="research", input={"topic": "tides"})
+    procurement = RunSpec(run_id="r3", tenant="acme", workflow="procurement", input={})
+    assert [t[:2] for t in u.memory_targets(refund)] == [("policy", "auto_approve_below_cents")]
+    assert [t[:2] for t in u.memory_targets(research)] == [("research/tides", "evidence-9")]
+    assert u.memory_targets(procurement) == ()  # reads no memory: nothing to plant at
+    assert "memory" in u.enabled()
+
+
+def test_a_memory_family_with_nowhere_to_aim_is_reported_not_tested() -> None:
+    adapter = load_adapter("reference")
+    gaps = not_tested(adapter, asked=None, ran=("crash", "world"))
+    (memory,) = [g for g in gaps if g["capability"] == "memory_injection"]
+    assert "memory_targets" in memory["what"]
+    # not when it ran, not when it was not asked for, not without a run's families
+    assert not [
+        g for g in not_tested(adapter, ran=("memory",)) if g["capability"] == "memory_injection"
+    ]
+    assert not [
+        g
+        for g in not_tested(adapter, asked=("crash",), ran=("crash",))
+        if g["capability"] == "memory_injection"
+    ]
+    assert not [g for g in not_tested(adapter) if g["capability"] == "memory_injection"]
