@@ -65,7 +65,7 @@ from ..model import (
 from ..world import LOOKUP, LOOKUP_FAULT_MODES
 from ._profile import Commit, EffectSite, WorkflowProfile
 from ._strategies import offers_lookup
-from ._universe import Universe
+from ._universe import TENANTS, Universe
 
 #: a long outage: longer than any approval should live (a day and a bit)
 OUTAGE_SECONDS = 90_000.0
@@ -163,6 +163,7 @@ def targeted(u: Universe) -> list[Scenario]:
         _world_kills(aim),
         _messages(aim),
         _memory(aim),
+        _tenant_twins(aim),
         _upgrades(aim),
         _outages(aim),
         _wait_deadlines(aim),
@@ -372,6 +373,31 @@ def _memory(a: _Aim) -> list[Scenario]:
             )
     # Each kind once (on its first workflow), then each again on the next.
     return _interleave(list(by_kind.values()))
+
+
+def _tenant_twins(a: _Aim) -> list[Scenario]:
+    """The same run for a second tenant, submitted once the first tenant's
+    has ended, without any fault: a runtime that lets one tenant's data
+    reach another's run (a cache keyed by content, a deduplication or a
+    memory read that forgets the tenant) changes the second run, and the
+    oracle, one deployment per tenant, shows it. With the cross-tenant
+    families (``memory``, ``message``): isolation is what they test."""
+    if not {"memory", "message"} & a.families or len(TENANTS) < 2:
+        return []
+    out = []
+    for wf in a.workflows:
+        first = _run(wf)
+        twin = first.model_copy(update={"run_id": "r2", "tenant": TENANTS[1]})
+        out.append(
+            _scenario(
+                f"{wf.name}/tenant_twin/{TENANTS[1]}",
+                first,
+                Quiesce(),  # the first run to its end, its decisions delivered
+                Submit(run=twin),
+                RunWorker(worker_id="t1"),
+            )
+        )
+    return out
 
 
 def _commit_sweeps(a: _Aim) -> tuple[list[Scenario], list[Scenario]]:

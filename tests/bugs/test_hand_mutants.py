@@ -165,6 +165,10 @@ MUTANTS = (
                 "if r.key == a.key",
             ),
         ),
+        # caught since the targeted plan repeats a run for a second tenant
+        # once the first has ended (tenant_twin): the per-tenant oracle
+        # then shows the twin's findings missing
+        caught=True,
     ),
     # -- 3. authority taken from the runtime's own records ----------------------
     HandMutant(

@@ -85,7 +85,8 @@ def test_targeted_schedules_are_small_unique_and_deterministic() -> None:
     names = [s.name for s in first]
     assert len(names) == len(set(names))
     for s in first:
-        assert len(s.runs) == 1, s.name
+        # one run; two only where the same run is submitted for a second tenant
+        assert len(s.runs) == (2 if "/tenant_twin/" in s.name else 1), s.name
         assert len(s.steps) <= 8, s.name
 
 
@@ -115,6 +116,7 @@ def test_the_first_round_holds_one_scenario_of_every_category() -> None:
         "kill_after_apply",
         "duplicate_decision",
         "memory",
+        "tenant_twin",
         "upgrade_mid_run",
         "outage_before",
         "deadline_passes",
@@ -387,3 +389,18 @@ def test_undeclared_memory_is_aimed_at_what_the_fault_free_run_read_or_not_at_al
 
 def replace_spec(wf: WorkflowSpec) -> WorkflowSpec:
     return wf.model_copy(update={"memory_targets": ()})
+
+
+def test_a_run_is_repeated_for_a_second_tenant_once_the_first_has_ended() -> None:
+    twins = [s for s in targeted(universe()) if "/tenant_twin/" in s.name]
+    assert [s.name for s in twins] == [
+        "targeted/pay/tenant_twin/globex",
+        "targeted/look/tenant_twin/globex",
+    ]
+    first, second = twins[0].runs
+    assert (first.tenant, second.tenant) == ("acme", "globex")
+    assert first.input == second.input and first.workflow == second.workflow
+    # no fault: the first run is quiesced (decided, ended) before the twin arrives
+    assert [x.op for x in twins[0].steps] == ["submit", "quiesce", "submit", "run_worker", "quiesce"]
+    # only where cross-tenant isolation is tested
+    assert not [s for s in targeted(universe(families=("crash", "world"))) if "twin" in s.name]
