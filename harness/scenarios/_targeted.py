@@ -164,6 +164,7 @@ def targeted(u: Universe) -> list[Scenario]:
         _messages(aim),
         _memory(aim),
         _tenant_twins(aim),
+        _memory_while_down(aim),
         _upgrades(aim),
         _outages(aim),
         _wait_deadlines(aim),
@@ -896,6 +897,45 @@ def _memory_clock(a: _Aim) -> list[Scenario]:
                         )
                     )
     return _interleave(list(by_variant.values()))[:MAX_MEMORY]
+
+
+def _memory_while_down(a: _Aim) -> list[Scenario]:
+    """A record at the run's memory target that lapses while the run is
+    down: the worker is killed right after the run's first commit, the
+    clock moves, a record that expired just now is planted, another worker
+    resumes. Its expiry falls between the run's last commit and the resume,
+    so a runtime that rebuilds the context as of its checkpoint (to replay
+    what the run saw) reads it; one per workflow, with the clock and a
+    commit the profile traced."""
+    if "memory" not in a.families or Capability.CLOCK not in a.u.capabilities:
+        return []
+    out = []
+    for wf in a.workflows:
+        run = _run(wf)
+        aimed = a.u.memory_targets(run)
+        first = next((c for c in a.profile(wf).commits(a.in_txn) if c.after is not None), None)
+        if not aimed or first is None or first.after is None:
+            continue
+        ns, key, value = aimed[0]
+        out.append(
+            _scenario(
+                f"{wf.name}/memory_while_down/expired/{ns}/{key}",
+                run,
+                *_rounds(first.round),
+                RunWorker(worker_id="w1", crash=CrashSpec(site=first.after[0], nth=first.after[1])),
+                AdvanceClock(seconds=a.u.lease_seconds + 1),
+                InjectMemory(
+                    tenant=run.tenant,
+                    namespace=ns,
+                    key=key,
+                    value=value,
+                    kind="expired",
+                    provenance="system_verified",
+                ),
+                RunWorker(worker_id="w2"),
+            )
+        )
+    return out
 
 
 def _commit_kills(a: _Aim) -> list[Scenario]:

@@ -117,6 +117,7 @@ def test_the_first_round_holds_one_scenario_of_every_category() -> None:
         "duplicate_decision",
         "memory",
         "tenant_twin",
+        "memory_while_down",
         "upgrade_mid_run",
         "outage_before",
         "deadline_passes",
@@ -401,6 +402,38 @@ def test_a_run_is_repeated_for_a_second_tenant_once_the_first_has_ended() -> Non
     assert (first.tenant, second.tenant) == ("acme", "globex")
     assert first.input == second.input and first.workflow == second.workflow
     # no fault: the first run is quiesced (decided, ended) before the twin arrives
-    assert [x.op for x in twins[0].steps] == ["submit", "quiesce", "submit", "run_worker", "quiesce"]
+    assert [x.op for x in twins[0].steps] == [
+        "submit",
+        "quiesce",
+        "submit",
+        "run_worker",
+        "quiesce",
+    ]
     # only where cross-tenant isolation is tested
     assert not [s for s in targeted(universe(families=("crash", "world"))) if "twin" in s.name]
+
+
+def test_a_record_lapses_while_the_run_is_down_between_two_commits() -> None:
+    down = [s for s in targeted(universe()) if "/memory_while_down/" in s.name]
+    assert [s.name for s in down] == [
+        "targeted/pay/memory_while_down/expired/rules/waive_below",
+        "targeted/look/memory_while_down/expired/notes/t/n-9",
+    ]
+    steps = down[1].steps
+    # killed right after the first commit (tx2@1, then b@1), the clock past
+    # the lease, a record that expired just now, then a worker resumes
+    assert [x.op for x in steps] == [
+        "submit",
+        "run_worker",
+        "advance_clock",
+        "inject_memory",
+        "run_worker",
+        "quiesce",
+    ]
+    killed = steps[1]
+    assert isinstance(killed, RunWorker) and killed.crash == CrashSpec(site="b", nth=1)
+    plant = steps[3]
+    assert isinstance(plant, InjectMemory)
+    assert (plant.kind, plant.expires_in, plant.namespace) == ("expired", None, "notes/t")
+    # not without the clock
+    assert not [s for s in targeted(universe(CAPS - {Capability.CLOCK})) if "while_down" in s.name]
