@@ -36,6 +36,8 @@ CATEGORY = {
     "cross_tenant_event": "messages",
     "changed_mind": "messages",
     "memory": "memory",
+    "tenant_twin": "tenant twins",
+    "memory_while_down": "memory while down",
     "upgrade_mid_run": "upgrades",
     "outage_before": "outages",
     "kill_in_first_commit": "first commit",
