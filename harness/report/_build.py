@@ -198,7 +198,9 @@ def build_report(
         absorbed_duplicates=outcome.counts.get("exactly_once_effects.absorbed_duplicates", 0),
         not_tested=[
             NotTested(**gap)
-            for gap in not_tested(adapter, asked=outcome.settings.families, ran=outcome.families)
+            for gap in not_tested(
+                adapter, asked=outcome.settings.families or None, ran=outcome.families
+            )
         ],
         shard=None
         if outcome.settings.shard is None

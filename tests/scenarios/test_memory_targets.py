@@ -4,11 +4,15 @@ the memory family found nowhere to aim."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
-from harness.adapters import MemoryTarget
+from harness import run
+from harness.adapters import MemoryTarget, WorkflowSpec
 from harness.adapters._loading import load_adapter
+from harness.adapters.reference import ReferenceAdapter
 from harness.model import RunSpec
 from harness.report import not_tested
 from harness.scenarios import Universe
@@ -67,3 +71,30 @@ def test_a_memory_family_with_nowhere_to_aim_is_reported_not_tested() -> None:
         if g["capability"] == "memory_injection"
     ]
     assert not [g for g in not_tested(adapter) if g["capability"] == "memory_injection"]
+
+
+class _RefundNamesNoMemory(ReferenceAdapter):
+    """The reference runtime, its refund workflow alone and declared without
+    memory targets: its fault-free run's contexts list no memory record."""
+
+    def workflows(self) -> list[WorkflowSpec]:
+        (refund,) = [w for w in super().workflows() if w.name == "refund"]
+        return [refund.model_copy(update={"memory_targets": ()})]
+
+
+def test_a_run_whose_memory_family_found_nowhere_to_aim_says_so(tmp_path: Path) -> None:
+    log: list[str] = []
+    report = run(
+        _RefundNamesNoMemory(),
+        profile="dev",
+        max_examples=2,
+        seed=0,
+        report_dir=tmp_path / "report",
+        log=log.append,
+    )
+    assert "memory" not in report.families
+    (gap,) = [g for g in report.not_tested if g.capability == "memory_injection"]
+    assert "memory_targets" in gap.what
+    said = [line for line in log if "not tested (memory_injection" in line]
+    assert said and "declared, but nowhere to aim it" in said[0], log
+    assert report.faults.get("memory") is None  # nothing planted, nothing counted
