@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -53,11 +54,24 @@ def handling_signals() -> Iterator[None]:
     _state.update(installed=True, got=None, pending=None, shield=0)
     for s in previous:
         signal.signal(s, _handler)
+    previous_hook = sys.unraisablehook
+
+    def quiet_lost_interrupt(unraisable: Any) -> None:
+        # The handler's Interrupted raised where Python can only print it
+        # (a finalizer, an isinstance check inside one): it is not lost,
+        # check_interrupted raises it again between steps, so printing a
+        # traceback for it would only alarm.
+        if isinstance(unraisable.exc_value, Interrupted):
+            return
+        previous_hook(unraisable)
+
+    sys.unraisablehook = quiet_lost_interrupt
     try:
         yield
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+        sys.unraisablehook = previous_hook
         # The signal belonged to this block, which has now ended (by raising
         # Interrupted, caught by the caller): later code in the same process,
         # another harness run under pytest, must not see it as its own.
