@@ -390,9 +390,13 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     close_adapter(adapter)
     for check in checks:
         _render_check(out, check)
-    gaps = not_tested(adapter)
+    aims = [c.memory_aims for c in checks if c.memory_aims is not None]
+    # memory_injection declared, but no workflow gives it a place to aim:
+    # a run would leave the family out and say so; say it here first
+    ran = None if not aims or any(aims) else ()
+    gaps = not_tested(adapter, ran=ran)
     if gaps:
-        _line(out, "left untested (capabilities the adapter does not declare):")
+        _line(out, "left untested (what the adapter does not declare or give a place to aim):")
         for gap in gaps:
             _line(out, f"  {gap['capability']:19} {gap['what']}")
     bad = [c for c in checks if not c.ok]
@@ -410,6 +414,18 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     _line(out, verdict)
     print(verdict, file=sys.stderr)
     return 2
+
+
+def _memory_line(check: Any) -> str:
+    where = ", ".join(check.memory_aims)
+    if check.memory_aimed_by == "declared":
+        return f"planted at {where} (declared in memory_targets)"
+    if check.memory_aimed_by == "read":
+        return f"planted at {where} (a new key in each namespace the fault-free run read)"
+    return (
+        "nowhere to plant: no memory_targets declared and the fault-free run's contexts "
+        "list no memory record (declare where the runs read in WorkflowSpec.memory_targets)"
+    )
 
 
 def _opt_words(pairs: list[str]) -> list[str]:
@@ -452,6 +468,8 @@ def _render_check(out: TextIO, check: Any) -> None:
             else "  crash points: none passed on the fault-free path (crash_point_trace() "
             "gives nothing: no targeted schedule can be aimed)",
         )
+    if check.memory_aims is not None:
+        _line(out, "  memory: " + _memory_line(check))
     for cause in check.causes:
         for problem in check.problems[cause]:
             _line(out, f"  {cause}: {problem}")

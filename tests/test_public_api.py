@@ -220,6 +220,7 @@ EXPORTS: dict[str, list[str]] = {
         "Commit",
         "EffectSite",
         "FAMILIES",
+        "PLANTED_KEY",
         "ScenarioFileError",
         "TENANTS",
         "Universe",

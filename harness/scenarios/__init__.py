@@ -18,10 +18,11 @@ from ._files import ScenarioFileError, load_scenario_file, scenario_files
 from ._profile import Commit, EffectSite, WorkflowProfile, profile_workflow
 from ._strategies import episode, run_specs, scenarios
 from ._targeted import schedule_kind, targeted
-from ._universe import FAMILIES, TENANTS, Universe, probe_universe
+from ._universe import FAMILIES, PLANTED_KEY, TENANTS, Universe, probe_universe
 
 __all__ = [
     "FAMILIES",
+    "PLANTED_KEY",
     "TENANTS",
     "Commit",
     "EffectSite",

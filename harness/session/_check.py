@@ -27,7 +27,7 @@ from ..checkers._base import final_state
 from ..history import History
 from ..model import EventF, PropertyResult, Verdict
 from ..nemesis import worker_timeout
-from ..scenarios import profile_workflow
+from ..scenarios import PLANTED_KEY, profile_workflow
 from ._engine import Engine
 from ._probe import (
     approval_problems,
@@ -98,6 +98,11 @@ class WorkflowCheck:
     transitions: PropertyResult | None = None
     #: crash points the site profile passed, per site (None: not profiled)
     crash_points: dict[str, int] | None = None
+    #: where the memory family would plant for this workflow's probe run, as
+    #: "namespace/key" (None: the adapter cannot inject memory); how it was
+    #: found ("declared", "read" in the fault-free run's contexts, "" nowhere)
+    memory_aims: tuple[str, ...] | None = None
+    memory_aimed_by: str = ""
     #: cause -> the problems found, in words
     problems: dict[str, list[str]] = field(default_factory=dict)
 
@@ -161,6 +166,7 @@ def check_workflow(adapter: Adapter, engine: Engine, wf: WorkflowSpec) -> Workfl
             out.add(UNFINISHED, problem)
         for problem in approval_problems(wf, scenario, history):
             out.add(UNFINISHED, problem)
+    memory_keys: Sequence[tuple[str, str]] = ()
     if Capability.CRASH_POINTS in adapter.capabilities and not out.crashes:
         try:
             profile = profile_workflow(
@@ -173,7 +179,32 @@ def check_workflow(adapter: Adapter, engine: Engine, wf: WorkflowSpec) -> Workfl
             out.add(ADAPTER_ERROR, f"in the site profile: {_adapter_error(exc)}")
         else:
             out.crash_points = dict(profile.hits)
+            memory_keys = profile.memory_keys
+    if Capability.MEMORY_INJECTION in adapter.capabilities and not crashed_all:
+        _memory_aims(out, wf, scenario.runs, memory_keys)
     return out
+
+
+def _memory_aims(
+    out: WorkflowCheck,
+    wf: WorkflowSpec,
+    runs: Sequence[object],
+    memory_keys: Sequence[tuple[str, str]],
+) -> None:
+    """Where a search would plant memory for this workflow (the rule of
+    ``Universe.memory_targets``): its declared targets, for the probe's
+    first run; else a new key in each namespace its fault-free run read."""
+    run_input = dict(getattr(runs[0], "input", {})) if runs else {}
+    if wf.memory_targets:
+        out.memory_aims = tuple("/".join(t.at(run_input)) for t in wf.memory_targets)
+        out.memory_aimed_by = "declared"
+    elif memory_keys:
+        out.memory_aims = tuple(
+            f"{ns}/{PLANTED_KEY}" for ns in dict.fromkeys(n for n, _ in memory_keys)
+        )
+        out.memory_aimed_by = "read"
+    else:
+        out.memory_aims = ()
 
 
 def _adapter_error(exc: AdapterError) -> str:

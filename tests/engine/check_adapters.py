@@ -14,6 +14,7 @@ from harness.adapters import (
     WorkflowSpec,
     shared_fork_server,
 )
+from harness.adapters.reference import ReferenceAdapter
 from harness.model import CrashSpec, RunState
 
 #: what every worker of :class:`CrashingWorker` dies of
@@ -166,3 +167,13 @@ class NeverApproved(ToyAdapter):
 
     def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
         return _AwaitsApproval(workdir, self.keyed)
+
+
+class RefundNamesNoMemory(ReferenceAdapter):
+    """The reference runtime, its refund workflow alone and declared without
+    memory targets: it can inject memory, but its fault-free run's contexts
+    list no memory record, so no run would read a planted one."""
+
+    def workflows(self) -> list[WorkflowSpec]:
+        (refund,) = [w for w in super().workflows() if w.name == "refund"]
+        return [refund.model_copy(update={"memory_targets": ()})]

@@ -51,6 +51,14 @@ def test_the_reference_adapter_is_ready(tmp_path: Path) -> None:
         assert "crash points: " in block and "passed" in block, block
     both = "payments.refund, email.notify"
     assert f"declared {both}; performed {both} (as declared)" in blocks["refund"]
+    # where the memory family would plant, per workflow
+    assert (
+        "memory: planted at policy/auto_approve_below_cents (declared in memory_targets)"
+        in blocks["refund"]
+    )
+    assert "memory: planted at research/" in blocks["research"], blocks["research"]
+    assert "memory: nowhere to plant" in blocks["onboarding"]  # reads no memory
+    assert "  memory_injection " not in proc.stdout  # two workflows give it a place
     # the one capability it does not declare, with what that leaves untested
     assert f"storage_faults      {CAPABILITY_GAPS['storage_faults']}" in proc.stdout
     assert "harness: adapter reference is ready: 4 workflow(s)" in proc.stdout
@@ -65,9 +73,21 @@ def test_the_minimal_adapter_is_ready_and_told_what_it_leaves_untested(tmp_path:
     assert "ended completed (raw status 'completed')" in block
     assert "transitions: pass:" in block
     assert "crash points" not in block  # no crash_points capability: not profiled
+    assert "memory:" not in block  # no memory_injection capability: nothing to aim
     for capability, what in CAPABILITY_GAPS.items():
         assert f"  {capability.value:19} {what}\n" in proc.stdout
     assert f"(next: harness run --adapter {TOY} --adapter-opt keyed=true)" in proc.stdout
+
+
+def test_memory_injection_with_nowhere_to_aim_is_said_before_any_run(tmp_path: Path) -> None:
+    # A run would leave the memory family out and list it not tested; the
+    # check says so first, with the fix, without failing the adapter.
+    proc = _harness("check-adapter", "check_adapters:RefundNamesNoMemory", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    block = _blocks(proc.stdout)["refund"]
+    assert "memory: nowhere to plant" in block and "memory_targets" in block, block
+    (gap,) = [line for line in proc.stdout.splitlines() if "  memory_injection " in line]
+    assert "no workflow declares memory_targets" in gap, gap
 
 
 def test_a_wrong_effect_declaration_exits_2_naming_it(tmp_path: Path) -> None:
