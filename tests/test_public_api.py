@@ -278,6 +278,7 @@ EXPORTS: dict[str, list[str]] = {
         "open_world",
         "request_hash",
         "service_catalogue",
+        "service_spec",
         "sign",
     ],
     "reference_runtime": [

@@ -24,8 +24,7 @@ from typing import Any
 
 from ..adapters import Capability, RunView
 from ..model import OPERATOR_ANSWER, EventF, RunState
-from ..world import RequestRecord, WorldUsageError
-from ..world._services import service_spec
+from ..world import RequestRecord, WorldUsageError, service_spec
 from ._context import StepContext
 from ._messages import deliver_message
 

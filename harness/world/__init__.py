@@ -45,7 +45,7 @@ from ._model import (
     canonical_json,
     request_hash,
 )
-from ._services import SERVICES, ServiceKind, service_catalogue
+from ._services import SERVICES, ServiceKind, service_catalogue, service_spec
 from ._world import ENV_WORLD_PATH, World, open_world
 
 __all__ = [
@@ -83,5 +83,6 @@ __all__ = [
     "open_world",
     "request_hash",
     "service_catalogue",
+    "service_spec",
     "sign",
 ]
