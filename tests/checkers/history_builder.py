@@ -101,14 +101,17 @@ class H:
         outcome: str | None = None,
         tenant: str = "t1",
         at: float | None = None,
+        worker_id: str | None = None,
     ) -> H:
         service, action = kind.split(".")
         if outcome is None:
             outcome = "deduplicated" if deduplicated else ("applied" if applied else "rejected")
+        caller = {} if worker_id is None else {"worker_id": worker_id}
         return self.add(
             "info",
             EventF.EFFECT,
             {
+                **caller,
                 "seq": len(self.events),
                 "service": service,
                 "action": action,

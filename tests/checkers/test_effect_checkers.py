@@ -325,6 +325,52 @@ def test_a_run_an_older_release_started_and_today_parks_is_stranded() -> None:
     assert check_migration_safety(g.build(), _oracle().build()).verdict is Verdict.PASS
 
 
+def _older_release_run(*charges: str, state: str = "completed") -> H:
+    """r1 submitted and run by a worker of the older release (v1), which
+    builds its requests in its own shape (``h1-v1`` where today's code asks
+    ``h1``) and so gets another reference from the world; r2 as the oracle."""
+    h = H().declaration(DECL).submit("r1")
+    h.add("invoke", EventF.WORKER, {"worker_id": "v1", "crash": None, "code_version": 1})
+    h.add(
+        "info",
+        EventF.FAULT,
+        {"kind": "migration", "fired": True, "runs": ["r1"], "code_version": 1},
+        process="nemesis",
+    ).mark("m")
+    for digest in charges:
+        h.effect("r1", CHARGE, digest, worker_id="v1")
+    h.effect("r1", NOTIFY, "n1", worker_id="v1")
+    h.final("r1", state, output={"ref": "pay-1-v1"}).mark("f")
+    return h.run("r2", (SEND, "m1"), output={"ok": True})
+
+
+def test_requests_an_older_release_made_in_its_own_shape_are_compared_by_kind() -> None:
+    """Seen on the correct reference runtime: a refund submitted, approved
+    and finished under the older release asks for the refund without the
+    currency today's code adds, so neither the request hash nor the world's
+    reference can match today's oracle. That is the release's shape, not a
+    lost field."""
+    r = check_migration_safety(_older_release_run("h1-v1").build(), _oracle().build())
+    assert r.verdict is Verdict.PASS, r.message
+    assert r.counts["older_release_requests"] == 1 and r.counts["equivalent"] == 1
+
+
+def test_an_older_release_that_charges_twice_or_ends_otherwise_still_fails() -> None:
+    twice = _older_release_run("h1-v1", "h1-v1b")
+    r = check_migration_safety(twice.build(), _oracle().build())
+    assert r.verdict is Verdict.FAIL
+    assert "payments.charge request of any shape applied 2x here, 1x in the oracle" in r.message
+    failed = _older_release_run("h1-v1", state="failed")
+    r = check_migration_safety(failed.build(), _oracle().build())
+    assert r.verdict is Verdict.FAIL and "state failed vs the oracle's completed" in r.message
+    # today's workers' requests are still compared hash for hash
+    h = H().declaration(DECL).fault("migration", runs=["r1"])
+    h.submit("r1").effect("r1", CHARGE, "h1-v1", worker_id="w1").effect("r1", NOTIFY, "n1")
+    h.final("r1", "completed", output={"ref": "pay-1"}).run("r2", (SEND, "m1"), output={"ok": True})
+    r = check_migration_safety(h.build(), _oracle().build())
+    assert r.verdict is Verdict.FAIL and "h1-v1" in r.message
+
+
 def test_a_migrated_run_parked_without_a_reason_fails() -> None:
     h = H().declaration(DECL).fault("migration", runs=["r1"]).submit("r1")
     r = check_migration_safety(h.final("r1", "parked", error="oops").build(), None)
