@@ -722,7 +722,9 @@ def _upgrades(a: _Aim) -> list[Scenario]:
     worker right after applying the effect (as the sampled migrations do),
     and this release resumes a run the old code left half done. A gated
     workflow's run then gets its decision and a second old worker, so a
-    kill aimed past the approval lands under the old code too.
+    kill aimed past the approval lands under the old code too; and, with or
+    without crash points, a gated run is decided and finished by the old
+    code alone.
     Per workflow: the stop most likely mid-run first (the wait of a gated
     workflow, else the first effect), across workflows breadth-first."""
     if "migration" not in a.families:
@@ -748,7 +750,22 @@ def _upgrades(a: _Aim) -> list[Scenario]:
                 )
                 for eff in wf.effects
             ]
-        groups.append([plain, *kills] if wf.needs_approval else [*kills, plain])
+        if not wf.needs_approval:
+            groups.append([*kills, plain])
+            continue
+        # The previous release decides and finishes its own run: a rolling
+        # deploy keeps old workers serving, and the old code must honour
+        # the approvals it asked for (a deploy that migrates approvals the
+        # wrong way round denies them). Judged against today's oracle by
+        # state, effect counts and output keys (migration_safety).
+        decided_old = _scenario(
+            f"{wf.name}/upgrade_mid_run/decided_by_older_release",
+            _run(wf, code_version=1),
+            RunWorker(worker_id="v1", code_version=1),
+            Approve(run_id="r1"),
+            RunWorker(worker_id="v2", code_version=1),
+        )
+        groups.append([plain, decided_old, *kills])
     return _interleave(groups)
 
 

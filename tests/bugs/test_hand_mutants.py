@@ -374,6 +374,23 @@ MUTANTS = (
         # caught since the final quiesce answers for an operator
         caught=True,
     ),
+    HandMutant(
+        "older-release-denies-its-own-approvals",
+        4,
+        "the approval-parameter migration belongs to the version before the change "
+        "(keyed 1 for 2): the older release then reads its own approvals in the new "
+        "shape and cancels every run it asked to approve (mutation survivor "
+        "_workflows.py:103 of 2026-12-02; no schedule had the old code decide a run)",
+        (
+            Edit(
+                "_workflows.py",
+                '"refund": {2: {"payments.refund": _refund_params_v1_to_v2}},',
+                '"refund": {1: {"payments.refund": _refund_params_v1_to_v2}},',
+            ),
+        ),
+        # caught since targeted upgrade_mid_run/decided_by_older_release
+        caught=True,
+    ),
 )
 
 #: Postgres-only: needs truly concurrent workers on a real row lock
