@@ -131,9 +131,33 @@ def failure_body(report: Report, prop: PropertyReport, history: History | None) 
         for i in prop.witness:
             event = history.event(i) if history is not None else None
             lines.append(f"  {describe_event(event)}" if event is not None else f"  #{i}")
-    ce = report.counterexample
-    if ce is not None:
-        lines.append("minimal counterexample:")
-        lines += [f"  {i}. {s}" for i, s in enumerate(ce.steps, 1)]
-        lines.append(f"replay: {ce.replay}")
+    steps, replay, where = own_counterexample(report, prop)
+    if steps is not None:
+        lines.append(
+            "minimal counterexample:" if where == "." else f"minimal counterexample ({where}):"
+        )
+        lines += [f"  {i}. {s}" for i, s in enumerate(steps, 1)]
+        if replay:
+            lines.append(f"replay: {replay}")
     return "\n".join(lines)
+
+
+def own_counterexample(
+    report: Report, prop: PropertyReport
+) -> tuple[list[str] | None, str | None, str]:
+    """The steps, replay command and folder of ``prop``'s *own* minimal
+    counterexample: the primary one (``"."``) or the ``failures/N`` it names.
+
+    A property whose counterexample lives in ``failures/N`` must never be
+    shown with the primary one: its witness indexes that folder's history,
+    and the primary's replay would not reproduce it."""
+    where = prop.counterexample or "."
+    if where != ".":
+        for other in report.other_failures:
+            if other.folder == where:
+                return other.steps, other.replay, where
+        return None, None, where
+    ce = report.counterexample
+    if ce is None:
+        return None, None, where
+    return ce.steps, ce.replay, where

@@ -120,3 +120,32 @@ def test_the_cli_appends_the_summary_to_github_step_summary(tmp_path: Path) -> N
     text = target.read_text()
     assert text.startswith("earlier step\n### ✅ harness: PASS -- broken (fixed=True)")
     assert text.endswith((tmp_path / "run" / "summary.md").read_text())
+
+
+def test_a_property_with_its_own_counterexample_is_shown_with_that_one_only(
+    failing_run: tuple[Path, str],
+) -> None:
+    # A property whose minimal counterexample is kept in failures/1 must be
+    # shown with failures/1's steps and replay command: its witness indexes
+    # that folder's history, and the primary's replay would not reproduce it.
+    from harness.report import load_report
+    from harness.report._junit import failure_body
+    from harness.report._schema import OtherFailure
+
+    stored = load_report(failing_run[0])
+    assert stored.counterexample is not None
+    prop = next(p for p in stored.properties if p.verdict == "fail")
+    other = OtherFailure(
+        failed_properties=[prop.name],
+        counterexample_for=[prop.name],
+        steps=["submit refund run r9 for globex", "start worker w4"],
+        replay="harness replay somewhere/failures/1 --adapter x",
+        folder="failures/1",
+    )
+    own = prop.model_copy(update={"counterexample": "failures/1", "witness": []})
+    report = stored.model_copy(update={"other_failures": [other]})
+    text = failure_body(report, own, None)
+    assert "1. submit refund run r9 for globex" in text
+    assert text.rstrip().splitlines()[-1] == f"replay: {other.replay}"
+    assert stored.counterexample.replay not in text
+    assert not any(step in text for step in stored.counterexample.steps)
