@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -59,7 +61,18 @@ def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) 
             *(f"{k}={v}" for k, v in sorted(opts.items())),
         ]
     )
-    folder = Path(report_root) / name if report_root else Path(tempfile.mkdtemp(prefix="harness-"))
+    if report_root:
+        folder = Path(report_root) / name
+    elif config is not None:
+        # Under the rootdir, where a user looks for it (and CI uploads it),
+        # not in a new temporary folder each session; one folder per xdist
+        # worker, since each worker that runs the suite runs its own search.
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        folder = config.rootpath / "reports" / (f"{name}-{worker}" if worker else name)
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="harness-"))
+    if config is not None:
+        _importable_from(config.rootpath)
     log: list[str] = []
     if key in _ERRORS:
         pytest.fail(_ERRORS[key], pytrace=False)
@@ -83,6 +96,29 @@ def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) 
     return out
 
 
+#: Folders this session put on ``sys.path`` so that adapter specs resolve.
+_ADDED: list[str] = []
+
+
+def _importable_from(root: Path) -> None:
+    """Make modules at the pytest rootdir importable by adapter specs, as
+    ``python -m pytest`` does (plain ``pytest`` does not: an adapter module
+    beside ``tests/`` would fail to import). Workers inherit ``sys.path``."""
+    where = str(root)
+    if where not in sys.path and where not in _ADDED:
+        sys.path.append(where)
+        _ADDED.append(where)
+
+
+def _with_path(line: str) -> str:
+    """``line`` (a printed ``replay:`` command) with the ``PYTHONPATH`` it
+    needs when this session had to add the rootdir to ``sys.path``."""
+    if not _ADDED or not line.startswith("replay: ") or line.startswith("replay: PYTHONPATH="):
+        return line
+    path = os.pathsep.join(shlex.quote(p) for p in _ADDED)
+    return f"replay: PYTHONPATH={path} {line.removeprefix('replay: ')}"
+
+
 def failure_text(report: dict[str, Any], prop: dict[str, Any]) -> str:
     """What pytest shows for a failed property: the checker's message, where
     the rendered report is, the witness events, the minimal counterexample,
@@ -100,7 +136,8 @@ def failure_text(report: dict[str, Any], prop: dict[str, Any]) -> str:
         history = load_history(folder / str(found.counterexample) / "history.jsonl")
     elif stored.counterexample is not None:
         history = load_history(folder / stored.counterexample.history)
-    first, _, rest = failure_body(stored, found, history).partition("\n")
+    body = "\n".join(_with_path(x) for x in failure_body(stored, found, history).splitlines())
+    first, _, rest = body.partition("\n")
     return "\n".join(x for x in (first, f"report: {folder / 'report.html'}", rest) if x)
 
 

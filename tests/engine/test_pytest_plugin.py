@@ -3,10 +3,12 @@ the ``--harness-adapter`` option alone, and JUnit XML."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from engine_support import BROKEN
+from engine_support import BROKEN, subprocess_env
 
 from harness.testing import PROPERTIES
 
@@ -20,21 +22,43 @@ TestBrokenRuntime = resilience_suite({BROKEN!r})
 
 
 def test_a_resilience_suite_fails_exactly_once_effects_and_prints_the_replay(
-    pytester: pytest.Pytester,
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytester.makepyfile(test_resilience=SUITE_FILE)
-    result = pytester.runpytest_subprocess(
-        "-v", "-rs", "--harness-profile", "ci", "-p", "no:cacheprovider"
+    # A normal project layout: the adapter module at the project root, the
+    # suite under tests/, and plain ``pytest`` (PYTHONSAFEPATH: ``python -m``
+    # must not put the current folder on sys.path, as the pytest script
+    # does not). The plugin makes the rootdir importable, keeps the report
+    # under it and prints the PYTHONPATH the replay needs.
+    monkeypatch.setenv("PYTHONSAFEPATH", "1")
+    module, _, cls = BROKEN.partition(":")
+    pytester.makepyfile(my_adapter=f"from {module} import {cls} as MyAdapter\n")
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "test_resilience.py").write_text(
+        SUITE_FILE.replace(repr(BROKEN), repr("my_adapter:MyAdapter"))
     )
+    # Not pytester's runner: it puts its folder on PYTHONPATH.
+    args = ["-v", "-rs", "--harness-profile", "ci", "-p", "no:cacheprovider", "tests"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=pytester.path,
+        env=subprocess_env({"PYTHONSAFEPATH": "1"}),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = proc.stdout.splitlines()
+    result = pytest.RunResult(proc.returncode, lines, proc.stderr.splitlines(), 0.0)
     result.stdout.fnmatch_lines(
         [
             "*::TestBrokenRuntime::test_exactly_once_effects FAILED*",
             "*exactly_once_effects: *payments.charge*applied 2 times*",
+            f"*report: {pytester.path / 'reports'}*",
             "*minimal counterexample:*",
             "*arm world fault kill_after_apply on call 1 of payments.charge*",
-            "*replay: harness replay*",
+            "*replay: PYTHONPATH=* harness replay*",
         ]
     )
+    assert "cannot import" not in proc.stdout
     outcomes = result.parseoutcomes()
     # The double charge also makes the run diverge from its oracle (the
     # effect twice, another charge ref): resume_equivalence fails with it.
