@@ -39,6 +39,8 @@ class Effect:
     deduplicated: bool
     side_effect: bool
     at: float | None
+    #: the reference the world answered with (None: none recorded)
+    external_ref: str | None = None
 
     @property
     def counted(self) -> bool:
@@ -82,6 +84,7 @@ def parse_effects(history: History) -> tuple[list[Effect], list[Event]]:
                 deduplicated=v.get("deduplicated") is True,
                 side_effect=side_effect is not False,
                 at=vnum(e, "at"),
+                external_ref=vstr(e, "external_ref"),
             )
         )
     return good, bad

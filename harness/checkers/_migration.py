@@ -22,6 +22,7 @@ from ._runs import (
     migration_faults,
     migration_touched,
     parked_for_schema,
+    repeat_refs,
     surplus_effects,
 )
 
@@ -153,7 +154,8 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
                 decl,
             )
         else:
-            diffs = divergence(final, ofinal, mine, theirs, decl)
+            repeats = repeat_refs(effects, oracle_effects, run_id, decl)
+            diffs = divergence(final, ofinal, mine, theirs, decl, repeats)
         if not diffs:
             f.count("equivalent")
             continue

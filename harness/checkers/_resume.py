@@ -17,7 +17,9 @@ from ._runs import (
     fault_runs,
     known_runs,
     migration_touched,
+    output_diff,
     parked_for_schema,
+    repeat_refs,
     surplus_effects,
 )
 
@@ -33,8 +35,13 @@ def check_resume_equivalence(history: History, oracle: History | None) -> Proper
     legitimately change; counted as ``excluded_by_fault``): the final
     normalized ``state`` and the ``output`` equal the oracle's; the counted
     effects' (kind, request hash) are equal as multisets for exactly-once
-    and at-most-once kinds and as sets for at-least-once kinds. Legitimate
-    divergences, counted and not failed: a run that ends ``needs_operator``
+    and at-most-once kinds and as sets for at-least-once kinds. An
+    at-least-once request the world applied twice got a new reference the
+    second time: an output that differs from the oracle's only in carrying
+    the repeat's reference instead of the first one's is equal (counted as
+    ``at_least_once_new_ref``; an exactly-once kind's new reference, or any
+    other changed field, still diverges). Legitimate divergences, counted
+    and not failed: a run that ends ``needs_operator``
     while the oracle's completed, when the oracle run applied an at-most-once
     effect and this run applied nothing the oracle did not (counted as
     ``needs_operator``); a run touched by a ``migration`` fault that ends
@@ -84,11 +91,15 @@ def check_resume_equivalence(history: History, oracle: History | None) -> Proper
         if lost is None and stopped_for_operator(state, ostate, mine, theirs, decl):
             f.count("needs_operator")
             continue
-        diffs = divergence(final, ofinal, mine, theirs, decl)
+        repeats = repeat_refs(effects, oracle_effects, run_id, decl)
+        diffs = divergence(final, ofinal, mine, theirs, decl, repeats)
         if lost is not None:
             diffs = [lost_answer_text(run_id, lost), *diffs]
         if not diffs:
             f.count("equivalent")
+            if output_diff(final.value.get("output"), ofinal.value.get("output")) is not None:
+                # Equal only once a repeat's new reference is set aside.
+                f.count("at_least_once_new_ref")
             continue
         f.fail(
             f"run {run_id} diverged from the oracle (final #{final.index}, oracle final "

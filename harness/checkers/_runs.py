@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..history import Declaration, History
@@ -56,12 +58,89 @@ def parked_for_schema(final: Event) -> bool:
     return final_state(final) is RunState.PARKED and bool(_SCHEMA_WORDS.search(error))
 
 
-def output_diff(mine: Any, theirs: Any) -> str | None:
-    """None when equal, else a short description naming the differing keys."""
-    if mine == theirs:
+@dataclass(frozen=True)
+class RepeatRefs:
+    """The world's references of a run's repeated at-least-once requests.
+
+    A request of an ``at_least_once`` kind that the world applied more than
+    once for the run is a legitimate repeat, and each application got a new
+    reference (the world numbers them: ``mail-...-1``, ``mail-...-2``). A run
+    that ends carrying the second one where the fault-free run carried the
+    first ends as it should. ``mine`` maps each such reference in the
+    history, ``theirs`` each reference of the same requests in the oracle,
+    to one token per request: a value that differs from the oracle's only in
+    which of those references it carries is equal once both are replaced.
+    Nothing else is: another request's reference, an ``exactly_once``
+    kind's new reference, any other changed field."""
+
+    mine: Mapping[str, str] = field(default_factory=dict)
+    theirs: Mapping[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.mine)
+
+    def normalize(self, value: Any, *, oracle: bool = False) -> Any:
+        """``value`` with every reference of a repeated request replaced by
+        its request's token, at any depth (inside strings too)."""
+        refs = self.theirs if oracle else self.mine
+        if not refs:
+            return value
+        # Longest first, and never inside a longer number: "mail-x-1" is not
+        # a reference inside "mail-x-12".
+        pattern = re.compile(
+            "|".join(re.escape(r) + r"(?![0-9])" for r in sorted(refs, key=len, reverse=True))
+        )
+        return _replace(value, pattern, refs)
+
+
+def _replace(value: Any, pattern: re.Pattern[str], refs: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return pattern.sub(lambda m: refs[m.group(0)], value)
+    if isinstance(value, dict):
+        return {k: _replace(v, pattern, refs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace(v, pattern, refs) for v in value]
+    return value
+
+
+def repeat_refs(
+    effects: Iterable[Effect],
+    oracle_effects: Iterable[Effect],
+    run_id: str,
+    decl: Declaration | None,
+) -> RepeatRefs:
+    """The references of ``run_id``'s at-least-once requests that the world
+    applied more than once here (see :class:`RepeatRefs`); empty when there
+    is none."""
+    mine = [e for e in effects if e.run_id == run_id]
+    applied = Counter(e.request for e in mine if e.counted)
+    repeated = {
+        req for req, n in applied.items() if n > 1 and delivery(decl, req[0]) == "at_least_once"
+    }
+    if not repeated:
+        return RepeatRefs()
+
+    def refs(of: Iterable[Effect]) -> dict[str, str]:
+        return {
+            e.external_ref: f"<the {e.kind} reference of request {e.request_hash[:12]}>"
+            for e in of
+            if e.run_id == run_id and e.request in repeated and e.external_ref
+        }
+
+    return RepeatRefs(mine=refs(mine), theirs=refs(oracle_effects))
+
+
+def output_diff(mine: Any, theirs: Any, repeats: RepeatRefs | None = None) -> str | None:
+    """None when equal, else a short description naming the differing keys
+    (with ``repeats``: equal once the references of repeated at-least-once
+    requests are set aside; the values shown are the real ones)."""
+    same_mine, same_theirs = mine, theirs
+    if repeats:
+        same_mine, same_theirs = repeats.normalize(mine), repeats.normalize(theirs, oracle=True)
+    if same_mine == same_theirs:
         return None
     if isinstance(mine, dict) and isinstance(theirs, dict):
-        keys = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        keys = sorted(k for k in set(mine) | set(theirs) if same_mine.get(k) != same_theirs.get(k))
         parts = [f"{k}: {short(mine.get(k), 40)} vs {short(theirs.get(k), 40)}" for k in keys[:4]]
         more = f", and {len(keys) - 4} more" if len(keys) > 4 else ""
         return f"output differs in {', '.join(parts)}{more}"
@@ -74,13 +153,16 @@ def divergence(
     mine: Counter[Request],
     theirs: Counter[Request],
     decl: Declaration | None,
+    repeats: RepeatRefs | None = None,
 ) -> list[str]:
-    """Every way a run's end differs from the oracle's: state, output, effects."""
+    """Every way a run's end differs from the oracle's: state, output, effects.
+    With ``repeats``, an output that differs only in which reference of a
+    repeated at-least-once request it carries is the same output."""
     diffs: list[str] = []
     state, ostate = final.value.get("state"), ofinal.value.get("state")
     if state != ostate:
         diffs.append(f"state {state} vs the oracle's {ostate}")
-    out = output_diff(final.value.get("output"), ofinal.value.get("output"))
+    out = output_diff(final.value.get("output"), ofinal.value.get("output"), repeats)
     if out is not None:
         diffs.append(out)
     diffs += compare_requests(mine, theirs, decl)

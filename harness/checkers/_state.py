@@ -8,7 +8,8 @@ from typing import Any
 from ..history import History
 from ..model import Event, EventF, PropertyResult
 from ._base import Findings, guarded, plural, vstr, vstrs
-from ._runs import fault_runs
+from ._effects import parse_effects
+from ._runs import RepeatRefs, fault_runs, repeat_refs
 
 NAME = "state_equivalence"
 
@@ -26,7 +27,11 @@ def check_state_equivalence(history: History, oracle: History | None) -> Propert
     resumed must not leave a second copy of a message, a ledger entry stuck
     in ``prepared``, or a turn the fault-free run never took. The witness is
     the run's ``state`` event; the message names the first differing path
-    and both values in full.
+    and both values in full. A value that differs only in carrying the new
+    reference the world gave a repeated ``at_least_once`` request (the
+    second send of an email the runtime may send twice) instead of the
+    first one's is equal (counted as ``at_least_once_new_ref``); an
+    exactly-once kind's new reference is a difference.
 
     Cannot see: runs a fault may legitimately change (named in a fault's
     ``runs``) and runs that ended in another state than the oracle's (that
@@ -47,6 +52,9 @@ def check_state_equivalence(history: History, oracle: History | None) -> Propert
         return f.result("")
     ostates = _states(oracle)
     excluded = fault_runs(history)
+    decl = history.declaration()
+    effects, _ = parse_effects(history)
+    oracle_effects, _ = parse_effects(oracle)
     finals, ofinals = history.finals(), oracle.finals()
     for run_id, e in states.items():
         if run_id in excluded:
@@ -69,6 +77,11 @@ def check_state_equivalence(history: History, oracle: History | None) -> Propert
         mine = _strip(e.value.get("state"), volatile)
         theirs = _strip(o.value.get("state"), volatile)
         diff = first_difference(mine, theirs)
+        repeats = repeat_refs(effects, oracle_effects, run_id, decl)
+        if diff is not None and repeats:
+            diff = _beyond_repeats(mine, theirs, repeats)
+            if diff is None:
+                f.count("at_least_once_new_ref")
         if diff is None:
             f.count("equivalent")
             continue
@@ -100,6 +113,30 @@ def _states(history: History) -> dict[str, Event]:
 _ABSENT = object()
 
 
+def _beyond_repeats(mine: Any, theirs: Any, repeats: RepeatRefs) -> tuple[str, Any, Any] | None:
+    """The first difference that is not a repeat's new reference, with the
+    real values there; None when there is none. (Normalizing changes
+    strings only, so a path in the normalized values is one in the real.)"""
+    found = _difference(repeats.normalize(mine), repeats.normalize(theirs, oracle=True), ())
+    if found is None:
+        return None
+    steps = found[0]
+    return _path(steps), _at(mine, steps), _at(theirs, steps)
+
+
+def _at(value: Any, steps: tuple[Any, ...]) -> Any:
+    for index, k in steps:
+        held = (
+            (isinstance(value, list) and k < len(value))
+            if index
+            else (isinstance(value, dict) and k in value)
+        )
+        if not held:
+            return _ABSENT
+        value = value[k]
+    return value
+
+
 def _strip(value: Any, volatile: set[str]) -> Any:
     if isinstance(value, dict):
         return {k: _strip(v, volatile) for k, v in value.items() if k not in volatile}
@@ -112,27 +149,40 @@ def first_difference(a: Any, b: Any, path: str = "$") -> tuple[str, Any, Any] | 
     """The first path (JSONPath-like, ``$.messages[2].content``) at which
     ``a`` and ``b`` differ, with both values there; None if equal. A key or
     item present on one side only shows as ``(absent)`` on the other."""
+    found = _difference(a, b, ())
+    if found is None:
+        return None
+    steps, x, y = found
+    return _path(steps, path), x, y
+
+
+def _difference(a: Any, b: Any, steps: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any, Any] | None:
     if a == b:
         return None
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b), key=str):
-            here = f"{path}.{k}"
+            here = (*steps, (False, k))
             if k not in a or k not in b:
                 return here, a.get(k, _ABSENT), b.get(k, _ABSENT)
-            found = first_difference(a[k], b[k], here)
+            found = _difference(a[k], b[k], here)
             if found is not None:
                 return found
         return None
     if isinstance(a, list) and isinstance(b, list):
         for i in range(max(len(a), len(b))):
-            here = f"{path}[{i}]"
+            here = (*steps, (True, i))
             if i >= len(a) or i >= len(b):
                 return here, a[i] if i < len(a) else _ABSENT, b[i] if i < len(b) else _ABSENT
-            found = first_difference(a[i], b[i], here)
+            found = _difference(a[i], b[i], here)
             if found is not None:
                 return found
         return None
-    return path, a, b
+    return steps, a, b
+
+
+def _path(steps: tuple[Any, ...], root: str = "$") -> str:
+    """``$.messages[2].content``: steps are (is a list index, key or index)."""
+    return root + "".join(f"[{k}]" if index else f".{k}" for index, k in steps)
 
 
 def _show(value: Any) -> str:

@@ -102,11 +102,14 @@ class H:
         tenant: str = "t1",
         at: float | None = None,
         worker_id: str | None = None,
+        external_ref: str | None = None,
     ) -> H:
         service, action = kind.split(".")
         if outcome is None:
             outcome = "deduplicated" if deduplicated else ("applied" if applied else "rejected")
         caller = {} if worker_id is None else {"worker_id": worker_id}
+        if external_ref is not None:
+            caller["external_ref"] = external_ref
         return self.add(
             "info",
             EventF.EFFECT,
@@ -279,6 +282,11 @@ class H:
                 "waiting_on": None,
             },
         )
+
+    def state(self, run_id: str, snapshot: Any, volatile: tuple[str, ...] = ()) -> H:
+        """The run's durable state after the scenario (``durable_state``)."""
+        value = {"run_id": run_id, "state": snapshot, "volatile": list(volatile)}
+        return self.add("info", EventF.STATE, value)
 
     def run(
         self,
