@@ -17,7 +17,7 @@ from typing import Any
 from ..history import History
 from ..model import Event, EventF, PropertyResult, RunState
 from ._base import Findings, final_state, guarded, plural, short, vstr
-from ._effects import Effect, parse_effects
+from ._effects import Effect, foreign_answers, parse_effects
 
 NAME = "effects_accounted"
 
@@ -74,12 +74,15 @@ def check_effects_accounted(history: History, oracle: History | None) -> Propert
       status ``done`` naming one of the external refs the world answered
       that request with (any attempt's: a zombie's, a redelivery's, a
       deduplicated repeat's -- how many times it happened is
-      ``exactly_once_effects``' business). An entry that names the ref but
+      ``exactly_once_effects``' business), but not a repeat the world
+      answered with another run's effect (a key two runs shared: the ref
+      is that run's). An entry that names the ref but
       is not ``done`` (left ``prepared``, say) fails, as does one that
       names another ref or none. Where the world gave no ref, an entry of
       the same kind and request hash that is ``done`` suffices.
     - *recorded, so applied*: every ``done`` entry that names an external
-      ref names one the world answered a call of this run with; or, for a
+      ref names one the world answered a call of this run with (with an
+      effect of this run's own, not another run's deduplicated); or, for a
       request reconciled by a business key another run of the same tenant
       used, a ref the world gave that run for the same kind and business
       key (counted as ``shared_refs``). A ``done`` entry without a ref
@@ -115,6 +118,9 @@ def check_effects_accounted(history: History, oracle: History | None) -> Propert
         f.unknown(
             f"effect #{e.index} lacks a kind, a request_hash or a boolean 'applied'", [e.index]
         )
+    # An answer the world gave a run with another run's effect (a key two
+    # runs shared) names that run's ref, not one of this run's own.
+    foreign = frozenset(answer.index for answer, _ in foreign_answers(effects))
     refs = _world_refs(history)
     by_ref: dict[str, list[_Ref]] = {}
     for ref, r in refs:
@@ -133,10 +139,14 @@ def check_effects_accounted(history: History, oracle: History | None) -> Propert
             continue
         entries = list(_entries(f, final, raw))
         f.count("completed_runs")
-        mine = {ref: rs for ref, rs in by_ref.items() if any(r.run_id == run_id for r in rs)}
+        mine = {
+            ref: rs
+            for ref, rs in by_ref.items()
+            if any(r.run_id == run_id and r.index not in foreign for r in rs)
+        }
         tenant = vstr(final, "tenant") or history.tenant_of(run_id)
         _applied_so_recorded(f, run_id, tenant, final, effects, mine, by_ref, entries)
-        _recorded_so_applied(f, history, run_id, tenant, final, mine, by_ref, entries)
+        _recorded_so_applied(f, history, run_id, tenant, final, mine, by_ref, entries, foreign)
         _reported_so_applied(f, run_id, final, mine, by_ref, entries)
     return f.result(
         f"Every one of {plural(f.counts['applied_requests'], 'request')} the world applied "
@@ -290,8 +300,13 @@ def _recorded_so_applied(
     mine: dict[str, list[_Ref]],
     by_ref: dict[str, list[_Ref]],
     entries: list[_Entry],
+    foreign: frozenset[int],
 ) -> None:
-    answered = [e for e in history.by_run(run_id) if e.f is EventF.EFFECT and _answered(e)]
+    answered = [
+        e
+        for e in history.by_run(run_id)
+        if e.f is EventF.EFFECT and _answered(e) and e.index not in foreign
+    ]
     for entry in entries:
         if entry.status != "done":
             continue

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..history import Declaration, History
-from ..model import OPERATOR_ANSWER, Event, EventF
+from ..model import OPERATOR_ANSWER, Event, EventF, RunState
 from ._base import final_state, short, vnum, vstr
 
 #: outcomes after which the caller cannot know whether the effect happened
@@ -41,6 +41,8 @@ class Effect:
     at: float | None
     #: the reference the world answered with (None: none recorded)
     external_ref: str | None = None
+    #: the idempotency key the call carried (None: none)
+    idempotency_key: str | None = None
 
     @property
     def counted(self) -> bool:
@@ -85,9 +87,83 @@ def parse_effects(history: History) -> tuple[list[Effect], list[Event]]:
                 side_effect=side_effect is not False,
                 at=vnum(e, "at"),
                 external_ref=vstr(e, "external_ref"),
+                idempotency_key=vstr(e, "idempotency_key"),
             )
         )
     return good, bad
+
+
+def foreign_answers(effects: Iterable[Effect]) -> list[tuple[Effect, Effect]]:
+    """Every deduplicated answer to a run whose first application belongs to
+    another run: (the answer, that application), in history order.
+
+    The world deduplicates by (service, tenant, idempotency key) and answers
+    a repeat with the first applied request's response, so it knows whose
+    effect an answer is: the first application with that key (or, for a
+    record without a key, the first applied effect with the answer's
+    external ref). An answer to run B that is run A's effect means the
+    world never did anything for B's request: two runs shared a key (one
+    derived from the request's content, say), and B's effect is lost, while
+    B holds A's answer as its own. Neither the runtime's account nor the
+    oracle is read: the attribution is the world's."""
+    first: dict[tuple[str, str | None, str], Effect] = {}
+    by_ref: dict[str, Effect] = {}
+    out: list[tuple[Effect, Effect]] = []
+    for eff in effects:
+        service = eff.kind.partition(".")[0]
+        key = None if eff.idempotency_key is None else (service, eff.tenant, eff.idempotency_key)
+        if eff.applied:
+            if key is not None:
+                first.setdefault(key, eff)
+            if eff.external_ref is not None:
+                by_ref.setdefault(eff.external_ref, eff)
+            continue
+        if not eff.deduplicated:
+            continue
+        orig = first.get(key) if key is not None else None
+        if orig is None and eff.external_ref is not None:
+            orig = by_ref.get(eff.external_ref)
+        if (
+            orig is not None
+            and eff.run_id is not None
+            and orig.run_id is not None
+            and orig.run_id != eff.run_id
+        ):
+            out.append((eff, orig))
+    return out
+
+
+def lost_to_another_run(history: History, effects: list[Effect]) -> list[tuple[Effect, Effect]]:
+    """The foreign answers (:func:`foreign_answers`) that leave a completed
+    run without its effect: the run ended ``completed`` and the world never
+    applied that request (kind and request hash) for it. A run that ended
+    otherwise may rightly not have had it; one that applied the request
+    itself too has had it."""
+    finals = history.finals()
+    out: list[tuple[Effect, Effect]] = []
+    for answer, first in foreign_answers(effects):
+        final = finals.get(answer.run_id) if answer.run_id is not None else None
+        if final is None or final_state(final) is not RunState.COMPLETED:
+            continue
+        own = any(
+            eff.counted and eff.run_id == answer.run_id and eff.request == answer.request
+            for eff in effects
+        )
+        if not own:
+            out.append((answer, first))
+    return out
+
+
+def lost_text(answer: Effect, first: Effect) -> str:
+    """Why an effect answered with another run's is lost, for a checker's message."""
+    key = f"idempotency key {answer.idempotency_key!r}" if answer.idempotency_key else "its ref"
+    return (
+        f"run {answer.run_id} completed, but its {answer.kind} request "
+        f"{answer.request_hash[:12]} was never applied for it: the world answered it "
+        f"(effect #{answer.index}) with run {first.run_id}'s effect #{first.index}, "
+        f"deduplicated under the same {key}; the two runs shared a key, and "
+        f"run {answer.run_id}'s effect was lost"
+    )
 
 
 def applied_by_op(effects: Iterable[Effect]) -> dict[LogicalOp, list[Effect]]:

@@ -5,7 +5,17 @@ from __future__ import annotations
 from ..history import History
 from ..model import Event, EventF, PropertyResult, RunState
 from ._base import Findings, final_state, guarded, plural, vstrs
-from ._effects import IN_DOUBT, Effect, LogicalOp, applied_by_op, delivery, fmt_op, parse_effects
+from ._effects import (
+    IN_DOUBT,
+    Effect,
+    LogicalOp,
+    applied_by_op,
+    delivery,
+    fmt_op,
+    lost_text,
+    lost_to_another_run,
+    parse_effects,
+)
 
 NAME = "exactly_once_effects"
 
@@ -20,7 +30,12 @@ def check_exactly_once_effects(history: History, oracle: History | None) -> Prop
     ``exactly_once`` kinds (the default for undeclared kinds) and for
     ``at_most_once`` kinds; ``at_least_once`` duplicates are allowed and
     counted. Repeats the world absorbed by idempotency (``deduplicated``) are
-    counted, never failed. No counted effect exists for a run whose
+    counted, never failed -- unless the repeat is another run's: a run that
+    ended ``completed`` and whose request the world answered with another
+    run's application (deduplicated under the same idempotency key, see
+    ``foreign_answers``) and never applied for it lost its effect, whatever
+    the oracle did (both twins of one tenant share the oracle's deployment,
+    and its mistake). No counted effect exists for a run whose
     submission certainly failed, nor -- for a kind that needs approval -- for
     a run that ended ``cancelled``. With an oracle: an ``at_most_once``
     operation the oracle applied once must not be silently missing from a
@@ -64,6 +79,10 @@ def check_exactly_once_effects(history: History, oracle: History | None) -> Prop
             [g.index for g in group],
         )
         f.count("duplicated_ops")
+
+    for answer, first in lost_to_another_run(history, effects):
+        f.fail(lost_text(answer, first), [first.index, answer.index])
+        f.count("lost_to_another_run")
 
     finals = history.finals()
     failed_submits = set(history.submitted_failed())
