@@ -5,32 +5,41 @@ Redis keys -- in ``finally`` blocks. A SIGKILL of the harness itself (an
 impatient CI job, the OOM killer) leaves no chance for that, so each new run
 first sweeps what no live run owns (:func:`sweep`).
 
-Ownership is a lock the live run holds, never a pid: two CI containers that
-share one database service or one ``$TMPDIR`` live in different PID
-namespaces, where each other's pids look dead (or belong to someone else).
-Every lock below is released by the kernel or the server when its holder
-dies, however it dies:
+What the harness may sweep is what it recorded as its own *before* making it,
+never what merely looks like its names: a database or a Redis it is given is
+not dedicated to it, and a user's schema ``rr_2024_sales`` or key
+``rr:rr_2024_sales:config`` is never the harness's, whatever its name says.
+Whether the owner still lives is a lock it holds, never a pid: two CI
+containers that share one database service or one ``$TMPDIR`` live in
+different PID namespaces, where each other's pids look dead (or belong to
+someone else). Every lock below is released by the kernel or the server when
+its holder dies, however it dies:
 
 - a scratch folder (:func:`scratch_dir`) holds a lock file, ``flock``-ed for
   as long as the folder is in use; the sweeper removes the folder only if it
   can take that lock itself -- and first kills the processes recorded in it
   (:func:`record_process`: pid, start time and PID namespace, so a reused
-  pid is never killed), whose owner is dead since the lock was free;
-- a Postgres schema (:class:`SchemaLease`) is covered by a session-level
-  advisory lock held on a connection of its own, taken *before* the schema is
-  created; the sweeper drops the schema only if it can take the lock;
-- a Redis key prefix (:class:`RedisLease`) has an ``alive`` key with a short
-  TTL that a daemon thread renews, set before any other key; the sweeper
-  deletes a prefix's keys only when that key has expired;
+  pid is never killed), whose owner is dead since the lock was free. A folder
+  without that lock file is never removed, whatever its name;
+- a Postgres schema (:class:`SchemaLease`): a session-level advisory lock is
+  taken first, on a connection of its own, then one transaction records the
+  schema in the registry table ``harness_owned.schemas`` and creates it (so a
+  row exists only for a schema the harness made; an existing schema of that
+  name makes the transaction fail and nothing is recorded). The sweeper drops
+  only schemas of that table whose lock it can take, and their rows with them;
+- a Redis key prefix (:class:`RedisLease`): one script sets the prefix's
+  ``alive`` key (a short TTL a daemon thread renews) and adds the prefix to
+  the set ``harness:owned-prefixes``, before any key under it is written; the
+  sweeper deletes the keys of a prefix of that set whose ``alive`` key has
+  expired. The runtime's own keys carry a TTL too (an hour past their last
+  write), so they expire even if no sweep ever comes;
 - a netfilter rule (:mod:`harness._netfilter`) carries its owner's token in
-  its comment; the owner holds an abstract Unix socket of that name bound,
-  and the sweeper deletes the rule only if it can bind that socket itself.
+  its comment and dies with its owner: a reaper process removes it when the
+  owner's pipe closes; the sweep is the backstop.
 
-Names made by earlier versions (``harness-<pid>_*``, ``rr_<pid>_*``) hold no
-lock. Folders of that kind are swept once they are an hour old (also the
-``harness-probe-*``/``harness-profile-*`` folders those versions never
-swept); schemas and keys of that kind keep the old pid rule, which is right
-within one PID namespace.
+Schemas and keys of earlier versions recorded nowhere are left alone (drop
+them by hand if you know they are the harness's): the sweep cannot tell them
+from a user's.
 """
 
 from __future__ import annotations
@@ -64,21 +73,26 @@ LOCK_NAME = ".harness-owner.lock"
 PROCS_NAME = ".harness-procs"
 #: seconds a sweep waits for the processes it killed to die
 KILL_WAIT = 5.0
-#: how old a lock-less folder of an earlier version must be to be swept
-LEGACY_FOLDER_AGE = 3600.0
 #: seconds an ``alive`` key outlives its last renewal (renewed every sixth)
 ALIVE_TTL = 30.0
 #: seconds to wait for a server before giving up on it
 CONNECT_TIMEOUT = 5
+#: seconds a drop waits for a table lock before leaving the schema to a later
+#: sweep (a dying owner's session may still hold one for a moment)
+LOCK_TIMEOUT_MS = 10_000
 
-#: the part of a schema or key prefix after ``rr_`` / ``lg_`` that this
-#: version makes: ownership is in a lease, not in the name
-_TAG = re.compile(r"^(?:rr|lg|dbos)_lk_[0-9a-f]{16}$")
-#: pid-tagged names of earlier versions
-_LEGACY = re.compile(r"^(?:harness-|rr_|lg_)(\d+)_")
-#: lock-less folders of earlier versions: ``mkdtemp`` adds 8 characters. A
-#: bare ``harness-XXXXXXXX`` is a report folder of harness.testing: never ours.
-_LEGACY_FOLDER = re.compile(r"^harness-(?:\d+_|probe-|profile-)[a-z0-9_]{8}$")
+#: the Postgres schema, and its table, where the schemas the harness made
+#: are recorded (:class:`SchemaLease`)
+REGISTRY_SCHEMA = "harness_owned"
+REGISTRY = f"{REGISTRY_SCHEMA}.schemas"
+#: the Redis set of the key prefixes the harness made (:class:`RedisLease`)
+OWNED_PREFIXES = "harness:owned-prefixes"
+
+#: what this version names its schemas and key prefixes. Not a proof of
+#: ownership (a record is): a filter a record must pass too, so that an
+#: entry naming ``public`` or ``*`` is ignored whoever wrote it
+_OWNED_SCHEMA = re.compile(r"^(?:rr|lg|dbos)_lk_[0-9a-f]{16}$")
+_OWNED_PREFIX = re.compile(r"^rr:(?:rr|lg|dbos)_lk_[0-9a-f]{16}:$")
 
 
 def tag() -> str:
@@ -208,9 +222,9 @@ def _sweep_folder(folder: Path) -> bool:
     """Remove ``folder`` if no live process holds it; whether it did."""
     try:
         fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return _sweep_legacy_folder(folder)
     except OSError:
+        # No lock file (or not a regular one): never made by scratch_dir,
+        # whatever its name says.
         return False
     try:
         try:
@@ -224,20 +238,6 @@ def _sweep_folder(folder: Path) -> bool:
         return True
     finally:
         os.close(fd)
-
-
-def _sweep_legacy_folder(folder: Path) -> bool:
-    if not _LEGACY_FOLDER.match(folder.name):
-        return False
-    try:
-        age = time.time() - folder.stat().st_mtime
-    except OSError:
-        return False
-    # Its pid proves nothing across namespaces; an hour without a change does.
-    if age < LEGACY_FOLDER_AGE:
-        return False
-    shutil.rmtree(folder, ignore_errors=True)
-    return True
 
 
 def sweep_folders(root: Path | None = None) -> list[str]:
@@ -371,17 +371,63 @@ def _try_lock(conn: Any, key: int) -> bool:
     return bool(row and row[0])
 
 
+def _registry_exists(conn: Any) -> bool:
+    row = conn.execute("SELECT to_regclass(%s)", (REGISTRY,)).fetchone()
+    return bool(row and row[0])
+
+
+#: the transaction-level advisory lock under which the registry is made
+_REGISTRY_LOCK = _advisory_key(REGISTRY)
+
+
+def _ensure_registry(conn: Any) -> None:
+    """Make the registry table if it is not there (concurrent makers wait
+    for one another: ``IF NOT EXISTS`` alone races on the catalog)."""
+    if _registry_exists(conn):
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_REGISTRY_LOCK,))
+        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{REGISTRY_SCHEMA}"')
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {REGISTRY} (name text PRIMARY KEY, "
+            "created timestamptz NOT NULL DEFAULT now())"
+        )
+
+
+def _drop_recorded(conn: Any, name: str) -> bool:
+    """Drop the recorded schema ``name`` and its row, in one transaction;
+    whether it did (False: a lock it waited for past :data:`LOCK_TIMEOUT_MS`,
+    or the server refused; the row stays for a later sweep)."""
+    import psycopg
+
+    try:
+        with conn.transaction():
+            conn.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")
+            conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+            conn.execute(f"DELETE FROM {REGISTRY} WHERE name = %s", (name,))
+    except psycopg.Error:
+        return False
+    return True
+
+
 class SchemaLease:
     """This process owns the Postgres schema ``name`` while the lease is held.
 
-    Take it *before* creating the schema and :meth:`release` it after dropping
-    it: a sweeper drops only schemas whose advisory lock it can take, and the
-    server frees the lock when this connection ends, even by SIGKILL.
+    Making the lease makes the schema: the advisory lock first (on a
+    connection of its own), then one transaction that records ``name`` in
+    :data:`REGISTRY` and creates it. A schema of that name that already
+    exists is someone else's: the transaction fails, nothing is recorded,
+    and :class:`RuntimeError` says so. Code that then runs ``CREATE SCHEMA
+    IF NOT EXISTS`` finds it made. :meth:`release` drops it and its record.
+    A sweeper drops only recorded schemas whose lock it can take; the server
+    frees the lock when this connection ends, even by SIGKILL.
     """
 
     def __init__(self, url: str, name: str) -> None:
         import psycopg
 
+        if not _OWNED_SCHEMA.match(name):
+            raise ValueError(f"schema {name!r} is not a name the harness makes (see tag())")
         self.name = name
         self._conn: Any = psycopg.connect(
             url,
@@ -389,58 +435,53 @@ class SchemaLease:
             connect_timeout=CONNECT_TIMEOUT,
             application_name=f"harness-owner:{name}"[:63],
         )
-        if not _try_lock(self._conn, _advisory_key(name)):
+        try:
+            if not _try_lock(self._conn, _advisory_key(name)):
+                raise RuntimeError(f"schema {name!r} is already owned by another harness process")
+            _ensure_registry(self._conn)
+            try:
+                with self._conn.transaction():
+                    self._conn.execute(f"INSERT INTO {REGISTRY} (name) VALUES (%s)", (name,))
+                    self._conn.execute(f'CREATE SCHEMA "{name}"')
+            except (psycopg.errors.DuplicateSchema, psycopg.errors.UniqueViolation) as exc:
+                raise RuntimeError(
+                    f"schema {name!r} already exists: it is not the harness's to use"
+                ) from exc
+        except BaseException:
             self._conn.close()
-            raise RuntimeError(f"schema {name!r} is already owned by another harness process")
+            raise
 
     def release(self) -> None:
-        """Give the schema up (ending the session frees its lock)."""
-        self._conn.close()
-
-
-def orphaned(name: str) -> bool:
-    """Whether a pid-tagged name of an earlier version was made by a process
-    that no longer exists *in this PID namespace* (the only rule such a name
-    allows; names of this version are judged by their leases)."""
-    m = _LEGACY.match(name)
-    if m is None:
-        return False
-    pid = int(m.group(1))
-    if pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # someone else's live process
-        return False
-    return False
+        """Drop the schema and its record, and give the lock up (ending the
+        session frees it). What cannot be dropped now is the next sweep's."""
+        try:
+            if not self._conn.closed:
+                _drop_recorded(self._conn, self.name)
+        finally:
+            self._conn.close()
 
 
 def sweep_postgres(url: str) -> list[str]:
-    """Drop ``rr_*`` / ``lg_*`` / ``dbos_lk_*`` schemas of the harness that
-    no live run owns."""
+    """Drop the schemas recorded in :data:`REGISTRY` that no live run owns
+    (and their records); returns their names. Nothing else is looked at."""
     import psycopg
 
     gone = []
     with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
-        rows = conn.execute(
-            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'rr\\_%' "
-            "OR nspname LIKE 'lg\\_%' OR nspname LIKE 'dbos\\_lk\\_%'"
-        ).fetchall()
+        if not _registry_exists(conn):
+            return []
+        rows = conn.execute(f"SELECT name FROM {REGISTRY} ORDER BY name").fetchall()
         for (name,) in rows:
-            if _TAG.match(name):
-                key = _advisory_key(name)
-                if not _try_lock(conn, key):
-                    continue  # a live run holds it
-                try:
-                    conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-                finally:
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-                gone.append(name)
-            elif orphaned(name):
-                conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
-                gone.append(name)
+            if not _OWNED_SCHEMA.match(name):
+                continue  # not a name the harness makes: a record it did not write
+            key = _advisory_key(name)
+            if not _try_lock(conn, key):
+                continue  # a live run holds it
+            try:
+                if _drop_recorded(conn, name):
+                    gone.append(name)
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
     return gone
 
 
@@ -449,19 +490,41 @@ def sweep_postgres(url: str) -> list[str]:
 #: the key under a prefix that says its owner is alive
 ALIVE = "alive"
 
+#: set the ``alive`` key unless it exists, and record the prefix, at once
+_CLAIM = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('SADD', KEYS[2], ARGV[3])
+  return 1
+end
+return 0
+"""
+
+
+def _delete_under(client: Any, prefix: str) -> int:
+    """Delete every key under ``prefix`` (a name of :data:`_OWNED_PREFIX`'s
+    shape: no glob characters to escape)."""
+    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+    return int(client.delete(*keys)) if keys else 0
+
 
 class RedisLease:
     """This process owns the Redis keys under ``prefix`` while the lease is held.
 
-    Take it before writing any key there: it sets ``<prefix>alive`` with a
-    TTL of :data:`ALIVE_TTL` and renews it from a daemon thread; a sweeper
-    deletes the prefix's keys only once that key is gone. :meth:`release`
-    stops the renewal and deletes the key.
+    Take it before writing any key there: one script sets ``<prefix>alive``
+    (unless it exists: then the prefix is someone else's and
+    :class:`RuntimeError` says so) with a TTL of :data:`ALIVE_TTL`, renewed
+    from a daemon thread, and adds ``prefix`` to :data:`OWNED_PREFIXES`. A
+    sweeper deletes a recorded prefix's keys only once its ``alive`` key is
+    gone. :meth:`release` deletes the prefix's keys, its record and the
+    ``alive`` key, in that order.
     """
 
     def __init__(self, url: str, prefix: str, ttl: float | None = None) -> None:
         import redis
 
+        if not _OWNED_PREFIX.match(prefix):
+            raise ValueError(f"key prefix {prefix!r} is not one the harness makes (see tag())")
+        self.prefix = prefix
         self.key = f"{prefix}{ALIVE}"
         self._ttl_ms = int((ttl if ttl is not None else ALIVE_TTL) * 1000)
         self._client: Any = redis.Redis.from_url(
@@ -470,8 +533,12 @@ class RedisLease:
         self._token = f"{os.getpid()}:{uuid.uuid4().hex}"
         self._stop = threading.Event()
         try:
-            self._client.set(self.key, self._token, px=self._ttl_ms)
-        except Exception:
+            claimed = self._client.eval(
+                _CLAIM, 2, self.key, OWNED_PREFIXES, self._token, self._ttl_ms, prefix
+            )
+            if not claimed:
+                raise RuntimeError(f"key prefix {prefix!r} is already owned by another process")
+        except BaseException:
             self._client.close()
             raise
         self._thread = threading.Thread(
@@ -487,35 +554,38 @@ class RedisLease:
                 self._client.set(self.key, self._token, px=self._ttl_ms)
 
     def release(self) -> None:
-        """Stop renewing and delete the ``alive`` key."""
+        """Stop renewing; delete the prefix's keys, its record, then the
+        ``alive`` key (what fails is the next sweep's, or expires)."""
         self._stop.set()
         self._thread.join()
         try:
             with contextlib.suppress(Exception):
+                _delete_under(self._client, self.prefix)
+                self._client.srem(OWNED_PREFIXES, self.prefix)
                 self._client.delete(self.key)
         finally:
             self._client.close()
 
 
 def sweep_redis(url: str) -> int:
-    """Delete the ``rr:rr_*`` keys whose prefix no live run owns."""
+    """Delete the keys of the prefixes recorded in :data:`OWNED_PREFIXES`
+    whose owner is gone (and their records); returns how many keys."""
     import redis
 
     client: Any = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT)
     try:
-        by_prefix: dict[str, list[bytes]] = {}
-        for key in client.scan_iter(match=f"rr:{SCHEMA_PREFIX}*"):
-            parts = key.decode(errors="replace").split(":", 2)
-            if len(parts) == 3:
-                by_prefix.setdefault(parts[1], []).append(key)
-        doomed: list[bytes] = []
-        for name, keys in by_prefix.items():
-            if _TAG.match(name):
-                if not client.exists(f"rr:{name}:{ALIVE}"):
-                    doomed.extend(keys)
-            elif orphaned(name):
-                doomed.extend(keys)
-        return int(client.delete(*doomed)) if doomed else 0
+        dead = []
+        for raw in client.smembers(OWNED_PREFIXES):
+            prefix = raw.decode(errors="replace")
+            if not _OWNED_PREFIX.match(prefix):
+                continue  # not a prefix the harness makes: a record it did not write
+            if not client.exists(f"{prefix}{ALIVE}"):
+                dead.append(prefix)
+        deleted = 0
+        for prefix in dead:
+            deleted += _delete_under(client, prefix)
+            client.srem(OWNED_PREFIXES, prefix)
+        return deleted
     finally:
         client.close()
 

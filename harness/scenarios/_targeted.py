@@ -62,7 +62,7 @@ from ..model import (
     StorageFault,
     Submit,
 )
-from ..world import LOOKUP, LOOKUP_FAULT_MODES
+from ..world import LOOKUP, LOOKUP_FAULT_MODES, SERVICES
 from ._profile import Commit, EffectSite, WorkflowProfile
 from ._strategies import offers_lookup
 from ._universe import TENANTS, Universe
@@ -164,11 +164,14 @@ def targeted(u: Universe) -> list[Scenario]:
         _messages(aim),
         _memory(aim),
         _tenant_twins(aim),
+        _run_twins(aim),
+        _deliveries_while_held(aim),
         _memory_while_down(aim),
         _upgrades(aim),
         _outages(aim),
         _wait_deadlines(aim),
         first_ends,
+        _last_windows(aim),
         _operator_cancels(aim),
         _kills_before(aim),
         _zombies(aim),
@@ -324,6 +327,54 @@ def _messages(a: _Aim) -> list[Scenario]:
     return twice[:1] + refused + changed + _cross_tenant_events(a) + twice[1:]
 
 
+#: delivery-while-held schedules at most (one per gated workflow)
+MAX_HELD_DELIVERIES = 2
+
+
+def _deliveries_while_held(a: _Aim) -> list[Scenario]:
+    """A message delivered while a worker holds the run between its inbox
+    read and the commit that acknowledges what it read. The run waits for
+    its decision; a message it must ignore (a forged decision) comes first,
+    so the worker that next claims the run reads it and commits its
+    acknowledgement; that worker is paused at the last pause point before
+    the first commit of the round that follows a decision in the fault-free
+    run (after its read, before its acknowledging commit), the approver's
+    valid decision is delivered, and the worker goes on, its commit
+    succeeding. The decision was never read: it must still be pending
+    after that commit, and the run must take it. A runtime that
+    acknowledges the run's whole pending inbox, not the messages it read,
+    loses it unseen (the run then waits for ever, or times out). The
+    ignored message carries the approver's own decision, so a runtime that
+    wrongly trusts it ends the same: this schedule tests the acknowledgement
+    only. Gated workflows first-decision rounds, a few."""
+    if "message" not in a.families or not a.pausable:
+        return []
+    out: list[Scenario] = []
+    for wf in a.workflows:
+        p = a.profile(wf)
+        r = p.resume_round
+        if not wf.needs_approval or r < 1 or r >= len(p.rounds):
+            continue
+        trace = p.rounds[r]
+        first = next((i for i, (site, _) in enumerate(trace) if site in a.in_txn), len(trace))
+        held = next((trace[i] for i in reversed(range(first)) if trace[i][0] in a.pausable), None)
+        if held is None:
+            continue
+        out.append(
+            _scenario(
+                f"{wf.name}/deliver_while_held/r{r}/{held[0]}@{held[1]}",
+                _run(wf),
+                *_rounds(r - 1),
+                RunWorker(worker_id=f"p{r - 1}"),
+                Approve(run_id="r1", variant="forged"),
+                _paused("h1", *held),
+                Approve(run_id="r1"),
+                ContinueWorker(worker_id="h1"),
+            )
+        )
+    return out[:MAX_HELD_DELIVERIES]
+
+
 def _cross_tenant_events(a: _Aim) -> list[Scenario]:
     """Another tenant sends the event a run waits on (see :func:`_messages`)."""
     if "crash" not in a.families or not a.in_txn:
@@ -399,6 +450,45 @@ def _tenant_twins(a: _Aim) -> list[Scenario]:
             )
         )
     return out
+
+
+#: identical-twin schedules at most (one per workflow with a keyed effect)
+MAX_RUN_TWINS = 2
+
+
+def _run_twins(a: _Aim) -> list[Scenario]:
+    """Two identical runs of one tenant (same workflow, input and decision,
+    two run ids), submitted together, without any fault: each must have its
+    own effects. A runtime that derives an idempotency key from the
+    request's content sends the second run's request under the first's key,
+    and the world answers it with the first run's effect: the second
+    customer is never refunded. The oracle runs both in one deployment and
+    makes the same mistake; ``exactly_once_effects`` sees it from the
+    world's records alone (a run answered with another run's effect). On
+    the workflows whose effects a service deduplicates by key, gated first."""
+    if "world" not in a.families:
+        return []
+    out = []
+    for wf in a.workflows:
+        if not any(_keyed(eff) for eff in wf.effects):
+            continue
+        first = _run(wf)
+        twin = first.model_copy(update={"run_id": "r2"})
+        out.append(
+            _scenario(
+                f"{wf.name}/run_twin/{first.tenant}",
+                first,
+                Submit(run=twin),
+                RunWorker(worker_id="w1"),
+            )
+        )
+    return out[:MAX_RUN_TWINS]
+
+
+def _keyed(eff: str) -> bool:
+    """Whether the world's service of effect ``eff`` deduplicates by key."""
+    spec = SERVICES.get(eff.partition(".")[0])
+    return spec is not None and spec.capabilities.idempotency_keys
 
 
 def _commit_sweeps(a: _Aim) -> tuple[list[Scenario], list[Scenario]]:
@@ -953,6 +1043,50 @@ def _memory_while_down(a: _Aim) -> list[Scenario]:
             )
         )
     return out
+
+
+#: last-window schedules at most (one per workflow)
+MAX_LAST_WINDOWS = 4
+
+
+def _last_windows(a: _Aim) -> list[Scenario]:
+    """A kill in the last window: after the run's last durable write, before
+    the record that it completed. The fault-free run's last commit is the
+    one that ends it; the worker is killed at the last crash point before
+    that commit begins (everything the run did is durable, its end is
+    not), and another worker must finish it as the fault-free run did: its
+    output, its state, its parent told. A runtime that treats a run found
+    past its last step as done (records the end without the output, or
+    never records it), or that replays the finished run from an earlier
+    step, shows only here: the kills after each commit (``_commit_kills``)
+    are capped, and reach a long workflow's last commits last, if at all.
+    One per workflow, breadth-first."""
+    if "crash" not in a.families or not a.in_txn:
+        return []
+    out: list[Scenario] = []
+    for wf in a.workflows:
+        p = a.profile(wf)
+        commits = p.commits(a.in_txn)
+        if not commits:
+            continue
+        last = commits[-1]
+        trace = p.rounds[last.round]
+        end = trace.index(last.last)
+        start = end
+        while start > 0 and trace[start - 1][0] in a.in_txn:
+            start -= 1
+        # the crash point right before the commit's transaction (or its
+        # first statement, when one commit follows another directly)
+        site = trace[start - 1] if start > 0 else trace[start]
+        out.append(
+            _scenario(
+                f"{wf.name}/last_window/r{last.round}/{site[0]}@{site[1]}",
+                _run(wf),
+                *_rounds(last.round),
+                RunWorker(worker_id="w1", crash=CrashSpec(site=site[0], nth=site[1])),
+            )
+        )
+    return out[:MAX_LAST_WINDOWS]
 
 
 def _commit_kills(a: _Aim) -> list[Scenario]:

@@ -49,13 +49,28 @@ NETWORK_TIMEOUT = 5.0
 
 T = TypeVar("T")
 
+#: Milliseconds every key lives past its last write (``PEXPIRE``): a worker
+#: or a whole deployment killed without cleaning up leaves nothing in Redis
+#: for longer. Wall-clock time, unlike leases (the runtime's clock, whose
+#: leases last seconds to minutes): an hour is far longer than any lease.
+KEY_TTL_MS = 3_600_000
+
+# ARGV[4] is the store's fencing token for the run (a floor): a ``fence``
+# counter that expired (or a Redis that lost it) restarts above it, never
+# below, so the store never refuses every new token.
 _ACQUIRE = """
 local owner = redis.call('HGET', KEYS[1], 'owner')
 local expiry = tonumber(redis.call('HGET', KEYS[1], 'expiry') or '0')
 local now = tonumber(ARGV[2])
 if owner and expiry >= now then return -1 end
+local floor = tonumber(ARGV[4])
+if tonumber(redis.call('GET', KEYS[2]) or '0') < floor then
+  redis.call('SET', KEYS[2], floor)
+end
 local token = redis.call('INCR', KEYS[2])
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'expiry', ARGV[3], 'token', token)
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return token
 """
 
@@ -64,6 +79,8 @@ if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
 if tonumber(redis.call('HGET', KEYS[1], 'token')) ~= tonumber(ARGV[2]) then return 0 end
 if tonumber(redis.call('HGET', KEYS[1], 'expiry')) < tonumber(ARGV[3]) then return 0 end
 redis.call('HSET', KEYS[1], 'expiry', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return 1
 """
 
@@ -91,7 +108,9 @@ class RedisLeases:
         *,
         client_name: str | None = None,
         network_timeout: float = NETWORK_TIMEOUT,
+        key_ttl_ms: int = KEY_TTL_MS,
     ) -> None:
+        self.key_ttl_ms = key_ttl_ms
         try:
             import redis
             from redis.backoff import NoBackoff
@@ -149,8 +168,13 @@ class RedisLeases:
             return int(fields["token"])
         return None
 
-    def acquire(self, run_id: str, worker_id: str, now: float, ttl: float) -> int | None:
-        keys, args = self._keys(run_id), [worker_id, str(now), str(now + ttl)]
+    def acquire(
+        self, run_id: str, worker_id: str, now: float, ttl: float, floor: int = 0
+    ) -> int | None:
+        """A lease on ``run_id`` and its fencing token (greater than
+        ``floor``), or None if another worker holds one."""
+        keys = self._keys(run_id)
+        args = [worker_id, str(now), str(now + ttl), str(floor), str(self.key_ttl_ms)]
         try:
             token = int(self._call(lambda: self._acquire(keys=keys, args=args)))
         except StorageUnavailable:
@@ -163,7 +187,8 @@ class RedisLeases:
         return None if token < 0 else token
 
     def renew(self, run_id: str, worker_id: str, token: int, now: float, ttl: float) -> bool:
-        keys, args = self._keys(run_id)[:1], [worker_id, str(token), str(now), str(now + ttl)]
+        keys = self._keys(run_id)
+        args = [worker_id, str(token), str(now), str(now + ttl), str(self.key_ttl_ms)]
         try:
             return bool(self._call(lambda: self._renew(keys=keys, args=args)))
         except StorageUnavailable:
@@ -266,7 +291,9 @@ class RedisCoordinator:
         for rid in candidates:
             if run_id and rid not in store.runnable(now):
                 return None
-            token = self.leases.acquire(rid, worker_id, now, ttl)
+            current = store.get_run(rid)
+            floor = current.fencing_token if current is not None else 0
+            token = self.leases.acquire(rid, worker_id, now, ttl, floor)
             if token is None:
                 continue
             try:

@@ -22,11 +22,12 @@ CHILD = textwrap.dedent(
     from harness import _janitor
     tag = _janitor.SCHEMA_PREFIX + _janitor.tag()
     folder = _janitor.scratch_dir()
-    # What a deployment does: lease the schema and the key prefix, then make them.
+    # What a deployment does: lease the schema (which records and makes it)
+    # and the key prefix, then fill them.
     schema = _janitor.SchemaLease(sys.argv[1], tag)
     alive = _janitor.RedisLease(sys.argv[2], f"rr:{tag}:", ttl=1)
     with psycopg.connect(sys.argv[1], autocommit=True) as c:
-        c.execute(f'CREATE SCHEMA "{tag}"')
+        c.execute(f'CREATE TABLE "{tag}".runs (id text)')
     redis.Redis.from_url(sys.argv[2]).set(f"rr:{tag}:lease:r1", "w1")
     print(tag, folder, flush=True)
     time.sleep(600)
@@ -88,33 +89,23 @@ def test_resources_of_a_killed_harness_are_swept_and_a_live_one_s_are_kept(
 
 
 @pytest.mark.postgres
-def test_a_dbos_adapter_schema_nobody_leases_is_swept_and_a_leased_one_kept(
+def test_a_dbos_adapter_schema_whose_owner_is_gone_is_swept_and_a_leased_one_kept(
     postgres_url: str,
 ) -> None:
-    """The DBOS adapter's system schemas (``dbos_lk_*``) are the harness's
-    too: left by a SIGKILLed run, the next run drops them."""
+    """The DBOS adapter's system schemas (``dbos_lk_*``) are recorded like
+    the reference runtime's: left by a dead owner, the next run drops them."""
     orphan, held = "dbos_" + _janitor.tag(), "dbos_" + _janitor.tag()
+    dead = _janitor.SchemaLease(postgres_url, orphan)
+    dead._conn.close()  # as a SIGKILL ends it: lock freed, schema and record left
     lease = _janitor.SchemaLease(postgres_url, held)
     try:
-        with psycopg.connect(postgres_url, autocommit=True) as c:
-            c.execute(f'CREATE SCHEMA "{orphan}"')
-            c.execute(f'CREATE SCHEMA "{held}"')
+        assert _schema_exists(postgres_url, orphan) and _schema_exists(postgres_url, held)
         gone = _janitor.sweep_postgres(postgres_url)
         assert orphan in gone and not _schema_exists(postgres_url, orphan)
         assert held not in gone and _schema_exists(postgres_url, held)
     finally:
         lease.release()
-        with psycopg.connect(postgres_url, autocommit=True) as c:
-            c.execute(f'DROP SCHEMA IF EXISTS "{held}" CASCADE')
-            c.execute(f'DROP SCHEMA IF EXISTS "{orphan}" CASCADE')
-
-
-def test_names_without_a_pid_tag_are_never_swept_by_the_pid_rule() -> None:
-    assert not _janitor.orphaned("rr_abcdef")
-    assert not _janitor.orphaned("public")
-    assert not _janitor.orphaned(f"rr_{os.getpid()}_ab")  # our own
-    # names of this version are judged by their leases, never by a pid
-    assert not _janitor.orphaned(_janitor.SCHEMA_PREFIX + _janitor.tag())
+    assert not _schema_exists(postgres_url, held), "release drops what the lease made"
 
 
 @pytest.mark.postgres

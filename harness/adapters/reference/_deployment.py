@@ -154,8 +154,9 @@ class Deployment:
         self.authority = ApprovalAuthority(self.keys)
         self.schema: str | None = None
         # Names the Postgres schema and the Redis key prefix; the leases taken
-        # below say they are ours, so a later run sweeps them only once this
-        # process is gone, whatever PID namespace it looks from (_janitor).
+        # below record them as ours before they exist, so a later run sweeps
+        # them only once this process is gone, whatever PID namespace it looks
+        # from -- and never anything it did not record (_janitor).
         self.tag = f"{SCHEMA_PREFIX}{tag()}"
         self._leases: list[SchemaLease | RedisLease] = []
         if backend == "sqlite":
@@ -194,7 +195,9 @@ class Deployment:
             **extra,
         )
         try:
-            # Before the runtime creates the schema or writes a key.
+            # Before the runtime writes a key or a table: the schema lease
+            # records and creates the schema (the store's CREATE SCHEMA IF
+            # NOT EXISTS then finds it).
             if self.schema is not None:
                 assert postgres_url is not None
                 self._leases.append(SchemaLease(postgres_url, self.schema))
@@ -406,16 +409,11 @@ class Deployment:
             # A deployment is scratch: closing need not wait for the disk
             # (a process kill loses nothing either way; see Runtime.close).
             self.runtime.close(durable=False)
-            if self.queue == "redis" and self.config.redis_url:
-                from reference_runtime.store.redis_queue import RedisLeases, prefix_for
-
-                prefix = prefix_for(self.config.store_url, self.tag)
-                leases = RedisLeases(self.config.redis_url, prefix)
-                leases.drop_all()
-                leases.close()
             self.world.close(durable=False)
         finally:
-            # Last: what could not be dropped above is now the janitor's.
+            # Last: releasing a lease drops what it covers (the schema if the
+            # store did not, the Redis keys); what cannot be dropped now is
+            # the janitor's.
             self._release()
 
     def _release(self) -> None:
