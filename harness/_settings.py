@@ -222,10 +222,14 @@ def load_settings(
 ) -> Settings:
     """Resolve settings; raises UsageError naming the bad value and its source."""
     file_cfg = _pyproject(start or Path.cwd())
+    # An empty HARNESS_* variable is an unset one: CI systems give an absent
+    # secret or variable as the empty string (a fork's pull request has
+    # none), and "use nothing" is what the workflow meant.
     env_cfg = {
         k.removeprefix("HARNESS_").lower(): v
         for k, v in os.environ.items()
         if k.startswith("HARNESS_")
+        and v.strip() != ""
         and k.removeprefix("HARNESS_").lower() in {f.name for f in fields(Settings)}
     }
     name = profile or env_cfg.get("profile") or file_cfg.get("profile") or default_profile()
