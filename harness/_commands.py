@@ -319,7 +319,10 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
         _line(out, f"  {i}. {step}")
     failed = [r for r in example.results if r.verdict is Verdict.FAIL]
     for r in example.results:
-        _line(out, f"  {r.verdict.value:7} {r.name}: {r.message}")
+        # A pass on no evidence (nothing of the property happened in this
+        # scenario) is not a pass: say so, as the search's verdicts do.
+        shown = "idle" if r.verdict is Verdict.PASS and r.evidence == 0 else r.verdict.value
+        _line(out, f"  {shown:7} {r.name}: {r.message}")
     if failed:
         _line(out, f"reproduced: {', '.join(r.name for r in failed)} failed")
         _line(out, "minimal counterexample:")
@@ -333,7 +336,7 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
         else:
             _line(out, f"replay: {replay_command(path, spec, opts)}")
         return 1
-    _line(out, "not reproduced: every property held this time")
+    _line(out, "not reproduced: no property failed this time")
     sys.stdout.flush()
     return 0
 
