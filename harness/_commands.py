@@ -407,7 +407,7 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
         _line(
             out,
             f"harness: adapter {adapter.name} is ready: {len(checks)} workflow(s) ran without "
-            "faults as declared (next: "
+            f"faults as declared{_warned(checks)} (next: "
             + shlex.join(["harness", "run", "--adapter", ns.spec, *_opt_words(ns.adapter_opt)])
             + ")",
         )
@@ -417,6 +417,11 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     _line(out, verdict)
     print(verdict, file=sys.stderr)
     return 2
+
+
+def _warned(checks: list[Any]) -> str:
+    n = sum(len(c.warnings) for c in checks)
+    return f", with {n} warning{'s' if n != 1 else ''} above to read first" if n else ""
 
 
 def _memory_line(check: Any) -> str:
@@ -476,5 +481,7 @@ def _render_check(out: TextIO, check: Any) -> None:
     for cause in check.causes:
         for problem in check.problems[cause]:
             _line(out, f"  {cause}: {problem}")
+    for warning in check.warnings:
+        _line(out, f"  warning: {warning}")
     for text in check.log_tail:
         _line(out, f"    | {text}")

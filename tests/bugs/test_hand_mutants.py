@@ -38,7 +38,9 @@ from unittest.mock import ANY
 
 import pytest
 
+from harness.adapters.reference import ReferenceAdapter
 from harness.history import History
+from harness.scenarios import probe_universe, targeted
 
 
 def _load_mutants() -> ModuleType:
@@ -129,7 +131,69 @@ MUTANTS = (
         ),
         caught=True,
     ),
+    HandMutant(
+        "inbox-ack-takes-every-pending-message",
+        1,
+        "the run has read its inbox: acknowledge its pending messages in the commit "
+        "(one statement, no list of ids); a message that arrives between the read and "
+        "the commit is acknowledged unseen",
+        (
+            Edit(
+                "store/_sql/_rows.py",
+                '        f"SELECT doc FROM inbox WHERE run_id = ? AND processed_at IS NULL"\n'
+                '        f" AND message_id IN ({marks(len(message_ids))}){row_lock}",\n'
+                "        run_id,\n"
+                "        *message_ids,\n",
+                '        f"SELECT doc FROM inbox WHERE run_id = ? AND processed_at"\n'
+                '        f" IS NULL{row_lock}",\n'
+                "        run_id,\n",
+            ),
+        ),
+        # caught since targeted deliver_while_held (issue 28, gap 3)
+        caught=True,
+    ),
+    HandMutant(
+        "finished-run-recovered-without-its-output",
+        1,
+        "a claimed run already past its last step was finished by a worker that died "
+        "before recording the end: record it now (the output, computed by the last "
+        "step, is not)",
+        (
+            Edit(
+                "_executor/_loop.py",
+                "            for _ in range(sc.settings.max_steps_per_claim):\n"
+                "                snap = sc.store.load(claim.run.run_id)\n",
+                "            found = sc.store.load(claim.run.run_id).run\n"
+                '            if found.status is S.RUNNING and found.current_step == "done":\n'
+                "                sc.commit(\n"
+                '                    found, status=S.COMPLETED, action="completion_recovered"\n'
+                "                )\n"
+                "                raise Yield\n"
+                "            for _ in range(sc.settings.max_steps_per_claim):\n"
+                "                snap = sc.store.load(claim.run.run_id)\n",
+            ),
+        ),
+        # caught since targeted last_window (issue 28, gap 7)
+        caught=True,
+    ),
     # -- 2. the shared-oracle blind spot ----------------------------------------
+    HandMutant(
+        "idempotency-key-from-request-content",
+        2,
+        "the idempotency key names the request (its content, not the run): a retry of "
+        "the same refund is then deduplicated whichever worker sends it; two runs of one "
+        "tenant making the same refund get one",
+        (
+            Edit(
+                "_executor/_effects.py",
+                "idempotency_key=idempotency_key(run.tenant, run.run_id, run.current_step),",
+                "idempotency_key=idempotency_key(run.tenant, request_hash, run.current_step),",
+            ),
+        ),
+        # caught since targeted run_twin and the world's per-run accounting in
+        # exactly_once_effects (issue 28, gap 1): the oracle shares the mistake
+        caught=True,
+    ),
     HandMutant(
         "refund-output-reads-the-wrong-field",
         2,
@@ -769,6 +833,53 @@ def test_each_mutant_misbehaves_where_the_correct_runtime_does_not(
         run = mutants.execute(copy, scenario, tmp_path / label / "work")
         got[label] = evidence(History.load(run.history))
     assert (got["correct"], got["mutant"]) == (correct, wrong), m.why
+
+
+# -- the schedule built for a class catches its mutant in one run ------------------
+#
+# Issue 28's mutants, each with the kind of targeted schedule built to reach
+# its class of mistake and the properties that must fail there: the plan's
+# first schedule of that kind on the reference runtime, run once (no
+# search) on the mutated copy and on the correct one.
+
+CAUGHT_BY: dict[str, tuple[str, set[str]]] = {
+    # the oracle runs both twins in one deployment and dedups the same way:
+    # only the world's per-run accounting sees the second refund lost
+    "idempotency-key-from-request-content": (
+        "targeted/refund/run_twin/",
+        {"exactly_once_effects", "effects_accounted"},
+    ),
+    # the decision acknowledged unseen: the run waits for ever
+    "inbox-ack-takes-every-pending-message": (
+        "targeted/refund/deliver_while_held/",
+        {"resume_equivalence"},
+    ),
+    # completed without its output
+    "finished-run-recovered-without-its-output": (
+        "targeted/refund/last_window/",
+        {"resume_equivalence"},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def reference_plan() -> list[dict[str, Any]]:
+    return [s.model_dump(mode="json") for s in targeted(probe_universe(ReferenceAdapter()))]
+
+
+@pytest.mark.parametrize("m", [m for m in MUTANTS if m.name in CAUGHT_BY], ids=lambda m: m.name)
+def test_the_schedule_built_for_its_class_catches_the_mutant_in_one_run(
+    m: HandMutant, reference_plan: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    prefix, props = CAUGHT_BY[m.name]
+    scenario = next((s for s in reference_plan if s["name"].startswith(prefix)), None)
+    assert scenario is not None, f"the plan has no {prefix}* schedule"
+    failed = {}
+    for label, edits in (("correct", ()), ("mutant", m.edits)):
+        copy = mutants.mutated_copy(tmp_path / label / "src", edits)
+        failed[label] = set(mutants.execute(copy, scenario, tmp_path / label / "work").failed)
+    assert failed["correct"] == set(), scenario["name"]
+    assert props <= failed["mutant"], (scenario["name"], failed["mutant"], m.why)
 
 
 def test_a_wrong_role_step_delivers_a_role_on_each_side_of_the_required_one(

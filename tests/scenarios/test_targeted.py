@@ -85,8 +85,9 @@ def test_targeted_schedules_are_small_unique_and_deterministic() -> None:
     names = [s.name for s in first]
     assert len(names) == len(set(names))
     for s in first:
-        # one run; two only where the same run is submitted for a second tenant
-        assert len(s.runs) == (2 if "/tenant_twin/" in s.name else 1), s.name
+        # one run; two only where the same run is submitted twice
+        twice = "/tenant_twin/" in s.name or "/run_twin/" in s.name
+        assert len(s.runs) == (2 if twice else 1), s.name
         assert len(s.steps) <= 8, s.name
 
 
@@ -117,11 +118,13 @@ def test_the_first_round_holds_one_scenario_of_every_category() -> None:
         "duplicate_decision",
         "memory",
         "tenant_twin",
+        "deliver_while_held",
         "memory_while_down",
         "upgrade_mid_run",
         "outage_before",
         "deadline_passes",
         "kill_in_first_commit",
+        "last_window",
         "cancel_while_held",
         "kill_before",
         "zombie_before",
@@ -437,3 +440,53 @@ def test_a_record_lapses_while_the_run_is_down_between_two_commits() -> None:
     assert (plant.kind, plant.expires_in, plant.namespace) == ("expired", None, "notes/t")
     # not without the clock
     assert not [s for s in targeted(universe(CAPS - {Capability.CLOCK})) if "while_down" in s.name]
+
+
+def test_identical_twins_of_one_tenant_where_a_service_deduplicates_by_key() -> None:
+    keyed = PAY.model_copy(update={"name": "refund", "effects": ("payments.refund",)})
+    profiles = {**PROFILES, "refund": replace(PROFILES["pay"], workflow="refund")}
+    u = universe(workflows=(LOOK, PAY, keyed), profiles=profiles)
+    twins = [s for s in targeted(u) if "/run_twin/" in s.name]
+    # only where the world's service answers a repeated key with the first
+    # application (payments, not bank.pay or mail.send)
+    assert [s.name for s in twins] == ["targeted/refund/run_twin/acme"]
+    first, second = twins[0].runs
+    assert first.model_copy(update={"run_id": "r2"}) == second
+    assert [x.op for x in twins[0].steps] == ["submit", "submit", "run_worker", "quiesce"]
+    assert not [s for s in targeted(universe(families=("crash",))) if "run_twin" in s.name]
+
+
+def test_a_decision_is_delivered_between_the_inbox_read_and_its_acknowledgement() -> None:
+    held = [s for s in targeted(universe()) if "/deliver_while_held/" in s.name]
+    # the resume round passes a, c, then commits (tx1, tx2): held at c, the
+    # last pause point before that commit; only a gated workflow waits
+    assert [s.name for s in held] == ["targeted/pay/deliver_while_held/r1/c@1"]
+    steps = held[0].steps
+    assert [x.op for x in steps] == [
+        "submit",
+        "run_worker",
+        "approve",
+        "run_worker",
+        "approve",
+        "continue_worker",
+        "quiesce",
+    ]
+    ignored, decision = (x for x in steps if isinstance(x, Approve))
+    assert (ignored.variant, ignored.decision) == ("forged", "planned")
+    assert (decision.variant, decision.decision) == ("valid", "planned")
+    paused = [x for x in steps if isinstance(x, RunWorker) and x.crash is not None]
+    assert [x.crash for x in paused] == [CrashSpec(site="c", nth=1, action="pause")]
+    assert not [s for s in targeted(universe(families=("crash",))) if "deliver_while" in s.name]
+
+
+def test_a_kill_lands_after_the_last_write_before_the_run_is_recorded_ended() -> None:
+    last = [s for s in targeted(universe()) if "/last_window/" in s.name]
+    # the last commit of each fault-free run, killed at the crash point
+    # right before its transaction begins
+    assert [s.name for s in last] == [
+        "targeted/pay/last_window/r1/c@1",
+        "targeted/look/last_window/r0/a@1",
+    ]
+    kills = [x.crash for x in last[0].steps if isinstance(x, RunWorker) and x.crash is not None]
+    assert kills == [CrashSpec(site="c", nth=1)]
+    assert not [s for s in targeted(universe(families=("world",))) if "last_window" in s.name]
