@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..history import History
 from ..model import EventF, PropertyResult, RunState
-from ._base import Findings, final_state, guarded, plural, short
+from ._base import Findings, final_state, guarded, plural, short, vnum
 
 NAME = "progress"
 
@@ -23,7 +23,10 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
     *retried forever*, failed with the runtime's message (``error``). Under
     a persistent outage, a run whose workflow declares a ``retry_limit``
     is not refused more often than that by one service action (*retries
-    past its limit*: a retry counter that is lost, say, retries for ever). A run
+    past its limit*: a retry counter that is lost, say, retries for ever).
+    A run stuck in ``running`` is often a lease or a timer the harness could
+    not see expire (the clock never moved, or no ``wake_at`` said when): its
+    message says what to declare (:func:`lease_hint`). A run
     whose submission ended ``info`` (may have happened) and has no final
     event is counted as unconfirmed, not lost. The oracle is not used.
 
@@ -34,6 +37,7 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
     """
     f = Findings(NAME)
     f.zero("runs", "terminal", "waiting", "lost", "stuck", "retrying")
+    decl = history.declaration()
     _retry_limits(history, f)
     submissions = history.submissions()
     finals = history.finals()
@@ -76,9 +80,13 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
             )
             f.count("retrying")
         else:
+            hint = None
+            if state is RunState.RUNNING and decl is not None and decl.capabilities is not None:
+                hint = lease_hint(decl.has_capability("clock"), vnum(final, "wake_at"))
             f.fail(
                 f"run {run_id} is stuck in {state.value} "
-                f"(raw status {short(final.value.get('raw_status'))}) after faults stopped",
+                f"(raw status {short(final.value.get('raw_status'))}) after faults stopped"
+                + ("" if hint is None else f": {hint}"),
                 [final.index],
             )
             f.count("stuck")
@@ -108,3 +116,28 @@ def _retry_limits(history: History, f: Findings) -> None:
                         [event.index],
                     )
                     f.count("past_retry_limit")
+
+
+def lease_hint(clock: bool, wake_at: float | None) -> str | None:
+    """What to declare when a run stays ``running`` because a lease or a timer
+    never expires for the harness: ``clock``, the adapter declares the
+    ``clock`` capability; ``wake_at``, the run's, as the adapter reported it.
+    None when both are there (the harness moved the clock to it)."""
+    if not clock:
+        return (
+            "if the runtime holds a lease on it (a job queue's claim of a worker that died) "
+            "or waits on a timer, that lease can never expire here: without the clock "
+            "capability the adapter's time is constant. Declare Capability.CLOCK, give the "
+            "environment and its workers one FileClock (harness.adapters.kit) that "
+            "advance_clock() moves, and report the run as RunView(state=RUNNING, "
+            "wake_at=<lease expiry>): the harness moves the clock there when nothing else "
+            "moves (docs/adapters.md, \"Leases and timers\")"
+        )
+    if wake_at is None:
+        return (
+            "if the runtime holds a lease on it or waits on a timer, the harness cannot know "
+            "when that expires: report the run as RunView(state=RUNNING, wake_at=<lease "
+            "expiry>), and the harness moves the clock there when nothing else moves "
+            "(docs/adapters.md, \"Leases and timers\")"
+        )
+    return None

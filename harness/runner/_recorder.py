@@ -174,6 +174,9 @@ class HistoryRecorder:
                 "error": r.error,
                 "waiting_on": r.waiting_on,
             }
+            if r.wake_at is not None:
+                # when a timer (a lease, a backoff) would make it runnable
+                final["wake_at"] = r.wake_at
             if Capability.OPERATIONS in capabilities:
                 # Absent without the capability: "no view" is not "no entries".
                 final["operations"] = ledger.get(r.run_id, [])

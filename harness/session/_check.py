@@ -6,9 +6,17 @@ oracle) -- and its history is read for what an adapter under development
 gets wrong: effect kinds declared but not performed (or the reverse), runs
 that end neither terminal nor in a legitimate wait, transitions its own
 state machine forbids (the ``legal_transitions`` checker, on that history),
-and workers that crash. With crash points, the site profile a search aims
-its targeted schedules by is taken too (:func:`profile_workflow`), so a
-runtime that breaks there is found now rather than at the start of a run.
+workers that crash, and an ``exactly_once`` promise on an effect whose
+service offers neither an idempotency key nor a lookup (no runtime can keep
+it). With crash points, the site profile a search aims its targeted
+schedules by is taken too (:func:`profile_workflow`), so a runtime that
+breaks there is found now rather than at the start of a run.
+
+Warnings do not fail the check: a run left ``running`` with no ``wake_at``
+under a constant clock (no ``clock`` capability) -- in the fault-free run,
+or after one more run in which the world kills the worker right after the
+workflow's first effect, as a search will -- is a lease or a timer the
+harness can never see expire (:func:`lease_warnings`).
 
 Nothing here decides how it is shown: :class:`WorkflowCheck` holds the
 facts and the causes, the CLI renders them.
@@ -23,11 +31,23 @@ from pathlib import Path
 from .._errors import AdapterError, UsageError
 from ..adapters._contract import Adapter, Capability, WorkflowSpec
 from ..checkers import check_legal_transitions
-from ..checkers._base import final_state
+from ..checkers._base import final_state, vnum
+from ..checkers._progress import lease_hint
 from ..history import History
-from ..model import EventF, PropertyResult, Verdict
+from ..model import (
+    ArmWorldFault,
+    EventF,
+    PropertyResult,
+    Quiesce,
+    RunState,
+    RunWorker,
+    Scenario,
+    Submit,
+    Verdict,
+)
 from ..nemesis import worker_timeout
 from ..scenarios import PLANTED_KEY, profile_workflow
+from ..world import WorldUsageError, service_spec
 from ._engine import Engine
 from ._probe import (
     approval_problems,
@@ -41,6 +61,7 @@ from ._probe import worker_log as _worker_log
 
 #: the causes a check names, in the order they are reported
 WRONG_EFFECTS = "wrong effect declaration"
+IMPOSSIBLE_PROMISE = "a delivery promise the service cannot keep"
 CRASHING_WORKER = "crashing worker"
 ILLEGAL_TRANSITIONS = "illegal transitions"
 UNJUDGED_TRANSITIONS = "transitions that cannot be judged"
@@ -50,6 +71,7 @@ CAUSES: tuple[str, ...] = (
     ADAPTER_ERROR,
     CRASHING_WORKER,
     WRONG_EFFECTS,
+    IMPOSSIBLE_PROMISE,
     ILLEGAL_TRANSITIONS,
     UNJUDGED_TRANSITIONS,
     UNFINISHED,
@@ -105,6 +127,8 @@ class WorkflowCheck:
     memory_aimed_by: str = ""
     #: cause -> the problems found, in words
     problems: dict[str, list[str]] = field(default_factory=dict)
+    #: what looks wrong without failing the check, in words
+    warnings: list[str] = field(default_factory=list)
 
     def add(self, cause: str, problem: str) -> None:
         self.problems.setdefault(cause, []).append(problem)
@@ -152,6 +176,8 @@ def check_workflow(adapter: Adapter, engine: Engine, wf: WorkflowSpec) -> Workfl
     else:
         for problem in effect_problems(wf, history):
             out.add(WRONG_EFFECTS, problem)
+    for problem in promise_problems(wf, history):
+        out.add(IMPOSSIBLE_PROMISE, problem)
     out.transitions = check_legal_transitions(history, None)
     if out.transitions.verdict is Verdict.FAIL:
         out.add(ILLEGAL_TRANSITIONS, out.transitions.message)
@@ -166,6 +192,10 @@ def check_workflow(adapter: Adapter, engine: Engine, wf: WorkflowSpec) -> Workfl
             out.add(UNFINISHED, problem)
         for problem in approval_problems(wf, scenario, history):
             out.add(UNFINISHED, problem)
+    clock = Capability.CLOCK in adapter.capabilities
+    out.warnings += lease_warnings(history, clock, "in the fault-free run")
+    if not clock and wf.effects and set(out.problems) <= {IMPOSSIBLE_PROMISE}:
+        out.warnings += _after_a_kill(engine, wf, scenario)
     memory_keys: Sequence[tuple[str, str]] = ()
     if Capability.CRASH_POINTS in adapter.capabilities and not out.crashes:
         try:
@@ -183,6 +213,92 @@ def check_workflow(adapter: Adapter, engine: Engine, wf: WorkflowSpec) -> Workfl
     if Capability.MEMORY_INJECTION in adapter.capabilities and not crashed_all:
         _memory_aims(out, wf, scenario.runs, memory_keys)
     return out
+
+
+def promise_problems(wf: WorkflowSpec, history: History) -> list[str]:
+    """An ``exactly_once`` promise (declared, or by default: a kind missing
+    from ``Declarations.delivery`` is judged exactly once) on an effect kind
+    of ``wf`` whose service takes no idempotency key and offers no lookup.
+    After a worker dies right after the world applied such a call, nothing
+    tells the runtime whether it happened: it calls again (twice) or never
+    (not at all). Exactly once cannot hold, whatever the runtime does."""
+    decl = history.declaration()
+    out = []
+    for kind in dict.fromkeys([*wf.effects, *sorted(performed_effects(history))]):
+        declared = None if decl is None else decl.delivery.get(kind)
+        if (declared or "exactly_once") != "exactly_once":
+            continue
+        service, _, action = kind.partition(".")
+        try:
+            caps = service_spec(service, action).capabilities
+        except WorldUsageError:
+            continue  # not the world's: the effect check names it
+        if not caps.side_effect or caps.idempotency_keys:
+            continue
+        if caps.lookup_by_key or caps.lookup_by_business_key:
+            continue
+        how = (
+            "is declared exactly_once"
+            if declared
+            else "is not in Declarations.delivery, so it is held to exactly_once"
+        )
+        out.append(
+            f"{kind} {how}, but the {service} service takes no idempotency key and offers "
+            "no lookup: after a worker dies right after the world applied the call, nothing "
+            f"can tell the runtime whether it happened, so it calls again (a second {kind}) "
+            "or never does -- exactly once cannot hold. Declare what it does: "
+            f"delivery={{{kind!r}: 'at_least_once'}} if it calls again (exactly_once_effects "
+            "then allows the repeat, and the equivalence checks take its new reference as "
+            f"the repeat it is), {{{kind!r}: 'at_most_once'}} if it stops at needs_operator; "
+            "or make the effect through a service that takes an idempotency key or a lookup "
+            "(harness list services)"
+        )
+    return out
+
+
+def lease_warnings(history: History, clock: bool, when: str) -> list[str]:
+    """A run of ``history`` that ended ``running`` with no ``wake_at`` under a
+    constant clock (``clock``: the adapter declares the capability), or with
+    no ``wake_at`` at all: a lease or a timer the harness cannot see expire.
+    One warning per run, saying what to declare (:func:`lease_hint`)."""
+    out = []
+    for run_id, final in history.finals().items():
+        if final_state(final) is not RunState.RUNNING:
+            continue
+        hint = lease_hint(clock, vnum(final, "wake_at"))
+        if hint is not None:
+            out.append(f"run {run_id} was left running {when}: {hint}")
+    return out
+
+
+def _after_a_kill(engine: Engine, wf: WorkflowSpec, probe: Scenario) -> list[str]:
+    """One run of ``wf`` whose first worker the world kills right after it
+    applied the workflow's first effect kind (as a search's first targeted
+    schedules do), then recovery: a run left ``running`` there is a dead
+    worker's lease that never expires under a constant clock."""
+    submits = [s for s in probe.steps if isinstance(s, Submit)][:1]
+    service, _, action = wf.effects[0].partition(".")
+    scenario = Scenario(
+        name=f"check/after-a-kill/{wf.name}",
+        steps=(
+            *submits,
+            ArmWorldFault(service=service, action=action, mode="kill_after_apply"),
+            RunWorker(worker_id="w1"),
+            Quiesce(),
+        ),
+    )
+    try:
+        example = engine.execute(scenario)
+    except (AdapterError, UsageError):
+        return []  # the probe of the fault-free run is what the check judges
+    history = History.load(example.folder / "history.jsonl")
+    if not any(e.value.get("fired") for e in history.faults()):
+        return []
+    return lease_warnings(
+        history,
+        False,
+        f"after the world killed its worker right after {wf.effects[0]} (and recovery)",
+    )
 
 
 def _memory_aims(

@@ -268,7 +268,9 @@ class H:
         output: dict[str, Any] | None = None,
         error: str | None = None,
         tenant: str = "t1",
+        wake_at: float | None = None,
     ) -> H:
+        timer = {} if wake_at is None else {"wake_at": wake_at}
         return self.add(
             "info",
             EventF.FINAL,
@@ -280,6 +282,7 @@ class H:
                 "output": output,
                 "error": error,
                 "waiting_on": None,
+                **timer,
             },
         )
 

@@ -10,6 +10,9 @@ its call passes. Each search is small (a few targeted scenarios, seconds).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ import harness
 from harness.report import Report
 
 SPEC = "examples.lease_queue.adapter:LeaseQueueAdapter"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(tmp_path: Path, **options: str) -> Report:
@@ -67,3 +71,52 @@ def test_the_queue_that_keys_or_looks_up_its_call_passes(job: str, tmp_path: Pat
     assert report.verdict == "pass", verdicts
     assert verdicts["exactly_once_effects"] == verdicts["resume_equivalence"] == "pass"
     assert verdicts["progress"] == "pass"
+
+
+# -- check-adapter: the promise, and the lease that never expires -------------------
+
+
+def _check_adapter(tmp_path: Path, *opts: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    words = [w for o in opts for w in ("--adapter-opt", o)]
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", "check-adapter", SPEC, *words],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_check_adapter_refuses_exactly_once_on_a_service_with_no_key_and_no_lookup(
+    tmp_path: Path,
+) -> None:
+    proc = _check_adapter(tmp_path, "job=send_welcome", "delivery=exactly_once")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "workflow send_welcome: PROBLEM: a delivery promise the service cannot keep" in (
+        proc.stdout
+    )
+    # the reason, and the fix
+    assert "email.send is declared exactly_once, but the email service takes no " in proc.stdout
+    assert "idempotency key and offers no lookup" in proc.stdout
+    assert "delivery={'email.send': 'at_least_once'} if it calls again" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_check_adapter_warns_of_a_lease_that_can_never_expire(tmp_path: Path) -> None:
+    # the guide's minimal pattern on a queue with leases: no clock, no wake_at
+    proc = _check_adapter(tmp_path, "clock=constant", "delivery=at_least_once")
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # a warning, not a refusal
+    assert (
+        "warning: run probe1 was left running after the world killed its worker right "
+        "after email.send" in proc.stdout
+    ), proc.stdout
+    assert "Declare Capability.CLOCK" in proc.stdout
+    assert "RunView(state=RUNNING, wake_at=<lease expiry>)" in proc.stdout
+    assert "with 1 warning above to read first" in proc.stdout
+    # declared as the recipe says, nothing to warn of
+    proc = _check_adapter(tmp_path, "clock=virtual", "delivery=at_least_once")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "warning:" not in proc.stdout
