@@ -60,6 +60,16 @@ still satisfies the protocol):
     and lets the worker go on. An adapter whose workers cannot say it may
     read it from ``/proc``: :func:`harness.adapters.tcp_connections`.
 
+``Adapter.network_services() -> Mapping[str, str]``
+    With ``network_faults``: the servers the workers' connections go to,
+    service name -> URL, the store their transactions use first. The
+    kernel backend matches TCP ports: a service reached over a Unix socket
+    (``postgresql:///db``) cannot be faulted, so the faults aimed at it are
+    never armed and the report lists them as not tested, with why (see
+    :func:`harness.adapters._netinfo.offered_network_kinds`). Without it,
+    every kind is armed, and one that finds no TCP connection is reported
+    as never fired, with that cause.
+
 ``operator_message(run_id, applied, external_ref, message_id) -> dict | None``
     With ``operations``: the message that tells a run stopped at
     ``needs_operator`` what an operator found -- whether the call in doubt

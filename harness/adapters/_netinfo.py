@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Collection
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from ._contract import Endpoint
 
@@ -81,3 +82,94 @@ def tcp_connections(
                 )
             )
     return out
+
+
+#: the network fault kinds aimed at the connection a worker's transaction
+#: is using (the first service ``network_services()`` names); a partition
+#: silences every service named
+_ON_THE_STORE = ("commit_ack_lost", "reset_mid_transaction")
+
+
+def _postgres_host(url: str) -> tuple[str, bool]:
+    """(host, hostaddr given) of a libpq connection string or URL."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        params = conninfo_to_dict(url)
+        return str(params.get("host") or ""), bool(params.get("hostaddr"))
+    except Exception:  # no psycopg, or a string it refuses: read it plainly
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        host = unquote(parts.hostname or "") or (query.get("host") or [""])[0]
+        return host, bool(query.get("hostaddr"))
+
+
+def unix_socket(url: str) -> str | None:
+    """Where ``url`` -- a PostgreSQL (URL or ``key=value``) or Redis URL --
+    reaches its server over a Unix socket: the socket's directory or path,
+    as libpq or redis-py would pick it; None over TCP, and for a URL of no
+    server (SQLite's). A libpq string without a host takes ``PGHOST``, else
+    the socket directory libpq was built with."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme in ("unix", "redis+unix"):
+        return urlsplit(url).path or url
+    if scheme in ("redis", "rediss", "sqlite") or scheme.startswith("sqlite+"):
+        return None
+    if scheme not in ("postgres", "postgresql", "") or (not scheme and "=" not in url):
+        return None
+    host, hostaddr = _postgres_host(url)
+    if hostaddr:
+        return None
+    host = (host or os.environ.get("PGHOST", "")).split(",")[0]
+    if not host:
+        return "libpq's default socket directory"
+    return host if host.startswith(("/", "@")) else None
+
+
+def _shown(url: str) -> str:
+    """``url`` without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+def network_gaps(adapter: object) -> dict[str, str]:
+    """Per service the adapter's optional ``network_services()`` names
+    (service -> URL) whose connections the kernel backend cannot reach:
+    why, in a sentence's tail. Netfilter rules match TCP ports; a Unix
+    socket has none. Empty without ``network_services()``."""
+    named = getattr(adapter, "network_services", None)
+    if named is None:
+        return {}
+    out: dict[str, str] = {}
+    for service, url in dict(named()).items():
+        path = unix_socket(url)
+        if path is not None:
+            out[service] = (
+                f"the {service} connection is a Unix socket ({_shown(url)}: {path}), which "
+                f"netfilter rules cannot touch; give {service} a TCP URL (host 127.0.0.1) to "
+                "test them"
+            )
+    return out
+
+
+def offered_network_kinds(adapter: object, kinds: Collection[str]) -> tuple[str, ...]:
+    """Of the network fault ``kinds``, those the kernel backend can inflict
+    on ``adapter``'s connections (see :func:`network_gaps`): a lost
+    acknowledgement and a reset need the first service named (the store
+    the workers' transactions use) over TCP; a partition, every one."""
+    named = getattr(adapter, "network_services", None)
+    if named is None:
+        return tuple(kinds)
+    services = list(dict(named()))
+    gaps = network_gaps(adapter)
+    out = []
+    for kind in kinds:
+        if kind in _ON_THE_STORE and services and services[0] in gaps:
+            continue
+        if kind == "partition" and gaps:
+            continue
+        out.append(kind)
+    return tuple(out)

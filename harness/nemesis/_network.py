@@ -15,8 +15,10 @@ its crash point meanwhile: a worker that ran during the partition would
 open fresh connections, which rules matched on ports cannot catch.
 
 A fault that cannot be inflicted -- no iptables, not root, no connection
-held at that point -- is recorded as armed and not fired, with the reason:
-the report then shows the kind as never exercised, never as passed.
+held at that point, a store reached over a Unix socket (which netfilter
+rules cannot touch; the generated scenarios never arm that one) -- is
+recorded as armed and not fired, with the reason: the report then shows
+the kind as never exercised, with that cause, never as passed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from .. import _netfilter
 from ..adapters import Capability, Endpoint, WorkerHandle, tcp_connections
+from ..adapters._netinfo import network_gaps, offered_network_kinds
 from ..model import EventF, NetworkFault
 from ._clock import advance
 from ._context import StepContext
@@ -43,6 +46,16 @@ def _endpoints(ctx: StepContext, handle: WorkerHandle) -> Sequence[Endpoint]:
         return ()
     named = getattr(ctx.env, "network_endpoints", None)
     return () if named is None else tuple(named(handle))
+
+
+def _unreachable(ctx: StepContext, kind: str) -> str | None:
+    """Why the kernel backend cannot inflict ``kind`` on the adapter's
+    connections (a store over a Unix socket: see ``network_services()``),
+    or None. The generated scenarios never arm such a fault; a scenario
+    file may, and the fault is then recorded not fired, with this cause."""
+    if offered_network_kinds(ctx.adapter, (kind,)):
+        return None
+    return "; ".join(network_gaps(ctx.adapter).values()) or None
 
 
 def _rule(kind: str, ep: Endpoint) -> _netfilter.Rule:
@@ -76,7 +89,7 @@ def network_fault(ctx: StepContext, step: NetworkFault) -> None:
         # Its pause never fired (the site was not reached): nothing to act on.
         _not_paused(ctx, step, value)
         return
-    reason = _netfilter.unavailable()
+    reason = _netfilter.unavailable() or _unreachable(ctx, step.kind)
     endpoints: Sequence[Endpoint] = ()
     if reason is None:
         endpoints = _endpoints(ctx, handle)
@@ -159,7 +172,7 @@ def partition(ctx: StepContext, step: NetworkFault) -> None:
     if handle is None:
         _not_paused(ctx, step, value)
         return
-    reason = _netfilter.unavailable()
+    reason = _netfilter.unavailable() or _unreachable(ctx, step.kind)
     if reason is None and Capability.CLOCK not in ctx.capabilities:
         reason = "a partition outlasts the lease on the clock: the adapter has no clock capability"
     eps: list[Endpoint] = []
@@ -232,4 +245,10 @@ def _not_paused(ctx: StepContext, step: NetworkFault, value: dict[str, Any]) -> 
     """Record a network fault armed at a worker that is not paused (its pause
     point was never reached): a note, and the fault as not fired, with why."""
     ctx.recorder.record("info", EventF.NOTE, "runner", {"text": f"{step.worker_id} is not paused"})
-    ctx.recorder.fault(step.kind, False, **value, reason="the worker is not paused")
+    ctx.recorder.fault(
+        step.kind,
+        False,
+        **value,
+        reason="the worker never reached its pause point (the run ended or went another way "
+        "first)",
+    )

@@ -61,6 +61,8 @@ class Outcome:
     tallies: dict[str, Tally] = field(default_factory=dict)
     faults_armed: Counter[str] = field(default_factory=Counter)
     faults_fired: Counter[str] = field(default_factory=Counter)
+    #: per fault kind: why it did not fire, with how often (see Coverage.unfired)
+    faults_unfired: dict[str, Counter[str]] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
     #: the main counterexample (that of the first property found failing)
     failure: Example | None = None
@@ -141,6 +143,7 @@ class Outcome:
             families=self.families,
             faults_armed=self.faults_armed,
             faults_fired=self.faults_fired,
+            unfired=self.faults_unfired,
             fail_messages=messages,
             planned=self.planned,
             ran=self.searched,
@@ -213,6 +216,8 @@ class Outcome:
         cov = example.coverage
         self.faults_armed.update(cov.armed)
         self.faults_fired.update(cov.fired)
+        for kind, why in cov.unfired.items():
+            self.faults_unfired.setdefault(kind, Counter()).update(why)
         self.sites_armed.update(cov.sites_armed)
         self.sites_fired.update(cov.sites_fired)
         fired = [k for k, n in cov.fired.items() if n]

@@ -150,6 +150,29 @@ def _of(n: int, total: int, noun: str = "scenario") -> str:
     return f"{n} of {total} {noun}{'' if total == 1 else 's'}"
 
 
+#: the cause of a fault that was armed and left no record of why it did not
+#: fire: a world rule or a crash point whose call or site no worker reached
+NOT_REACHED = "the runtime never reached where it was aimed"
+
+
+def never_fired(
+    kinds: Iterable[str], armed: int, unfired: Mapping[str, Mapping[str, int]] | None
+) -> str:
+    """Why faults of ``kinds``, armed ``armed`` times, never fired: each
+    cause the history recorded (the nemesis's ``reason``), most frequent
+    first, with how often; those with none recorded were not reached."""
+    causes: Counter[str] = Counter()
+    for kind in kinds:
+        causes.update(dict((unfired or {}).get(kind, {})))
+    unexplained = armed - sum(causes.values())
+    parts = [f"{why} ({n} of {armed})" for why, n in causes.most_common()]
+    if unexplained > 0:
+        hint = "check the workflows' declared effect kinds and crash points"
+        count = f"{unexplained} of {armed}; " if causes else ""
+        parts.append(f"{NOT_REACHED} ({count}{hint})")
+    return "; ".join(parts)
+
+
 def judge(
     tallies: Mapping[str, Tally],
     *,
@@ -157,6 +180,7 @@ def judge(
     families: Iterable[str],
     faults_armed: Mapping[str, int],
     faults_fired: Mapping[str, int],
+    unfired: Mapping[str, Mapping[str, int]] | None = None,
     fail_messages: Mapping[str, str] | None = None,
     planned: int | None = None,
     ran: int | None = None,
@@ -167,9 +191,11 @@ def judge(
     inconclusive, if it is.
 
     ``families``: the fault families the run had switched on (after the
-    profile and the adapter's capabilities). ``fail_messages``: per failed
-    property, the counterexample's message. ``planned``/``ran``/``budget_cut``:
-    the search's plan, how much of it ran, and whether the budget stopped it.
+    profile and the adapter's capabilities). ``unfired``: per fault kind,
+    why it did not fire, with how often (every "never fired" names it).
+    ``fail_messages``: per failed property, the counterexample's message.
+    ``planned``/``ran``/``budget_cut``: the search's plan, how much of it
+    ran, and whether the budget stopped it.
     ``complete_search`` False (the search stopped at the first failure on
     request) leaves the properties no scenario failed as they are, and says
     they were judged only up to there.
@@ -215,7 +241,8 @@ def judge(
         if t.exercised == 0 and family is not None and faults_fired.get(family, 0) == 0:
             armed = faults_armed.get(family, 0)
             reason = (
-                f"the {family} fault family was armed {armed} times and never fired"
+                f"the {family} fault family was armed {armed} times and never fired: "
+                + never_fired([family], armed, unfired)
                 if armed
                 else f"no scenario armed the {family} fault family"
             )
@@ -251,8 +278,7 @@ def judge(
         if armed and not any(faults_fired.get(k, 0) for k in kinds):
             inconclusive.append(
                 f"the {family} fault family ({', '.join(sorted(kinds))}) was armed {armed} "
-                "times and never fired: the runtime never reached where it was aimed "
-                "(check the workflows' declared effect kinds and crash points)"
+                f"times and never fired: {never_fired(kinds, armed, unfired)}"
             )
     if budget_cut and planned is not None and ran is not None:
         inconclusive.append(

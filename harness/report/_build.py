@@ -9,9 +9,11 @@ from pathlib import Path
 from .. import _netfilter
 from ..adapters._contract import Adapter, Capability
 from ..adapters._loading import BUILTIN
+from ..adapters._netinfo import network_gaps, offered_network_kinds
 from ..model import Verdict
 from ..outcome import Example, Outcome
 from ..outcome._verdicts import PropertyVerdict
+from ..scenarios._universe import NETWORK_KINDS
 from ._schema import (
     AdapterInfo,
     Counterexample,
@@ -62,9 +64,34 @@ def not_tested(
             gaps.append(
                 {"capability": Capability.NETWORK_FAULTS.value, "what": f"{what}: {reason}"}
             )
+        if asked is None or "network" in asked:
+            gaps += _unreachable_gaps(adapter)
     if ran is not None:
         gaps += _aim_gaps(adapter, asked, ran)
     return gaps
+
+
+def _unreachable_gaps(adapter: Adapter) -> list[dict[str, str]]:
+    """Per store whose connections the kernel backend cannot reach (a Unix
+    socket): the network faults on it, not tested, and why; and those that
+    are still tested on the others."""
+    gaps = network_gaps(adapter)
+    if not gaps:
+        return []
+    offered = offered_network_kinds(adapter, NETWORK_KINDS)
+    still = (
+        f"; still tested: {', '.join(offered)}"
+        if offered
+        else "; no network fault is armed in this run"
+    )
+    return [
+        {
+            "capability": Capability.NETWORK_FAULTS.value,
+            "what": f"lost commit acknowledgements, resets and partitions on {service}: "
+            f"{why}{still}",
+        }
+        for service, why in gaps.items()
+    ]
 
 
 def _aim_gaps(
@@ -228,6 +255,7 @@ def _coverage(outcome: Outcome, key: str, armed: int, fired: int) -> FaultCovera
         scenarios=scenarios,
         survived=scenarios - failed,
         failed_after=failed,
+        unfired=dict(outcome.faults_unfired.get(key, {})),
     )
 
 

@@ -145,11 +145,16 @@ def load_shards(folders: Sequence[Path], out: Path, *, partial: bool = False) ->
 
 def _sum_coverage(parts: Sequence[dict[str, FaultCoverage]]) -> dict[str, FaultCoverage]:
     totals: dict[str, Counter[str]] = {}
+    unfired: dict[str, Counter[str]] = {}
     for part in parts:
         for key, cov in part.items():
-            totals.setdefault(key, Counter()).update(cov.model_dump())
+            totals.setdefault(key, Counter()).update(cov.model_dump(exclude={"unfired"}))
+            unfired.setdefault(key, Counter()).update(cov.unfired)
     return {
-        key: FaultCoverage(**{f: c[f] for f in FaultCoverage.model_fields})
+        key: FaultCoverage(
+            **{f: c[f] for f in FaultCoverage.model_fields if f != "unfired"},
+            unfired=dict(unfired[key]),
+        )
         for key, c in sorted(totals.items())
     }
 
@@ -194,6 +199,7 @@ def _own_reasons(r: Report) -> list[str]:
         families=r.families,
         faults_armed=faults,
         faults_fired=fired,
+        unfired={k: v.unfired for k, v in r.faults.items()},
     )
     # A property it could not judge is said with the shard's own words, which
     # the tally above keeps only in part: know it by its name.
@@ -325,6 +331,7 @@ def merge_reports(
         families=first.families,
         faults_armed={k: v.armed for k, v in faults.items()},
         faults_fired={k: v.fired for k, v in faults.items()},
+        unfired={k: v.unfired for k, v in faults.items()},
         fail_messages=messages,
     )
     inconclusive = list(judgement.inconclusive) + reasons

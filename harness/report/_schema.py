@@ -113,6 +113,10 @@ class FaultCoverage(_Frozen):
     scenarios: int = Field(0, description="scenarios in which it fired at least once")
     survived: int = Field(0, description="of those, scenarios in which every property held")
     failed_after: int = Field(0, description="of those, scenarios in which a property failed")
+    unfired: dict[str, int] = Field(
+        default_factory=dict,
+        description="why it did not fire when armed, as the history recorded it, with how often",
+    )
 
 
 class NotTested(_Frozen):

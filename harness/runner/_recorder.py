@@ -28,11 +28,25 @@ class Coverage:
     fired: dict[str, int] = field(default_factory=dict)
     sites_armed: dict[str, int] = field(default_factory=dict)
     sites_fired: dict[str, int] = field(default_factory=dict)
+    #: per fault kind: why it did not fire, as the nemesis recorded it, with
+    #: how often (a kind armed and never fired names its cause from these)
+    unfired: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    def note(self, kind: str, fired: bool, *, armed: bool = True, site: str | None = None) -> None:
+    def note(
+        self,
+        kind: str,
+        fired: bool,
+        *,
+        armed: bool = True,
+        site: str | None = None,
+        reason: str | None = None,
+    ) -> None:
         """Count one fault of ``kind`` (and of crash point ``site``, if given);
         ``armed=False`` for the firing of a fault already counted when it was
-        armed (a world rule)."""
+        armed (a world rule). ``reason``: why one that did not fire did not."""
+        if armed and not fired and reason:
+            why = self.unfired.setdefault(kind, {})
+            why[reason] = why.get(reason, 0) + 1
         if armed:
             self.armed[kind] = self.armed.get(kind, 0) + 1
         if fired:
@@ -72,7 +86,10 @@ class HistoryRecorder:
 
     def fault(self, kind: str, fired: bool, *, armed: bool = True, **value: Any) -> None:
         site = value.get("site") if kind == "crash_point" else None
-        self.coverage.note(kind, fired, armed=armed, site=site)
+        reason = value.get("reason")
+        self.coverage.note(
+            kind, fired, armed=armed, site=site, reason=reason if isinstance(reason, str) else None
+        )
         self.record("info", EventF.FAULT, "nemesis", {"kind": kind, "fired": fired, **value})
 
     def arm(self, kind: str) -> None:

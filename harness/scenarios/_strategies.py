@@ -48,7 +48,7 @@ from ..model import (
     Submit,
 )
 from ..world import LOOKUP, LOOKUP_FAULT_MODES, SERVICES
-from ._universe import TENANTS, Universe
+from ._universe import NETWORK_KINDS, TENANTS, Universe
 
 #: How long the ``race`` family slows the first worker's effect: long enough
 #: for a second worker to start and read the same state meanwhile.
@@ -69,7 +69,7 @@ FAMILY_KINDS: dict[str, tuple[str, ...]] = {
     ),
     "memory": ("poisoned", "cross_tenant", "expired", "stale"),
     "message": ("valid", "forged", "wrong_role", "wrong_params", "cross_tenant", "changed_mind"),
-    "network": ("commit_ack_lost", "reset_mid_transaction", "partition"),
+    "network": NETWORK_KINDS,
 }
 
 #: Families a scenario draws one episode of at most: a lost acknowledgement
@@ -134,12 +134,20 @@ def swarms(draw: st.DrawFn, u: Universe) -> Swarm:
     # draws keep their places when the shrinker drops a family, so what
     # follows them (the episodes) is read back unchanged.
     weight = {fam: draw(st.integers(1, MAX_WEIGHT)) for fam in enabled}
-    kinds = {fam: draw(_subset(FAMILY_KINDS[fam])) for fam in enabled if fam in FAMILY_KINDS}
+    kinds = {fam: draw(_subset(_offered(u, fam))) for fam in enabled if fam in FAMILY_KINDS}
     return Swarm(
         families=families,
         weights=tuple(weight[fam] for fam in families),
         kinds={fam: k for fam, k in kinds.items() if fam in families},
     )
+
+
+def _offered(u: Universe, family: str) -> tuple[str, ...]:
+    """The kinds of ``family`` ``u`` can arm: every kind, but the network
+    kinds the adapter's connections let the kernel backend inflict."""
+    if family == "network":
+        return u.offered_network_kinds() or FAMILY_KINDS[family]
+    return FAMILY_KINDS[family]
 
 
 def _family(draw: st.DrawFn, u: Universe, swarm: Swarm, spent: frozenset[str] = frozenset()) -> str:

@@ -8,7 +8,10 @@ kill inside the first commit after a decision, a zombie paused right before an
 effect, an operator cancelling a run a worker holds, a long outage between an
 approval and its effect, an upgrade between
 crash and resume, the clock passing a wait's deadline with what the run
-waits for withheld. Then the systematic sweeps, each bounded: every other
+waits for withheld, two identical runs of one tenant, a decision delivered
+while a worker holds the run between its inbox read and the commit that
+acknowledges it, a kill after the run's last durable write and before the
+record that it ended. Then the systematic sweeps, each bounded: every other
 world fault mode at every effect (applied then timed out, timed out before
 applying, refused, killed before applying, slow), the lookup that
 reconciles an effect in doubt refused or its answer lost (at every effect
@@ -716,6 +719,7 @@ def _network(a: _Aim) -> list[Scenario]:
     fires every kind."""
     if "network" not in a.families:
         return []
+    offered = a.u.offered_network_kinds()
     order = ("decision", "reset", "partition", "intent", "result", "checkpoint")
     # per variant, per workflow: breadth-first across workflows within a variant
     by_variant: dict[str, list[list[Scenario]]] = {v: [] for v in order}
@@ -723,6 +727,8 @@ def _network(a: _Aim) -> list[Scenario]:
         mine: dict[str, list[Scenario]] = {v: [] for v in order}
         for variant, c, site in _network_targets(a, wf):
             kind = "reset_mid_transaction" if variant == "reset" else "commit_ack_lost"
+            if kind not in offered:
+                continue  # never armed where it cannot fire (a Unix socket)
             name = f"{kind}/{variant}/r{c.round}/{site[0]}@{site[1]}"
             mine[variant].append(
                 _scenario(
@@ -733,7 +739,7 @@ def _network(a: _Aim) -> list[Scenario]:
                     NetworkFault(kind=kind, worker_id="n1"),
                 )
             )
-        mine["partition"] = _partitions(a, wf)
+        mine["partition"] = _partitions(a, wf) if "partition" in offered else []
         for v in order:
             by_variant[v].append(mine[v])
     return _interleave([_interleave(by_variant[v]) for v in order])[:MAX_NETWORK]

@@ -12,6 +12,7 @@ from typing import Any
 from .._janitor import scratch
 from ..adapters import STORAGE_KINDS, Adapter, Capability, WorkflowSpec
 from ..adapters._contract import offered_storage_kinds
+from ..adapters._netinfo import offered_network_kinds
 from ..model import RunSpec, StorageKind
 from ..nemesis import WORKER_TIMEOUT
 from ._profile import WorkflowProfile, profile_workflow
@@ -35,6 +36,9 @@ FAMILIES = (
     "operator",
     "network",
 )
+
+#: The network fault kinds scenarios arm (latency has no backend here).
+NETWORK_KINDS = ("commit_ack_lost", "reset_mid_transaction", "partition")
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,10 @@ class Universe:
     profiles: Mapping[str, WorkflowProfile] = field(default_factory=dict)
     #: effect kind -> the delivery the runtime declares for it (empty: not probed)
     delivery: Mapping[str, str] = field(default_factory=dict)
+    #: network fault kinds the kernel backend can inflict on the adapter's
+    #: connections (see offered_network_kinds: none over a Unix socket);
+    #: None when not probed: every kind, if the capability is there
+    network_kinds: tuple[str, ...] | None = None
 
     def reached(self, runs: tuple[RunSpec, ...], sites: tuple[str, ...]) -> dict[str, int]:
         """Of ``sites``, those the workload's runs pass, with their hit bound."""
@@ -97,6 +105,15 @@ class Universe:
         if Capability.STORAGE_FAULTS not in self.capabilities:
             return ()
         return STORAGE_KINDS if self.storage_kinds is None else self.storage_kinds
+
+    def offered_network_kinds(self) -> tuple[str, ...]:
+        """The network fault kinds scenarios may arm (none without the capability)."""
+        if Capability.NETWORK_FAULTS not in self.capabilities:
+            return ()
+        kinds = NETWORK_KINDS
+        return kinds if self.network_kinds is None else tuple(
+            k for k in kinds if k in self.network_kinds
+        )
 
     def in_transaction_points(self) -> tuple[str, ...]:
         """Crash points inside a storage transaction: declared, but not safe
@@ -143,10 +160,24 @@ class Universe:
                 # Network faults are fired at a worker paused at a crash point.
                 if fam == "network" and not (Capability.CRASH_POINTS in caps and self.crash_points):
                     continue
+                # Never armed where it cannot fire: a store over a Unix
+                # socket (the report says which, see network_gaps).
+                if fam == "network" and not self._network_aims():
+                    continue
                 if fam == "memory" and not self.aims_memory():
                     continue
                 out.append(fam)
         return tuple(out)
+
+
+    def _network_aims(self) -> bool:
+        """Whether a network episode has a kind to arm: a lost acknowledgement
+        or a reset, or a partition (it needs the clock and a pause point)."""
+        kinds = self.offered_network_kinds()
+        partition = (
+            "partition" in kinds and Capability.CLOCK in self.capabilities and self.pause_points
+        )
+        return bool(set(kinds) - {"partition"}) or bool(partition)
 
 
 def probe_universe(
@@ -189,4 +220,5 @@ def probe_universe(
         max_episodes=max_episodes,
         storage_kinds=storage_kinds,
         delivery=delivery,
+        network_kinds=offered_network_kinds(adapter, NETWORK_KINDS),
     )

@@ -493,6 +493,14 @@ class LangGraphAdapter:
             caps.add(Capability.VERSION_SWITCH)
         self.capabilities: frozenset[Capability] = frozenset(caps)
 
+    def network_services(self) -> dict[str, str]:
+        """The server the checkpointer's connections go to (optional in the
+        contract: whether the kernel backend can reach them, see
+        ``offered_network_kinds``)."""
+        if self.checkpointer == "postgres" and self.postgres_url:
+            return {"postgres": self.postgres_url}
+        return {}
+
     def preload(self) -> tuple[str, ...]:
         """Modules the fork server imports once, so a worker costs a fork."""
         extra: tuple[str, ...] = (

@@ -663,6 +663,17 @@ class ReferenceAdapter:
     def workflows(self) -> list[WorkflowSpec]:
         return list(WORKFLOWS)
 
+    def network_services(self) -> dict[str, str]:
+        """The servers a worker's connections go to, by service, the store
+        of its transactions first (optional in the contract: which network
+        faults the kernel backend can reach, see ``offered_network_kinds``)."""
+        out: dict[str, str] = {}
+        if self.backend == "postgres" and self.postgres_url:
+            out["postgres"] = self.postgres_url
+        if self.queue == "redis" and self.redis_url:
+            out["redis"] = self.redis_url
+        return out
+
     def migrated_input(
         self, workflow: str, input: dict[str, Any], code_version: int
     ) -> dict[str, Any]:
