@@ -43,3 +43,28 @@ def test_no_hint_where_the_harness_could_move_the_clock_or_the_run_is_not_runnin
     h = H().declaration(capabilities=()).submit("r1").final("r1", "pending").build()
     r = check_progress(h, None)
     assert r.verdict is Verdict.FAIL and "wake_at" not in r.message
+
+
+def test_check_adapter_warns_of_each_run_left_running_with_no_way_to_wake_up() -> None:
+    from harness.session._check import lease_warnings
+
+    h = (
+        H()
+        .declaration(capabilities=())
+        .submit("r1")
+        .submit("r2")
+        .submit("r3")
+        .final("r1", "running")
+        .final("r2", "completed")
+        .final("r3", "running", wake_at=1030.0)
+        .build()
+    )
+    constant = lease_warnings(h, False, "in the fault-free run")
+    assert [w.split(":")[0] for w in constant] == [
+        "run r1 was left running in the fault-free run",
+        "run r3 was left running in the fault-free run",
+    ]
+    assert all("Declare Capability.CLOCK" in w for w in constant)
+    # with a clock, only the run that says nothing of when it wakes up
+    clock = lease_warnings(h, True, "in the fault-free run")
+    assert len(clock) == 1 and clock[0].startswith("run r1 ") and "report the run" in clock[0]
