@@ -4,8 +4,11 @@ unless ``HARNESS_REQUIRE_SERVICES=1``, where it fails instead."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -33,3 +36,28 @@ def _listed(token: str) -> list[str]:
 def listed(netfilter: None) -> Callable[[str], list[str]]:
     """The lines of ``iptables -S`` that carry a token, as a person would list them."""
     return _listed
+
+
+def _kill_reaper(token: str) -> None:
+    """SIGKILL the reaper of ``token``'s rules (found by its command line),
+    so that they outlive their owner: what only the sweep, the backstop,
+    then removes."""
+    tag = f"{_netfilter.COMMENT_PREFIX}{token}".encode()
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if tag in argv:
+            os.kill(int(entry.name), signal.SIGKILL)
+            killed += 1
+    assert killed == 1, f"{killed} reapers of {token}"
+
+
+@pytest.fixture
+def kill_reaper(netfilter: None) -> Callable[[str], None]:
+    """Kills the reaper of an owner's rules (to test the sweep without it)."""
+    return _kill_reaper

@@ -1,14 +1,17 @@
-"""A harness SIGKILLed while a network fault holds its rule leaves the rule
-behind; the next run's sweep removes it (listed with ``iptables -S``)."""
+"""A harness SIGKILLed while a network fault holds its rule, its reaper
+killed first, leaves the rule behind; the next run's sweep removes it
+(listed with ``iptables -S``). The reaper alone: tests/hostile."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -54,7 +57,7 @@ def _tagged() -> set[str]:
 @pytest.mark.postgres
 @pytest.mark.usefixtures("netfilter")
 def test_rules_of_harnesses_killed_mid_fault_are_gone_after_the_next_sweep(
-    postgres_url: str, tmp_path: Path
+    postgres_url: str, tmp_path: Path, kill_reaper: Callable[[str], None]
 ) -> None:
     left: set[str] = set()
     for round_ in range(ROUNDS):
@@ -71,6 +74,8 @@ def test_rules_of_harnesses_killed_mid_fault_are_gone_after_the_next_sweep(
         while not fresh and proc.poll() is None and time.monotonic() < deadline:
             fresh = _tagged() - before
             time.sleep(0.05)
+        for token in {m for line in fresh for m in re.findall(r"sah-net:([0-9a-f]+)", line)}:
+            kill_reaper(token)  # the sweep is tested here, not the reaper
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert fresh, f"round {round_}: the harness never held a rule"

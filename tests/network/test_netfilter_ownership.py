@@ -86,9 +86,12 @@ def test_a_live_owners_rules_survive_a_sweep_from_another_process(listed: Listed
     assert listed(token) == []
 
 
-def test_the_next_sweep_removes_the_rules_of_harnesses_killed_by_sigkill(listed: Listed) -> None:
+def test_the_next_sweep_removes_the_rules_of_harnesses_killed_by_sigkill(
+    listed: Listed, kill_reaper: Callable[[str], None]
+) -> None:
     holders = [_holder(port) for port in (4, 5, 6)]
-    for proc, _ in holders:
+    for proc, token in holders:
+        kill_reaper(token)  # killed first: else it removes the rules itself
         _kill(proc)
     tokens = [token for _, token in holders]
     assert all(len(listed(t)) == 1 for t in tokens), "each killed holder left its rule"

@@ -95,7 +95,7 @@ time.sleep(600)
 """
 
 
-def test_a_killed_harness_partition_rules_are_swept(listed: Any) -> None:
+def test_a_killed_harness_partition_rules_are_swept(listed: Any, kill_reaper: Any) -> None:
     import os
     import signal
     import sys
@@ -113,6 +113,7 @@ def test_a_killed_harness_partition_rules_are_swept(listed: Any) -> None:
     assert proc.stdout is not None
     token = proc.stdout.readline().strip()
     assert token, "the holder process did not add its rules"
+    kill_reaper(token)  # the sweep is tested here, not the reaper
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     proc.stdout.close()
