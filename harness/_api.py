@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ._errors import AdapterError, Interrupted, UsageError
-from ._exampledb import ExampleDb
+from ._exampledb import ExampleDb, replay_step_cap
 from ._janitor import sweep_folders
 from ._jobs import run_jobs
 from ._settings import Settings, load_settings, resolve_jobs
@@ -133,12 +133,20 @@ def run(
         spec = adapter
     else:
         spec = f"{type(adapter).__module__}:{type(adapter).__qualname__}"
-    db = None if settings.example_db is None else ExampleDb(settings.example_db, spec, opts)
-    saved = [] if db is None else db.saved()
+    db = (
+        None
+        if settings.example_db is None
+        else ExampleDb(settings.example_db, spec, opts, log=log)
+    )
+    # Bounded: a kept scenario longer than this profile's search writes is
+    # skipped (anyone who can write the database chooses what is replayed),
+    # and the replays run within --budget, the first of the plan.
+    saved = [] if db is None else db.saved(max_steps=replay_step_cap(settings))
     if db is not None and log is not None:
         log(
             f"harness: example database {db.where}: replaying its {len(saved)} kept "
-            "scenario(s) first"
+            f"scenario(s) first, within the {settings.budget_seconds:g} s budget (what it "
+            "leaves unrun is reported as not run)"
         )
     regressions = [*saved, *regressions]
     if n > 1:
