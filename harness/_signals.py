@@ -8,6 +8,17 @@ written; the process exits 130 (SIGINT) or 143 (SIGTERM). Code that must not
 be cut halfway (closing an environment, dropping a schema, writing the
 report) runs inside :func:`shielded`: a signal arriving there is held until
 the block ends. A second signal exits at once (``os._exit``) with one line.
+
+Start-up is covered too. ``harness`` (``harness.cli.main``) installs the
+handlers before it parses its arguments or imports the engine (the CLI's
+module imports little for that reason), so a Ctrl-C while it starts exits
+130 with one line, not a ``KeyboardInterrupt`` traceback. Only the
+interpreter's own start, before any harness code runs, is left to Python.
+Processes the harness starts do not stop on a terminal's Ctrl-C: their
+parent decides. Jobs of ``--jobs N`` run in sessions of their own and are
+started with SIGINT and SIGTERM blocked (:func:`blocked_in_children`), so
+the signal their parent passes on during their start-up waits for their
+handlers; the fork server is started the same way and then ignores SIGINT.
 """
 
 from __future__ import annotations
@@ -24,6 +35,9 @@ from typing import Any
 from ._errors import Interrupted
 
 _state: dict[str, Any] = {"installed": False, "shield": 0, "pending": None, "got": None}
+
+#: the signals that stop a run
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 def exit_code(signum: int) -> int:
@@ -66,9 +80,17 @@ def handling_signals() -> Iterator[None]:
         previous_hook(unraisable)
 
     sys.unraisablehook = quiet_lost_interrupt
+    mask = None
     try:
+        # A process started with these signals blocked (a job of --jobs N:
+        # see blocked_in_children) has held them through its start-up; they
+        # reach the handler now, inside this block.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         yield
     finally:
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for s, h in previous.items():
             signal.signal(s, h)
         sys.unraisablehook = previous_hook
@@ -90,6 +112,37 @@ def shielded() -> Iterator[None]:
         if pending is not None and not _state["shield"]:
             _state["pending"] = None
             raise Interrupted(pending)
+
+
+@contextlib.contextmanager
+def blocked_in_children() -> Iterator[None]:
+    """Start child processes inside this block: they begin with SIGINT and
+    SIGTERM blocked (a signal mask is inherited through ``fork`` and
+    ``exec``), so a signal sent to one while its interpreter starts and
+    imports waits, pending, until the child handles it (its
+    :func:`handling_signals` unblocks them) instead of killing it or
+    printing a ``KeyboardInterrupt`` traceback. This process holds a signal
+    that comes meanwhile for the few milliseconds of the block, then handles
+    it as usual."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def signal_received() -> int | None:
+    """The signal this process's handler caught and has not yet seen
+    through (None: none came, or no handler is installed)."""
+    got: int | None = _state["got"]
+    return got
+
+
+def sigint_is_ours() -> bool:
+    """Whether SIGINT now reaches :func:`_handler` (which raises
+    :class:`Interrupted`, never ``KeyboardInterrupt``): while it does, a
+    ``KeyboardInterrupt`` is raised by code, not by a Ctrl-C."""
+    return bool(_state["installed"]) and signal.getsignal(signal.SIGINT) is _handler
 
 
 def check_interrupted() -> None:

@@ -32,13 +32,19 @@ from pathlib import Path
 from typing import TextIO
 
 from ._errors import AdapterError, HarnessError, Interrupted, UsageError, is_adapter_fault
-from ._settings import PROFILES
-from ._signals import exit_code, handling_signals
+from ._signals import exit_code, handling_signals, sigint_is_ours, signal_received
+
+# Import-light on purpose: what this module imports runs before main()
+# installs the SIGINT/SIGTERM handlers, where a Ctrl-C would print Python's
+# KeyboardInterrupt traceback. The settings, the engine and the rest are
+# imported inside main(), with the handlers in place.
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
 
 def _parser() -> argparse.ArgumentParser:
+    from ._settings import PROFILES
+
     p = argparse.ArgumentParser(
         prog="harness",
         description="Chaos verification for stateful agent runtimes.",
@@ -200,6 +206,61 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
+    """``harness ARGS``: the exit code (see the module's docstring).
+
+    SIGINT and SIGTERM are handled from here on, before the arguments are
+    parsed and the engine imported (a second or more on a loaded machine):
+    a signal during start-up exits 130 / 143 with one line, like one later.
+    Whatever ends a command without its result (``sys.exit()`` in code the
+    harness called, a ``KeyboardInterrupt`` no signal caused) exits 2,
+    never 0: exit 0 means a command finished and said so.
+    """
+    try:
+        with handling_signals():
+            try:
+                return _main(argv, out=out)
+            except Interrupted:
+                raise
+            except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+                return _escaped(exc, argv)
+    except Interrupted as exc:  # in start-up, or while the line below was printed
+        return _interrupted(exc)
+
+
+def _interrupted(exc: Interrupted) -> int:
+    name = signal.Signals(exc.signum).name
+    kept = exc.report
+    where = f"; partial report in {kept.folder}" if kept is not None and kept.folder else ""
+    print(f"harness: {name}: stopped, workers killed, cleaned up{where}", file=sys.stderr)
+    return exit_code(exc.signum)
+
+
+def _escaped(exc: BaseException, argv: list[str] | None) -> int:
+    """The exit code for ``exc``, a ``BaseException`` that no command
+    turned into its result: the user's interruption (130), else 2 with
+    where it was raised (the adapter boundary names adapter code itself,
+    see ``harness.adapters._guard``; this is the last line of defence)."""
+    if isinstance(exc, KeyboardInterrupt):
+        got = signal_received()
+        if got is not None or not sigint_is_ours():
+            return _interrupted(Interrupted(got or signal.SIGINT))
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    words = sys.argv[1:2] if argv is None else argv[:1]
+    what = f"harness {words[0]}" if words else "harness"
+    shown = f"SystemExit({exc.code!r})" if isinstance(exc, SystemExit) else type(exc).__name__
+    print(
+        f"harness: error: {shown} raised{at} ended `{what}` before it finished: nothing was "
+        "judged to the end, so this is not a pass (exit 2); code the harness calls must raise "
+        "an exception, not exit",
+        file=sys.stderr,
+    )
+    return EXIT_USAGE
+
+
+def _main(argv: list[str] | None, *, out: TextIO | None) -> int:
     out = out or sys.stdout
     parser = _parser()
     try:

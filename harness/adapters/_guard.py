@@ -6,21 +6,44 @@ contract forbids (an observation that is not an :class:`Observation`, a
 a finding about the runtime (exit 1) nor a bug in the harness: it is reported
 as "adapter error: ..." with the adapter's own traceback kept, exit code 2.
 
+What it raises includes what is not an ``Exception``: ``sys.exit()``
+(``SystemExit``), a ``KeyboardInterrupt`` no SIGINT caused (the harness's
+handler turns a real one into :class:`~harness._errors.Interrupted`),
+``GeneratorExit``, a bare ``BaseException``. Let through, those would end
+the harness without a report, ``sys.exit(0)`` with exit code 0: a green CI
+job with nothing tested.
+
+What it returns is checked against the contract's own annotations
+(:class:`Environment`, :class:`Adapter`), not per hook: a method annotated
+``-> Declarations`` must return one, ``-> float`` a finite number, ``->
+list[str]`` a list of strings, and every number anywhere in a result (an
+observation's run outputs, a description) must be finite, as the history
+and the report are JSON. Results annotated ``-> None`` or ``-> bool`` are
+not checked for type (the harness ignores the one and reads the other by
+truth).
+
 :func:`guard` wraps an adapter so that every call into it, and into the
 environments it opens, goes through this check. ``submit`` and ``deliver``
 are left as they are: a runtime refusing a submission or a message is
-recorded in the history (the runner catches it), not an error.
+recorded in the history (the runner catches it), not an error; only their
+``BaseException`` and non-finite results are the adapter's errors.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import traceback
-from collections.abc import Callable, Sequence
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._errors import AdapterError, HarnessError
-from ._contract import Observation, RunView, WorkflowSpec
+from pydantic import BaseModel
+
+from .._errors import AdapterError, HarnessError, Interrupted
+from .._signals import sigint_is_ours, signal_received
+from ._contract import Adapter, Environment, Observation, RunView, WorkflowSpec
 
 #: environment methods whose exceptions the runner records as findings
 _PASS_THROUGH = frozenset({"submit", "deliver", "world"})
@@ -58,6 +81,40 @@ def call(where: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             f"{where} raised {type(exc).__name__}: {_one_line(str(exc))}",
             detail="".join(traceback.format_exception(exc)),
         ) from exc
+    except BaseException as exc:
+        raise escaped(where, exc) from exc
+
+
+def escaped(where: str, exc: BaseException) -> BaseException:
+    """What to raise for ``exc``, a ``BaseException`` that is not an
+    ``Exception``, which adapter code at ``where`` raised: an
+    :class:`AdapterError` (exit 2) naming the call, unless it is the user's
+    interruption (then :class:`Interrupted`, or ``exc`` itself where no
+    handler of the harness is installed: a library caller's Ctrl-C)."""
+    if isinstance(exc, Interrupted):
+        return exc
+    if isinstance(exc, KeyboardInterrupt):
+        got = signal_received()
+        if got is not None:  # our handler fired: the user's signal, on its way
+            return Interrupted(got)
+        if not sigint_is_ours():
+            # Python's own handler (or one the adapter installed) may have
+            # raised it for a real Ctrl-C: the user's, not the adapter's.
+            return exc
+        why = " though no SIGINT came (the harness turns one into its own stop)"
+    elif isinstance(exc, SystemExit):
+        why = (
+            f"({exc.code!r}): an adapter must not end the harness's process (sys.exit); "
+            "raise an exception instead"
+        )
+    elif isinstance(exc, GeneratorExit):
+        why = " outside a generator being closed"
+    else:
+        why = f"({_one_line(str(exc))}), not an Exception: raise an Exception instead"
+    return AdapterError(
+        f"{where} raised {type(exc).__name__}{why}",
+        detail="".join(traceback.format_exception(exc)),
+    )
 
 
 def _finite(where: str, what: str, value: Any) -> None:
@@ -108,27 +165,195 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "pause_points": check_names,
 }
 
+#: deeper than this, a result is refused (JSON nested this deep is a bug,
+#: or a structure that refers to itself)
+_MAX_DEPTH = 200
+
+
+def _all_finite(value: Any, depth: int = 0) -> bool:
+    """No NaN or infinity anywhere in ``value`` (containers and pydantic
+    models walked), within :data:`_MAX_DEPTH` levels."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, str | int | bool | None):
+        return True
+    if depth >= _MAX_DEPTH:
+        return False
+    if isinstance(value, BaseModel):
+        return all(_all_finite(getattr(value, f), depth + 1) for f in type(value).model_fields)
+    if isinstance(value, Mapping):
+        return all(_all_finite(v, depth + 1) for v in value.values())
+    if isinstance(value, list | tuple | set | frozenset):
+        return all(_all_finite(v, depth + 1) for v in value)
+    return True
+
+
+def _not_finite_at(value: Any, path: str = "", depth: int = 0) -> tuple[str, Any] | None:
+    """Where :func:`_all_finite` fails first: (path, value)."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    if depth >= _MAX_DEPTH:
+        return (path, "nested too deep")
+    items: Any = ()
+    if isinstance(value, BaseModel):
+        items = ((f".{f}", getattr(value, f)) for f in type(value).model_fields)
+    elif isinstance(value, Mapping):
+        items = ((f"[{k!r}]", v) for k, v in value.items())
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = ((f"[{i}]", v) for i, v in enumerate(value))
+    for step, v in items:
+        found = _not_finite_at(v, path + step, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def check_finite(where: str, result: Any) -> Any:
+    """``result`` if every number in it is finite, else AdapterError naming
+    where the first that is not sits."""
+    if _all_finite(result):
+        return result
+    path, value = _not_finite_at(result) or ("", result)
+    if value == "nested too deep":
+        raise AdapterError(
+            f"{where} returned a value nested more than {_MAX_DEPTH} levels deep (or one that "
+            f"contains itself) at result{path}: the harness records results as JSON"
+        )
+    raise AdapterError(
+        f"{where} returned {value!r} at result{path}: every number the harness records must be "
+        "finite (JSON has no NaN or Infinity)"
+    )
+
+
+@functools.cache
+def _returns(protocol: type, name: str) -> Any:
+    """The return annotation of ``protocol.name`` (None: unknown, not checked)."""
+    method = getattr(protocol, name, None)
+    if not callable(method):
+        return None
+    try:
+        return typing.get_type_hints(method).get("return")
+    except Exception:  # an annotation that cannot be resolved: not checked
+        return None
+
+
+def _describe(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        module = annotation.__module__
+        if module.startswith("harness."):
+            return f"a harness.adapters.{annotation.__name__}"
+        return f"a {annotation.__name__}"
+    return "a " + str(annotation).replace("typing.", "")
+
+
+def _conforms(value: Any, annotation: Any) -> bool:
+    """Whether ``value`` is what ``annotation`` says, as far as the harness
+    relies on it (see the module's docstring: ``None`` and ``bool`` results
+    are not checked; a ``Protocol`` only when it is runtime-checkable)."""
+    if annotation is None or annotation is Any or annotation is type(None) or annotation is bool:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(
+            value is None if a is type(None) else _conforms(value, a)
+            for a in typing.get_args(annotation)
+        )
+    if origin is not None:
+        args = typing.get_args(annotation)
+        if origin is dict:
+            return isinstance(value, Mapping)
+        if origin in (list, tuple, Sequence):
+            if not isinstance(value, list | tuple):
+                return False
+            item = args[0] if args and origin is not tuple else Any
+            return all(_conforms(v, item) for v in value)
+        return True
+    if annotation is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(annotation, type):
+        if getattr(annotation, "_is_protocol", False):
+            if not getattr(annotation, "_is_runtime_protocol", False):
+                return True
+            return _has_protocol_methods(value, annotation)
+        return isinstance(value, annotation)
+    return True
+
+
+def _has_protocol_methods(value: Any, protocol: type) -> bool:
+    """``value`` has every method ``protocol`` defines that has no default
+    in :class:`~harness.adapters.BaseEnvironment` (those are required)."""
+    from ._contract import BaseEnvironment
+
+    required = [
+        name
+        for name, member in vars(protocol).items()
+        if callable(member) and not name.startswith("_") and not hasattr(BaseEnvironment, name)
+    ]
+    return all(callable(getattr(value, name, None)) for name in required)
+
+
+def check_returns(protocol: type, where: str, name: str, result: Any) -> Any:
+    """``result`` of ``protocol.name`` if it is what the contract annotates,
+    with every number finite; else AdapterError naming the call."""
+    annotation = _returns(protocol, name)
+    if not _conforms(result, annotation):
+        shown = repr(result) if len(repr(result)) <= 60 else type(result).__name__
+        raise AdapterError(
+            f"{where} returned {shown}, not {_describe(annotation)} (see "
+            f"harness.adapters.{protocol.__name__}.{name})"
+        )
+    return check_finite(where, result)
+
 
 class _Guarded:
     """Forwards attribute reads and writes to the wrapped object; calls to its
     methods go through :func:`call` and the checks above."""
+
+    #: the contract whose annotations its methods' results are checked against
+    _protocol: type = Environment
 
     def __init__(self, inner: Any) -> None:
         object.__setattr__(self, "_inner", inner)
 
     def __getattr__(self, name: str) -> Any:
         inner = object.__getattribute__(self, "_inner")
-        value = getattr(inner, name)
-        if name.startswith("_") or name in _PASS_THROUGH or not callable(value):
+        where = f"{type(inner).__name__}.{name}"
+        try:
+            value = getattr(inner, name)
+        except Exception:
+            raise  # AttributeError above all: hasattr() and getattr(..., None) rely on it
+        except BaseException as exc:  # a property that exits
+            raise escaped(where, exc) from exc
+        if name.startswith("_") or not callable(value):
             return value
-        where = f"{type(inner).__name__}.{name}()"
+        where += "()"
+        if name in _PASS_THROUGH:
+            if name == "world":
+                return value
+
+            def passed(*args: Any, **kwargs: Any) -> Any:
+                # Its exceptions are the runtime's answer (the runner records
+                # them); what is not an Exception is the adapter's error.
+                try:
+                    result = value(*args, **kwargs)
+                except Exception:
+                    raise
+                except BaseException as exc:
+                    raise escaped(where, exc) from exc
+                return check_finite(where, result)
+
+            return passed
         check = _CHECKS.get(name)
+        protocol = self._protocol
         wrap = self._wrap_result
 
         def guarded(*args: Any, **kwargs: Any) -> Any:
             result = call(where, value, *args, **kwargs)
             if check is not None:
                 result = check(where, result)
+            result = check_returns(protocol, where, name, result)
             return wrap(name, result)
 
         return guarded
@@ -150,6 +375,8 @@ class GuardedEnvironment(_Guarded):
 
 
 class GuardedAdapter(_Guarded):
+    _protocol = Adapter
+
     def _wrap_result(self, name: str, result: Any) -> Any:
         if name == "open":
             if result is None:

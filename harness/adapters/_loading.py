@@ -10,7 +10,7 @@ from typing import Any
 
 from .._errors import AdapterLoadError
 from ._contract import Adapter, Capability
-from ._guard import call, check_workflows
+from ._guard import call, check_workflows, escaped
 
 #: Built-in adapters by short name -> "module:factory".
 BUILTIN: dict[str, str] = {
@@ -117,6 +117,8 @@ def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
                 f"imported: {exc}",
                 detail="".join(traceback.format_exception(exc)),
             ) from exc
+        except BaseException as exc:  # sys.exit() at import, say: never a silent exit
+            raise escaped(f"importing adapter module {module_name!r}", exc) from exc
         target: Any = getattr(module, attr, None)
         if target is None:
             found = _adapters_in(module)
@@ -151,6 +153,8 @@ def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
                     f"{type(exc).__name__}: {exc}",
                     detail="".join(traceback.format_exception(exc)),
                 ) from exc
+            except BaseException as exc:
+                raise escaped(f"{spec}({', '.join(f'{k}=...' for k in opts)})", exc) from exc
         else:
             raise AdapterLoadError(f"{spec} is neither an adapter nor a factory of one")
     validate_adapter(adapter, spec)

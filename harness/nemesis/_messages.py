@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._errors import AdapterError
 from ..model import Approve, EventF
 from ._context import StepContext
 
@@ -145,6 +146,8 @@ def deliver_message(
     )
     try:
         accepted = ctx.env.deliver(msg)
+    except AdapterError:  # the guard's: the adapter broke, the runtime did not refuse
+        raise
     except Exception as exc:  # refused at the door, or lost on the way
         # ``info``: the message may have been taken before the error.
         ctx.recorder.record("info", EventF.DELIVER, "runner", {**base, "error": str(exc)})

@@ -61,8 +61,12 @@ class Interpreter:
     def run(self) -> RunResult:
         started = time.monotonic()
         rec = self.recorder
-        with shielded():  # an interruption never leaves a half-made deployment
-            env = self.adapter.open(self.workdir / "env", seed=self.scenario.seed)
+        try:
+            with shielded():  # an interruption never leaves a half-made deployment
+                env = self.adapter.open(self.workdir / "env", seed=self.scenario.seed)
+        except BaseException:
+            rec.close()  # no deployment: the history ends here
+            raise
         rec.env = env
         ctx = RunContext(
             self.adapter,
@@ -84,11 +88,13 @@ class Interpreter:
             rec.finish(self.adapter.capabilities)
         finally:
             with shielded():  # workers killed, deployment closed, even if interrupted
-                for handle in ctx.paused.values():
-                    handle.kill()
-                env.close()
-                rec.env = None
-                rec.close()
+                try:
+                    for handle in ctx.paused.values():
+                        handle.kill()
+                    env.close()
+                finally:  # the history is closed even when the adapter's close() raises
+                    rec.env = None
+                    rec.close()
         return RunResult(self.history_path, self.coverage, time.monotonic() - started)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import nemesis
+from .._errors import AdapterError
 from ..adapters import Adapter, Capability, Environment, Observation, WorkerExit, WorkerHandle
 from ..model import (
     AdvanceClock,
@@ -78,6 +79,8 @@ class RunContext:
         rec.record("invoke", EventF.SUBMIT, "runner", value)
         try:
             self.env.submit(step.run)
+        except AdapterError:  # the guard's: the adapter broke, the runtime did not refuse
+            raise
         except Exception as exc:  # refused, or timed out: a finding, not a crash
             # ``info``, not ``fail``: an exception does not prove the run was
             # not created (a timeout after the commit), as in Jepsen.

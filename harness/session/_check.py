@@ -45,7 +45,7 @@ from ..model import (
     Submit,
     Verdict,
 )
-from ..nemesis import worker_timeout
+from ..nemesis import ScenarioError, worker_timeout
 from ..scenarios import PLANTED_KEY, profile_workflow
 from ..world import WorldUsageError, service_spec
 from ._engine import Engine
@@ -278,6 +278,10 @@ def _after_a_kill(engine: Engine, wf: WorkflowSpec, probe: Scenario) -> list[str
     worker's lease that never expires under a constant clock."""
     submits = [s for s in probe.steps if isinstance(s, Submit)][:1]
     service, _, action = wf.effects[0].partition(".")
+    try:
+        service_spec(service, action)
+    except WorldUsageError:
+        return []  # not the world's: the effect check names it
     scenario = Scenario(
         name=f"check/after-a-kill/{wf.name}",
         steps=(
@@ -289,7 +293,7 @@ def _after_a_kill(engine: Engine, wf: WorkflowSpec, probe: Scenario) -> list[str
     )
     try:
         example = engine.execute(scenario)
-    except (AdapterError, UsageError):
+    except (AdapterError, UsageError, ScenarioError):
         return []  # the probe of the fault-free run is what the check judges
     history = History.load(example.folder / "history.jsonl")
     if not any(e.value.get("fired") for e in history.faults()):

@@ -5,6 +5,8 @@ as a failed property (exit 1) or a Python traceback."""
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +122,119 @@ class DeliverRaises(ReferenceAdapter):
 
     def open(self, workdir: Path, *, seed: int) -> ReferenceEnvironment:
         return _DeliverRaises(self, workdir)
+
+
+# -- BaseException from adapter code (issue 27, defect 4) and wrong types
+# (defect 9): one adapter, told by its options where to misbehave and how.
+
+if os.environ.get("HOSTILE_IMPORT_EXIT"):
+    raise SystemExit(0)
+
+
+def _misbehave(what: str) -> Any:
+    """Raise (or return) what ``what`` names, as adapter code might."""
+    if what == "exit0":
+        raise SystemExit(0)
+    if what == "exit3":
+        raise SystemExit(3)
+    if what == "interrupt":
+        raise KeyboardInterrupt
+    if what == "generator-exit":
+        raise GeneratorExit
+    if what == "base":
+        raise BaseException("a bare BaseException")
+    if what == "sigint":  # the user's Ctrl-C, arriving while adapter code runs
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the harness's handler raises here
+        return None
+    raise AssertionError(f"unknown misbehaviour {what!r}")
+
+
+_WRONG: dict[str, Any] = {
+    "dict": {"delivery": {}},
+    "nan": float("nan"),
+    "inf": float("inf"),
+    "none": None,
+    "str": "yes",
+}
+
+
+class _Misbehaving(ToyEnvironment):
+    def __init__(self, workdir: Path, keyed: bool, where: str, what: str) -> None:
+        super().__init__(workdir, keyed)
+        self.where, self.what = where, what
+
+    def _maybe(self, where: str, result: Any) -> Any:
+        if self.where != where:
+            return result
+        if self.what in _WRONG:
+            return _WRONG[self.what]
+        if self.what == "nan-inside":
+            return _nan_inside(result)
+        return _misbehave(self.what)
+
+    def declarations(self) -> Any:
+        return self._maybe("declarations", super().declarations())
+
+    def observe(self) -> Any:
+        return self._maybe("observe", super().observe())
+
+    def now(self) -> Any:
+        return self._maybe("now", super().now())
+
+    def submit(self, run: Any) -> None:
+        super().submit(run)
+        self._maybe("submit", None)
+
+    def crash_points(self) -> Any:
+        return self._maybe("crash_points", super().crash_points())
+
+    def close(self) -> None:
+        super().close()
+        self._maybe("env.close", None)
+
+
+def _nan_inside(obs: Any) -> Any:
+    """An observation whose runs' outputs hold NaN (a number the history
+    cannot record)."""
+    runs = tuple(r.model_copy(update={"output": {"total": float("nan")}}) for r in obs.runs)
+    return obs.model_copy(update={"runs": runs})
+
+
+class Misbehaving(ToyAdapter):
+    """``--adapter-opt where=HOOK --adapter-opt what=HOW``: ``HOOK`` (``init``,
+    ``setup``, ``open``, ``describe``, ``close``, or an environment's
+    ``declarations``, ``observe``, ``now``, ``submit``, ``crash_points``,
+    ``env.close``) exits, raises a BaseException or returns the wrong type."""
+
+    def __init__(self, where: str = "", what: str = "exit0") -> None:
+        super().__init__()
+        self.where, self.what = where, what
+        if where == "init":
+            _misbehave(what)
+
+    def setup(self) -> None:
+        if self.where == "setup":
+            _misbehave(self.what)
+
+    def open(self, workdir: Path, *, seed: int) -> Any:
+        if self.where == "open":
+            return _WRONG[self.what] if self.what in _WRONG else _misbehave(self.what)
+        return _Misbehaving(workdir, self.keyed, self.where, self.what)
+
+    def describe(self) -> Any:
+        if self.where == "describe":
+            return _WRONG[self.what] if self.what in _WRONG else _misbehave(self.what)
+        return super().describe()
+
+    def close(self) -> None:
+        if self.where == "close":
+            _misbehave(self.what)
+
+
+class ExitingCapabilities(ToyAdapter):
+    """Adapter code outside any call the boundary wraps: a property."""
+
+    @property  # type: ignore[override]
+    def capabilities(self) -> Any:
+        raise SystemExit(0)
