@@ -16,6 +16,7 @@ from ._errors import UsageError
 from ._settings import load_settings
 from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
+from .adapters._specs import pythonpath_for, with_pythonpath
 from .model import Verdict
 from .nemesis import resolve_worker_timeout, worker_timeout_limit
 from .outcome import Outcome
@@ -104,12 +105,12 @@ class _Progress:
                 MofNCompleteColumn(),
                 # the time left at this pace (mm:ss), within the plan
                 TimeRemainingColumn(compact=True),
-                TextColumn("{task.fields[faults]} faults fired"),
+                TextColumn("{task.fields[faults]} fired"),
                 TextColumn("[red]{task.fields[failing]}"),
                 console=Console(file=out),
                 transient=True,
             )
-            self.task = self.bar.add_task("run", total=None, faults=0, failing="")
+            self.task = self.bar.add_task("run", total=None, faults="0 faults", failing="")
 
     def __enter__(self) -> _Progress:
         if self.bar is not None:
@@ -138,7 +139,7 @@ class _Progress:
                 self.task,
                 completed=o.examples,
                 total=total,
-                faults=fired,
+                faults=_count(fired, "fault"),
                 failing=("failing: " + ", ".join(failing)) if failing else "",
             )
             return
@@ -149,7 +150,8 @@ class _Progress:
         _line(
             self.out,
             f"harness: scenario {o.examples}{of} ({self._times(o)}slowest {o.slowest:.1f} s): "
-            f"{fired} faults fired{'; failing: ' + ', '.join(failing) if failing else ''}",
+            f"{_count(fired, 'fault')} fired"
+            + (f"; failing: {', '.join(failing)}" if failing else ""),
         )
 
     def _times(self, o: Outcome) -> str:
@@ -161,6 +163,11 @@ class _Progress:
             left = elapsed / o.examples * (o.planned - o.examples)
             text += f", about {_duration(left)} left"
         return text + "; "
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 fault``, ``2 faults``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _duration(seconds: float) -> str:
@@ -243,7 +250,7 @@ def _summary(out: TextIO, report: Report, report_dir: Path) -> None:
 def report(folder: Path, out: TextIO) -> int:
     """``harness report DIR``: re-render every format from the stored run,
     without running anything; exit 1 if the stored verdict is a failure."""
-    stored = load_report(folder)
+    stored = _replays_as_data(load_report(folder), folder)
     write_reports(stored, folder)
     _step_summary(folder)
     _line(out, f"harness: re-rendered {folder} (verdict: {stored.verdict.upper()})")
@@ -252,16 +259,50 @@ def report(folder: Path, out: TextIO) -> int:
     return exit_code(stored.verdict)
 
 
+def _replays_as_data(stored: Report, folder: Path) -> Report:
+    """``stored`` with its replay commands made again from its adapter, as
+    :func:`replay_command` shows an adapter the user did not name: the
+    stored strings are data anyone may have written (a CI artifact), and a
+    printed command names only code the user chose."""
+    spec, opts = stored.adapter.spec, stored.adapter.options
+
+    def command(where: Path) -> str:
+        return replay_command(where, spec, opts, chosen=False)
+
+    ce = stored.counterexample
+    others = [
+        o.model_copy(update={"replay": command(folder / (o.folder or f"failures/{n}"))})
+        for n, o in enumerate(stored.other_failures, 1)
+    ]
+    return stored.model_copy(
+        update={
+            "counterexample": None
+            if ce is None
+            else ce.model_copy(update={"replay": command(folder)}),
+            "other_failures": others,
+        }
+    )
+
+
 def merge(ns: argparse.Namespace, out: TextIO) -> int:
     """``harness merge DIR... --report-dir OUT``: one report from the report
-    folders of a search's shards; the exit code of the merged verdict."""
-    merged = merge_reports(list(ns.dirs), ns.report_dir, partial=ns.partial)
+    folders of a search's shards; the exit code of the merged verdict. The
+    shards' folders are data (CI artifacts): a replay command it prints
+    names an adapter only when it is built in."""
+    opened = None
+    if getattr(ns, "example_db", None) is not None:
+        from ._exampledb import open_example_db
+
+        # Before anything is written: an example database that cannot be
+        # used is refused (exit 2) with no merged folder to hide the verdict.
+        opened = open_example_db(ns.example_db)
+    merged = merge_reports(list(ns.dirs), ns.report_dir, partial=ns.partial, chosen=False)
     info = merged.merged
     assert info is not None
-    if getattr(ns, "example_db", None) is not None:
+    if opened is not None:
         from ._exampledb import ExampleDb
 
-        db = ExampleDb(ns.example_db, merged.adapter.spec, merged.adapter.options)
+        db = ExampleDb(ns.example_db, merged.adapter.spec, merged.adapter.options, db=opened)
         kept, dropped = db.keep(merged, db.saved())
         _line(
             out,
@@ -332,7 +373,8 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
             words = ["harness", "replay", str(path), "--adapter", ns.adapter]
             for opt in ns.adapter_opt:
                 words += ["--adapter-opt", opt]
-            _line(out, "replay: " + shlex.join(words))
+            needs = pythonpath_for(ns.adapter, opts)
+            _line(out, "replay: " + with_pythonpath(shlex.join(words), needs))
         else:
             _line(out, f"replay: {replay_command(path, spec, opts)}")
         return 1
@@ -408,7 +450,10 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
             out,
             f"harness: adapter {adapter.name} is ready: {len(checks)} workflow(s) ran without "
             f"faults as declared{_warned(checks)} (next: "
-            + shlex.join(["harness", "run", "--adapter", ns.spec, *_opt_words(ns.adapter_opt)])
+            + with_pythonpath(
+                shlex.join(["harness", "run", "--adapter", ns.spec, *_opt_words(ns.adapter_opt)]),
+                pythonpath_for(ns.spec, opts),
+            )
             + ")",
         )
         return 0

@@ -16,11 +16,15 @@ someone else). Every lock below is released by the kernel or the server when
 its holder dies, however it dies:
 
 - a scratch folder (:func:`scratch_dir`) holds a lock file, ``flock``-ed for
-  as long as the folder is in use; the sweeper removes the folder only if it
-  can take that lock itself -- and first kills the processes recorded in it
-  (:func:`record_process`: pid, start time and PID namespace, so a reused
-  pid is never killed), whose owner is dead since the lock was free. A folder
-  without that lock file is never removed, whatever its name;
+  as long as the folder is in use and recording the folder it was made for
+  (device and inode: a copy of the folder, an unpacked artifact, is not it);
+  the sweeper removes the folder only if it can take that lock itself and
+  the record names this very folder -- and first kills the processes recorded
+  in it (:func:`record_process`: pid, start time and PID namespace, so a
+  reused pid is never killed), whose owner is dead since the lock was free.
+  A folder without that lock file is never removed, whatever its name or age.
+  Database files (SQLite stores, world and template files) live in such
+  folders and go with them;
 - a Postgres schema (:class:`SchemaLease`): a session-level advisory lock is
   taken first, on a connection of its own, then one transaction records the
   schema in the registry table ``harness_owned.schemas`` and creates it (so a
@@ -53,6 +57,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -118,15 +123,34 @@ def scratch_dir(kind: str = "run", root: Path | None = None) -> Path:
     with shielded():
         path = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{kind}-", dir=base))
         # Locked under a private name, then renamed into place: a sweeper never
-        # finds the lock file unlocked (until then the folder is lock-less and
-        # young, which it leaves alone too).
+        # finds the lock file unlocked (until then the folder is lock-less,
+        # which it leaves alone). The lock file records the folder it was made
+        # for: a copy of the folder (an unpacked artifact) is another folder.
         pending = path / f"{LOCK_NAME}.{os.getpid()}"
-        fd = os.open(pending, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fd = os.open(pending, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, _identity(path))
         os.rename(pending, path / LOCK_NAME)
         with _held_lock:
             _held[path] = fd
     return path
+
+
+def _identity(folder: Path) -> bytes:
+    """What names ``folder`` itself, not its path: its device and inode."""
+    st = os.lstat(folder)
+    return json.dumps({"dev": st.st_dev, "ino": st.st_ino}).encode()
+
+
+def _made_for(fd: int, folder: Path) -> bool:
+    """Whether the lock file open as ``fd`` is a regular file that
+    :func:`scratch_dir` made for ``folder`` (this very folder, not a copy)."""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return os.pread(fd, 4096, 0) == _identity(folder)
+    except OSError:
+        return False
 
 
 def remove_scratch(path: Path) -> None:
@@ -231,6 +255,8 @@ def _sweep_folder(folder: Path) -> bool:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False  # its owner is alive (here or in another namespace)
+        if not _made_for(fd, folder):
+            return False  # a lock file not made for this folder: not ours
         # Its owner is dead: so must be what it started. Then the folder goes,
         # removed while we hold the lock, so no one can take it over meanwhile.
         kill_recorded(folder)

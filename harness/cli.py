@@ -26,10 +26,11 @@ partial report marked ``interrupted`` written; a second signal exits at once).
 from __future__ import annotations
 
 import argparse
+import difflib
 import signal
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from ._errors import AdapterError, HarnessError, Interrupted, UsageError, is_adapter_fault
 from ._signals import exit_code, handling_signals, sigint_is_ours, signal_received
@@ -42,21 +43,155 @@ from ._signals import exit_code, handling_signals, sigint_is_ours, signal_receiv
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 
 
+EXIT_CODES = """\
+exit codes:
+  0    every property the adapter's capabilities allow was exercised and held
+  1    a property failed (replay: the failure was reproduced)
+  2    usage, configuration or adapter error (the message says how to fix it)
+  3    inconclusive: something that should have been judged was not (the
+       report says what)
+  130  interrupted by SIGINT, 143 by SIGTERM (a partial report is kept)"""
+
+RUN_EXAMPLES = """\
+examples:
+  harness run --adapter reference
+  harness run --adapter reference --adapter-opt bug=retry-unknown-commit --profile ci
+  PYTHONPATH=. harness run --adapter my_adapter:MyAdapter --report-dir reports/mine
+  harness run --adapter reference --seed 0 --shard 2/4 --report-dir reports/shard2"""
+
+
+def _profile_defaults(key: str) -> str:
+    """A setting's default in each profile, as help shows it (the profiles
+    are the one home of the numbers)."""
+    from ._settings import PROFILES
+
+    return ", ".join(f"{name} {values[key]:g}" for name, values in PROFILES.items())
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, plus "did you mean" for a mistyped option."""
+
+    #: the arguments being parsed (shared by a parser and its subparsers)
+    argv: list[str]
+
+    def error(self, message: str) -> NoReturn:
+        hint = _option_hint(self, getattr(self, "argv", []))
+        super().error(f"{message}{hint}")
+
+
+def _option_hint(parser: argparse.ArgumentParser, argv: list[str]) -> str:
+    """``; did you mean --max-examples?`` for each unknown option of
+    ``argv``, among the options of the subcommand it names."""
+    known = dict(parser._option_string_actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = next((w for w in argv if w in action.choices), None)
+            if chosen is not None:
+                known = dict(action.choices[chosen]._option_string_actions)
+    hints = []
+    for word in argv:
+        if not word.startswith("--"):
+            continue
+        name = word.split("=", 1)[0]
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+        if close:
+            hints.append(f"{name}: did you mean {close[0]}?")
+    return ("; " + "; ".join(hints)) if hints else ""
+
+
+def _shard(value: str) -> tuple[int, int]:
+    """``--shard K/N``, strictly: an empty value (an unset ``$CI_NODE_INDEX``)
+    is refused, not taken for "no shard" (the whole search on every machine)."""
+    from ._settings import SHARD_FIX, parse_shard
+
+    if not value.strip():
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is empty (an unset variable, such as $CI_NODE_INDEX?); {SHARD_FIX}"
+        )
+    try:
+        shard = parse_shard(value)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if shard is None:  # "none": leave --shard out instead
+        raise argparse.ArgumentTypeError(f"{value!r} is not K/N; {SHARD_FIX}")
+    return shard
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"harness (stateful-agent-harness) {version('stateful-agent-harness')}"
+    except PackageNotFoundError:
+        return "harness (stateful-agent-harness, not installed)"
+
+
+def _adapter_opts(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--adapter-opt",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"an option of {what}, handed to it as a keyword argument (repeatable); "
+        "the reference adapter's: backend=sqlite|postgres, queue=store|redis, "
+        "bug=NAME[,NAME] (harness list bugs), lease_seconds, postgres_url, redis_url",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     from ._settings import PROFILES
 
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="harness",
         description="Chaos verification for stateful agent runtimes.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"{EXIT_CODES}\n\n{RUN_EXAMPLES}\n\n'harness COMMAND --help' tells more.",
+        # A prefix that works today would become ambiguous, or change meaning,
+        # when an option is added: scripts name options whole.
+        allow_abbrev=False,
     )
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="search for failing scenarios and write a report")
-    r.add_argument("--adapter", required=True, help="'reference' or 'package.module:attr'")
-    r.add_argument("--adapter-opt", action="append", default=[], metavar="KEY=VALUE")
-    r.add_argument("--profile", choices=list(PROFILES))
-    r.add_argument("--seed", type=int)
-    r.add_argument("--budget", type=float, metavar="SECONDS")
+    p.add_argument("--version", action="version", version=_version())
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    r = sub.add_parser(
+        "run",
+        help="search for failing scenarios and write a report",
+        description="Search an adapter's runtime for property violations under faults, "
+        "shrink each failure to a minimal counterexample, and write a report folder.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"{EXIT_CODES}\n\n{RUN_EXAMPLES}",
+        allow_abbrev=False,
+    )
+    r.add_argument(
+        "--adapter",
+        required=True,
+        metavar="NAME|module:attr",
+        help="the runtime to test: a built-in adapter ('reference'), or your own as "
+        "'package.module:attr' importable from PYTHONPATH (harness list adapters)",
+    )
+    _adapter_opts(r, "the adapter")
+    r.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        help="how hard and how long to search (default: dev, or ci when $CI is set); "
+        f"max examples: {_profile_defaults('max_examples')}; budget seconds: "
+        f"{_profile_defaults('budget_seconds')}",
+    )
+    r.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="the search's seed, to repeat a run exactly (default: random, printed at the "
+        "start; the ci profile is derandomized: seed 0)",
+    )
+    r.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="how long the search may take, in seconds (default: the profile's: "
+        f"{_profile_defaults('budget_seconds')}); what it cuts is reported as not run",
+    )
     r.add_argument(
         "--shrink-budget",
         type=float,
@@ -75,8 +210,21 @@ def _parser() -> argparse.ArgumentParser:
         "the adapter's worker_timeout, else 120; never more than the budget left, nor under "
         "30 s unless set lower)",
     )
-    r.add_argument("--max-examples", type=int, dest="max_examples")
-    r.add_argument("--report-dir", default=None, metavar="DIR")
+    r.add_argument(
+        "--max-examples",
+        type=int,
+        dest="max_examples",
+        metavar="N",
+        help="how many sampled scenarios the search plans, on top of the targeted schedules "
+        f"(default: the profile's: {_profile_defaults('max_examples')})",
+    )
+    r.add_argument(
+        "--report-dir",
+        default=None,
+        metavar="DIR",
+        help="where to write the report folder (default: reports); a folder another tool "
+        "wrote is refused, a harness report folder is replaced",
+    )
     r.add_argument(
         "--mode",
         choices=["search", "random-kill"],
@@ -119,6 +267,7 @@ def _parser() -> argparse.ArgumentParser:
         "--shard",
         metavar="K/N",
         default=None,
+        type=_shard,
         help="run only shard K of N of the search's plan (1 <= K <= N; say 2/4), to spread "
         "one search over N machines; every shard needs the same --seed, profile and options, "
         "and `harness merge` joins their report folders into one report",
@@ -138,7 +287,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH|redis://...",
         default=None,
         help="keep the sampled search's failing examples in this folder (or Redis) and "
-        "replay them first in every later run that names it, whatever its seed",
+        "replay them first in every later run that names it, whatever its seed (a writable "
+        "folder, created if missing, or a reachable Redis; the replays count against --budget)",
     )
     r.add_argument(
         "--exhaustive",
@@ -148,27 +298,45 @@ def _parser() -> argparse.ArgumentParser:
     rp = sub.add_parser(
         "replay",
         help="re-run the kept scenario of a run folder, or a scenario file against --adapter",
+        description="Run the scenario a run folder kept (its minimal counterexample) again, "
+        "against the adapter it recorded or the one --adapter names (say, your fix).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"{EXIT_CODES}\n\nexamples:\n  harness replay reports\n"
+        "  harness replay reports --adapter reference --adapter-opt backend=sqlite\n"
+        "  PYTHONPATH=. harness replay reports/scenario.json --adapter my_adapter:Fixed",
+        allow_abbrev=False,
     )
-    rp.add_argument("dir", type=Path, metavar="DIR|FILE")
+    rp.add_argument(
+        "dir",
+        type=Path,
+        metavar="DIR|FILE",
+        help="a run folder (--report-dir of a harness run), or a scenario file",
+    )
     rp.add_argument(
         "--adapter",
         default=None,
+        metavar="NAME|module:attr",
         help="the adapter to replay against (required for a scenario file; for a run folder "
-        "it replaces the one recorded)",
+        "it replaces the one recorded, options too: to replay against your fix)",
     )
-    rp.add_argument("--adapter-opt", action="append", default=[], metavar="KEY=VALUE")
+    _adapter_opts(rp, "--adapter (only with --adapter: the recorded options go with it)")
     rp.add_argument(
         "--trust-adapter",
         action="store_true",
         help="import the adapter the run folder records even though it is not built in "
         "(a report folder may come from anyone: only for folders you trust)",
     )
-    rp.add_argument("--profile", choices=list(PROFILES))
+    rp.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        help="the settings to replay under (default: the run folder's)",
+    )
     mg = sub.add_parser(
         "merge",
         help="merge the report folders of a search's shards (harness run --shard K/N) into "
         "one report: evidence and coverage summed, verdicts judged again, every "
         "counterexample kept",
+        allow_abbrev=False,
     )
     mg.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="a shard's report folder")
     mg.add_argument(
@@ -189,18 +357,29 @@ def _parser() -> argparse.ArgumentParser:
         "run with --example-db only read it), and drop what it replayed that no longer fails",
     )
     rr = sub.add_parser(
-        "report", help="re-render report.json/html, junit.xml and summary.md of a run folder"
+        "report",
+        help="re-render report.json/html, junit.xml and summary.md of a run folder",
+        allow_abbrev=False,
     )
-    rr.add_argument("dir", type=Path)
+    rr.add_argument("dir", type=Path, metavar="DIR", help="a run folder")
     ca = sub.add_parser(
         "check-adapter",
         help="run each workflow of an adapter once without faults and say what is wrong "
         "with the adapter, in plain words (exit 0: ready; 2: the cause is printed)",
+        allow_abbrev=False,
     )
-    ca.add_argument("spec", metavar="ADAPTER", help="'reference' or 'package.module:attr'")
-    ca.add_argument("--adapter-opt", action="append", default=[], metavar="KEY=VALUE")
-    ca.add_argument("--profile", choices=list(PROFILES))
-    ls = sub.add_parser("list", help="list what exists")
+    ca.add_argument(
+        "spec",
+        metavar="ADAPTER",
+        help="'reference' or 'package.module:attr' (importable from PYTHONPATH)",
+    )
+    _adapter_opts(ca, "the adapter")
+    ca.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        help="the settings to check under (default: dev, or ci when $CI is set)",
+    )
+    ls = sub.add_parser("list", help="list what exists", allow_abbrev=False)
     ls.add_argument("what", choices=["adapters", "faults", "properties", "bugs", "services"])
     return p
 
@@ -263,13 +442,17 @@ def _escaped(exc: BaseException, argv: list[str] | None) -> int:
 def _main(argv: list[str] | None, *, out: TextIO | None) -> int:
     out = out or sys.stdout
     parser = _parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    for each in (parser, *_subparsers(parser)):
+        each.argv = words  # type: ignore[attr-defined]  # for "did you mean"
     try:
-        ns = parser.parse_args(argv)
+        ns = parser.parse_args(words)
     except SystemExit as exc:  # argparse already printed the usage error
         return EXIT_USAGE if exc.code else EXIT_OK
     try:
         if ns.command == "list":
             return _list(ns.what, out)
+        _check_before_imports(ns)
         from ._commands import check_adapter, merge, replay, report, run
 
         with handling_signals():
@@ -307,17 +490,55 @@ def _main(argv: list[str] | None, *, out: TextIO | None) -> int:
         return EXIT_USAGE
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    return [
+        sp
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for sp in action.choices.values()
+    ]
+
+
+def _check_before_imports(ns: argparse.Namespace) -> None:
+    """What the command line alone shows to be wrong, refused before the
+    engine is imported (seconds on a loaded machine): an adapter spec that
+    cannot name an adapter, options for no adapter."""
+    from .adapters._specs import check_spec
+
+    spec = getattr(ns, "spec", None) or getattr(ns, "adapter", None)
+    if spec is not None:
+        check_spec(spec)
+    if ns.command == "replay" and ns.adapter is None and ns.adapter_opt:
+        raise UsageError(
+            f"--adapter-opt {ns.adapter_opt[0]!r} without --adapter: the options go with the "
+            "adapter you name; to replay against other options (your fix), name the adapter "
+            "too: harness replay DIR --adapter NAME --adapter-opt KEY=VALUE (the folder's "
+            "adapter and options are in its report.json)"
+        )
+
+
 def _list(what: str, out: TextIO) -> int:
     if what == "adapters":
-        from .adapters._loading import BUILTIN
+        from .adapters._specs import BUILTIN, SHIPPED
 
         for name, target in sorted(BUILTIN.items()):
             print(
-                f"{name:12} {target}  (options: backend=sqlite|postgres, queue=store|redis, "
-                "bug=NAME[,NAME] from harness list bugs)",
+                f"{name:14} {target}  (built in; options: backend=sqlite|postgres, "
+                "queue=store|redis, bug=NAME[,NAME] from harness list bugs; backend=postgres "
+                "and queue=redis need the postgres,redis extras)",
                 file=out,
             )
-        print("any        package.module:attr  (your own; see docs/adapters.md)", file=out)
+        for name, shipped in SHIPPED.items():
+            print(
+                f"{name:14} {shipped.spec}  (needs the {shipped.extra} extra: pip install "
+                f"'stateful-agent-harness[{shipped.extra}]'; {shipped.needs})",
+                file=out,
+            )
+        print(
+            f"{'any':14} package.module:attr  (your own, importable from PYTHONPATH; see "
+            "docs/adapters.md)",
+            file=out,
+        )
     elif what == "faults":
         from .scenarios import FAMILIES
 

@@ -11,11 +11,9 @@ from typing import Any
 from .._errors import AdapterLoadError
 from ._contract import Adapter, Capability
 from ._guard import call, check_workflows, escaped
+from ._specs import BUILTIN, check_spec
 
-#: Built-in adapters by short name -> "module:factory".
-BUILTIN: dict[str, str] = {
-    "reference": "harness.adapters.reference:ReferenceAdapter",
-}
+__all__ = ["BUILTIN", "load_adapter", "parse_opts", "validate_adapter"]
 
 
 def _reference(opts: Mapping[str, str]) -> Adapter:
@@ -98,12 +96,8 @@ def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
     if spec == "reference":
         adapter = _reference(opts)
     else:
-        module_name, sep, attr = spec.partition(":")
-        if not sep or not module_name or not attr:
-            raise AdapterLoadError(
-                f"adapter {spec!r} is neither a built-in ({', '.join(BUILTIN)}) nor of the form "
-                "'package.module:attr'; example: --adapter myproject.harness_adapter:MyAdapter"
-            )
+        check_spec(spec)  # a typo or a file path: refused, with what was meant
+        module_name, _, attr = spec.partition(":")
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:

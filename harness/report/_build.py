@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -10,6 +11,7 @@ from .. import _netfilter
 from ..adapters._contract import Adapter, Capability
 from ..adapters._loading import BUILTIN
 from ..adapters._netinfo import network_gaps, offered_network_kinds
+from ..adapters._specs import pythonpath_for, with_pythonpath
 from ..model import Verdict
 from ..outcome import Example, Outcome
 from ..outcome._verdicts import PropertyVerdict
@@ -118,17 +120,37 @@ def _aim_gaps(
 
 
 def replay_command(
-    report_dir: Path, spec: str = "reference", opts: Mapping[str, str] | None = None
+    report_dir: Path,
+    spec: str = "reference",
+    opts: Mapping[str, str] | None = None,
+    *,
+    chosen: bool = True,
 ) -> str:
     """The shell command that replays the run kept in ``report_dir``. An
     adapter that is not built in is named on the command line: replay never
-    imports code a report folder names (anyone may have written the folder)."""
+    imports code a report folder names (anyone may have written the folder);
+    with the ``PYTHONPATH`` this process needed to import it, if any.
+
+    ``chosen``: the user named this adapter (``harness run``, ``replay``).
+    When not (``harness merge``, ``harness report``: the spec is the
+    folder's, data anyone may have written), an adapter that is not built in
+    is shown as data, with how to replay it if the user trusts it: a printed
+    command names only code the user chose."""
     words = ["harness", "replay", str(report_dir)]
-    if spec not in BUILTIN:
-        words += ["--adapter", spec]
-        for k, v in sorted((opts or {}).items()):
-            words += ["--adapter-opt", f"{k}={v}"]
-    return shlex.join(words)
+    if spec in BUILTIN:
+        return shlex.join(words)  # its recorded options are data: replay takes them
+    if not chosen:
+        shown = json.dumps({"adapter": spec, "options": dict(sorted((opts or {}).items()))})
+        return (
+            f"this report names adapter {shown}, which is not built in: replay it with "
+            f"{shlex.join([*words, '--trust-adapter'])} if you trust it"
+        )
+    words += ["--adapter", spec, *_opt_words(opts)]
+    return with_pythonpath(shlex.join(words), pythonpath_for(spec, opts))
+
+
+def _opt_words(opts: Mapping[str, str] | None) -> list[str]:
+    return [w for k, v in sorted((opts or {}).items()) for w in ("--adapter-opt", f"{k}={v}")]
 
 
 def build_report(

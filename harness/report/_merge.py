@@ -277,6 +277,7 @@ def merge_reports(
     partial: bool = False,
     why_missing: Mapping[int, str] | None = None,
     duration: float | None = None,
+    chosen: bool = True,
 ) -> Report:
     """Merge the shard report folders ``folders`` into ``out`` (every
     format, and every counterexample copied); returns the merged report.
@@ -284,7 +285,11 @@ def merge_reports(
     inconclusive, naming them, each with its reason in ``why_missing`` (by
     K) when the caller knows it (``harness run --jobs``: the job died).
     ``duration``: the whole search's wall seconds, when the caller measured
-    them (else the slowest shard's)."""
+    them (else the slowest shard's). ``chosen``: the user named the adapter
+    the shards record (their own run's jobs or pytest workers); when not
+    (``harness merge`` of folders anyone may have written), the replay
+    commands show an adapter that is not built in as data
+    (:func:`replay_command`)."""
     shards = load_shards(folders, out, partial=partial)
     first = shards[0]
     assert first.shard is not None
@@ -393,7 +398,7 @@ def merge_reports(
             steps=steps,
             failed_properties=failed,
             counterexample_for=serves,
-            replay=replay_command(out / where(k0, rel0), spec, opts),
+            replay=replay_command(out / where(k0, rel0), spec, opts, chosen=chosen),
             fully_shrunk=not set(serves) & unshrunk,
         )
         for k, rel, steps, failed, serves in kept[1:]:
@@ -403,7 +408,7 @@ def merge_reports(
                     counterexample_for=serves,
                     steps=steps,
                     folder=where(k, rel),
-                    replay=replay_command(out / where(k, rel), spec, opts),
+                    replay=replay_command(out / where(k, rel), spec, opts, chosen=chosen),
                     fully_shrunk=not set(serves) & unshrunk,
                 )
             )

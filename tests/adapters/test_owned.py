@@ -100,9 +100,8 @@ def test_the_sweep_kills_only_the_process_recorded(tmp_path: Path) -> None:
     pid of another namespace, is left alone."""
     ours, reused, foreign = _sleeper(), _sleeper(), _sleeper()
     try:
-        folder = tmp_path / "harness-server-abcdefgh"
-        folder.mkdir()
-        (folder / _janitor.LOCK_NAME).touch()  # its owner is dead: the lock is free
+        folder = _janitor.scratch_dir("server", root=tmp_path)
+        os.close(_janitor._held.pop(folder))  # its owner is dead: the lock is free
         for proc in (ours, reused, foreign):
             _janitor.record_process(folder, proc.pid, ["sleep", "600"])
         records = folder / _janitor.PROCS_NAME

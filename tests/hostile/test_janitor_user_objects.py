@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -266,3 +267,28 @@ def test_a_folder_without_the_harness_s_lock_file_is_never_swept(tmp_path: Path)
     assert _janitor.sweep_folders(tmp_path) == []
     for name in names:
         assert (tmp_path / name / "notes.md").read_text() == "mine"
+
+
+def test_a_copy_of_a_scratch_folder_is_not_the_harness_s_to_sweep(tmp_path: Path) -> None:
+    """A scratch folder's lock file records the folder it was made for: a
+    copy (an artifact unpacked under ``$TMPDIR``, a forged lock file and
+    process record) is a user's folder, and what it records is not killed."""
+    (tmp_path / "elsewhere").mkdir()
+    original = _janitor.scratch_dir("run", root=tmp_path / "elsewhere")
+    bystander = subprocess.Popen(["sleep", "600"])
+    try:
+        _janitor.record_process(original, bystander.pid, ["sleep", "600"])
+        copy = tmp_path / "harness-run-unpacked"
+        shutil.copytree(original, copy)
+        (copy / "notes.md").write_text("mine")
+        assert (copy / _janitor.LOCK_NAME).is_file()
+        assert _janitor.sweep_folders(tmp_path) == []
+        assert (copy / "notes.md").read_text() == "mine"
+        assert bystander.poll() is None, "a process a copied record named was killed"
+        # The folder it was made for is swept once its owner is gone.
+        os.close(_janitor._held.pop(original))
+        assert _janitor.sweep_folders(tmp_path / "elsewhere") == [original.name]
+        assert bystander.wait(10) == -signal.SIGKILL
+    finally:
+        bystander.kill()
+        bystander.wait()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import xmlschema
-from engine_support import BROKEN, harness_cli, replay_argv
+from engine_support import BROKEN, ENGINE_DIR, harness_cli, replay_argv
 
 from harness import Outcome, load_settings
 from harness._commands import _Progress
@@ -113,4 +113,6 @@ def test_pytest_with_a_report_dir_writes_the_four_files_and_ends_failures_with_r
     body = [line for line in section if line.strip()]
     assert any("#6 world info effect" in line for line in body), body
     assert any(f"report: {folder / 'report.html'}" in line for line in body), body
-    assert body[-1] == f"replay: harness replay {folder} --adapter {BROKEN}", body
+    assert body[-1] == (
+        f"replay: PYTHONPATH={ENGINE_DIR} harness replay {folder} --adapter {BROKEN}"
+    ), body

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import xmlschema
-from engine_support import BROKEN, subprocess_env
+from engine_support import BROKEN, ENGINE_DIR, subprocess_env
 
 XSD = Path(__file__).resolve().parent / "junit.xsd"
 
@@ -73,7 +73,8 @@ def test_a_junit_failure_shows_the_witness_and_ends_with_the_replay_command(
     assert "applied 2 times" in (failure.get("message") or "")
     assert "#6 world info effect" in failure.text
     assert failure.text.rstrip().splitlines()[-1] == (
-        f"replay: harness replay {folder} --adapter {BROKEN}"
+        # broken_runtime comes from PYTHONPATH: the command says so
+        f"replay: PYTHONPATH={ENGINE_DIR} harness replay {folder} --adapter {BROKEN}"
     )
 
 
@@ -84,7 +85,7 @@ def test_summary_md_names_the_verdict_the_failures_and_the_replay(
     text = (folder / "summary.md").read_text()
     assert text.startswith("### ❌ harness: FAIL -- broken (fixed=False)")
     assert "| `exactly_once_effects` | ❌ fail |" in text
-    assert f"```sh\nharness replay {folder} --adapter {BROKEN}\n```" in text
+    assert f"```sh\nPYTHONPATH={ENGINE_DIR} harness replay {folder} --adapter {BROKEN}\n```" in text
     assert len(text.splitlines()) < 40, "a step summary should stay short"
 
 

@@ -557,13 +557,21 @@ def _reach(option: str, url: str) -> None:
     Every worker, observer and sweep would otherwise fail on its own, deep in
     a run, with the client library's traceback."""
     try:
+        # A client library that is not installed is a missing extra, not a bad URL.
         if option == "postgres_url":
             import psycopg
-
-            psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT).close()
         else:
             import redis
-
+    except ImportError as exc:
+        raise AdapterLoadError(
+            f"{option} needs the {exc.name or 'client'} package, which is not installed "
+            f"({exc}); install the extra: pip install 'stateful-agent-harness[postgres,redis]' "
+            "(or pip install -e '.[postgres,redis]' in a clone)"
+        ) from None
+    try:
+        if option == "postgres_url":
+            psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT).close()
+        else:
             client = redis.Redis.from_url(
                 url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=CONNECT_TIMEOUT
             )
