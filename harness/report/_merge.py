@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from .._artifacts import loads_json, read_artifact
 from .._errors import UsageError
 from ..model import Verdict
 from ..outcome import Tally, judge
@@ -250,23 +251,63 @@ def _in_plan_order(lines: Sequence[bytes]) -> bytes:
     return b"".join(line for _, _, line in ordered)
 
 
+#: the fields of a ``scenarios.jsonl`` line a merge relies on, and their types
+_LEDGER_FIELDS: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "name": (str,),
+    "phase": (str,),
+    "n": (int,),
+    "index": (int,),
+    "faults": (list,),
+    "failed": (list,),
+    "history": (str, type(None)),
+}
+
+
+def _ledger_problem(entry: Any) -> str | None:
+    """What is wrong with one ledger line (parsed), or None."""
+    if not isinstance(entry, dict):
+        return "not a JSON object"
+    for key, types in _LEDGER_FIELDS.items():
+        if key not in entry:
+            continue
+        value = entry[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            return f"{key} is {type(value).__name__}, not {' or '.join(t.__name__ for t in types)}"
+        if isinstance(value, int) and value < 0:
+            return f"{key} is negative ({value})"
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            return f"{key} is not a list of names"
+    if entry.get("phase", "search") not in ("search", "shrink"):
+        return f"phase is {entry['phase']!r}, not search or shrink"
+    return None
+
+
 def _ledger(r: Report) -> list[bytes]:
     """The shard's ``scenarios.jsonl`` lines, each marked with its shard
-    (none if the folder has no such plain file, or it is not JSON lines)."""
+    (none if the folder has no such file). A ledger that is not a regular
+    file, too large, or not JSON lines of the ledger's shape is refused
+    (:class:`MergeError`): before the merge writes anything."""
     assert r.shard is not None and r.folder is not None
     path = r.folder / LEDGER
-    if not path.is_file() or path.is_symlink():
+    fix = "merge the folders harness run --shard K/N wrote, unmodified"
+    try:
+        data = read_artifact(path, inside=r.folder, error=MergeError, fix=fix)
+    except FileNotFoundError:
         return []
     lines = []
-    try:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            entry = json.loads(line)
-            if not isinstance(entry, dict):
-                return []
-            entry["shard"] = r.shard.k
-            lines.append(json.dumps(entry, sort_keys=True).encode("ascii") + b"\n")
-    except (OSError, UnicodeDecodeError, ValueError):
-        return []
+    for n, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = loads_json(line)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise MergeError(f"{path}:{n} is not JSON ({exc}); {fix}") from None
+        problem = _ledger_problem(entry)
+        if problem is not None:
+            raise MergeError(f"{path}:{n} is not a scenarios.jsonl line: {problem}; {fix}")
+        entry["shard"] = r.shard.k
+        lines.append(json.dumps(entry, sort_keys=True, allow_nan=False).encode("ascii") + b"\n")
     return lines
 
 
