@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..history import History
-from ._schema import PropertyReport, Report
+from ._schema import OtherFailure, PropertyReport, Report
 from ._store import load_history
 from ._timeline import describe_event
 
@@ -63,6 +64,8 @@ def _text(value: object) -> str:
 def render_junit(report: Report, folder: Path) -> str:
     """The JUnit XML text of ``report`` (run kept in ``folder``)."""
     histories: dict[str, History | None] = {}
+    shown: dict[str, str] = {}
+    others = other_failures_by_folder(report)
 
     def history_of(p: PropertyReport) -> History | None:
         where = p.counterexample or "."
@@ -103,7 +106,7 @@ def render_junit(report: Report, folder: Path) -> str:
             failure = ET.SubElement(
                 case, "failure", {"message": p.message, "type": "PropertyFailed"}
             )
-            failure.text = failure_body(report, p, history_of(p))
+            failure.text = failure_body(report, p, history_of(p), shown, others)
         elif p.verdict == "unknown":
             reason = p.reason or p.message
             ET.SubElement(case, "skipped", {"message": f"could not be judged: {reason}"})
@@ -122,20 +125,41 @@ def render_junit(report: Report, folder: Path) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def failure_body(report: Report, prop: PropertyReport, history: History | None) -> str:
+#: witness events shown per failed property (the rest: in report.json)
+WITNESS_SHOWN = 200
+
+
+def failure_body(
+    report: Report,
+    prop: PropertyReport,
+    history: History | None,
+    shown: dict[str, str] | None = None,
+    others: Mapping[str, OtherFailure] | None = None,
+) -> str:
     """What a failed property's test case shows: the message, the witness
-    events, the minimal counterexample, and (last) the replay command."""
+    events, the minimal counterexample, and (last) the replay command.
+
+    ``shown`` (one JUnit file's failures): the counterexample folders
+    already shown in full, by the property shown with each; a later
+    property served by the same one names it instead of repeating its
+    steps, so the file grows with the report, not with its square.
+    ``others``: :func:`other_failures_by_folder` of ``report``, built once."""
     lines = [f"{prop.name}: {prop.message}"]
     if prop.witness:
         lines.append("witness (events of the counterexample's history.jsonl):")
-        for i in prop.witness:
+        for i in prop.witness[:WITNESS_SHOWN]:
             event = history.event(i) if history is not None else None
             lines.append(f"  {describe_event(event)}" if event is not None else f"  #{i}")
-    steps, replay, where = own_counterexample(report, prop)
+        if len(prop.witness) > WITNESS_SHOWN:
+            lines.append(f"  ... and {len(prop.witness) - WITNESS_SHOWN} more (see report.json)")
+    steps, replay, where = own_counterexample(report, prop, others)
     if steps is not None:
-        lines.append(
-            "minimal counterexample:" if where == "." else f"minimal counterexample ({where}):"
-        )
+        head = "minimal counterexample" if where == "." else f"minimal counterexample ({where})"
+        first = None if shown is None else shown.setdefault(where, prop.name)
+        if first is not None and first != prop.name:
+            lines.append(f"{head}: the one shown with {first} ({len(steps)} steps)")
+            return "\n".join(lines)
+        lines.append(f"{head}:")
         lines += [f"  {i}. {s}" for i, s in enumerate(steps, 1)]
         if replay:
             lines.append(f"replay: {replay}")
@@ -143,7 +167,7 @@ def failure_body(report: Report, prop: PropertyReport, history: History | None) 
 
 
 def own_counterexample(
-    report: Report, prop: PropertyReport
+    report: Report, prop: PropertyReport, others: Mapping[str, OtherFailure] | None = None
 ) -> tuple[list[str] | None, str | None, str]:
     """The steps, replay command and folder of ``prop``'s *own* minimal
     counterexample: the primary one (``"."``) or the ``failures/N`` it names.
@@ -153,11 +177,20 @@ def own_counterexample(
     and the primary's replay would not reproduce it."""
     where = prop.counterexample or "."
     if where != ".":
-        for other in report.other_failures:
-            if other.folder == where:
-                return other.steps, other.replay, where
+        other = (others if others is not None else other_failures_by_folder(report)).get(where)
+        if other is not None:
+            return other.steps, other.replay, where
         return None, None, where
     ce = report.counterexample
     if ce is None:
         return None, None, where
     return ce.steps, ce.replay, where
+
+
+def other_failures_by_folder(report: Report) -> dict[str, OtherFailure]:
+    """The report's other failures by folder (the first of each)."""
+    index: dict[str, OtherFailure] = {}
+    for other in report.other_failures:
+        if other.folder is not None:
+            index.setdefault(other.folder, other)
+    return index

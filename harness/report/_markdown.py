@@ -20,10 +20,12 @@ _ICON = {"pass": "✅", "fail": "❌", "unknown": "❔", "not_tested": "⚪"}
 #: Control characters (C0 but tab, DEL, C1), lone surrogates, and the two
 #: non-characters: none is text a reader should get raw.
 _CONTROL = re.compile("[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\ud800-\\udfff\\ufffe\\uffff]")
-#: Markdown syntax inside a line: code, emphasis, links, table cells, strike;
-#: an underscore only where it could emphasize (not inside a word like
-#: exactly_once), a hash only where it could start a heading.
-_MARKDOWN = re.compile(r"[\\`*\[\]|~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|^#")
+#: Markdown syntax inside a line: code, emphasis, links, table cells, strike,
+#: math (``$``, which GitHub renders; escaped, it also cannot substitute a
+#: command should the file ever reach a shell); an underscore only where it
+#: could emphasize (not inside a word like exactly_once), a hash only where
+#: it could start a heading.
+_MARKDOWN = re.compile(r"[\\`*\[\]|~$]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|^#")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 #: What may appear between backticks as it is (names, profiles, seeds, paths).
 _PLAIN = re.compile(r"[\w.:/=,+@%-]+")

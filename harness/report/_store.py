@@ -8,12 +8,13 @@ so ``harness report DIR`` re-renders without re-running anything.
 
 from __future__ import annotations
 
-import json
+import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from .._artifacts import loads_json, read_artifact
 from .._errors import RunFolderError
 from ..history import History
 from ..model import SCHEMA_VERSION, PropertyResult, Scenario
@@ -21,25 +22,52 @@ from ._schema import REPORT_SCHEMA_VERSION, Report
 
 _RERUN = "run `harness run --report-dir DIR` again to write a fresh one"
 
+#: a profile's name (dev, ci, thorough: a newer harness may add one)
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
 #: The files :func:`write_reports` writes (it writes ``report.json`` last).
 REPORT_FILES = ("report.json", "report.html", "junit.xml", "summary.md")
 
 
 def _read_json(folder: Path, path: Path) -> Any:
     """The JSON document at ``path`` of the run folder ``folder``, or a
-    :class:`RunFolderError` saying what is wrong with it."""
+    :class:`RunFolderError` saying what is wrong with it: missing, not a
+    regular file inside the folder (a link, a FIFO, a device), too large,
+    or not strict JSON (``NaN`` and ``Infinity`` are not JSON)."""
     try:
-        return json.loads(path.read_bytes())
+        data = read_artifact(path, inside=folder, error=RunFolderError, fix=_RERUN)
     except FileNotFoundError as exc:
         raise RunFolderError(
             f"{folder} is not a complete run folder: {path.name} is missing; {_RERUN}"
         ) from exc
-    except OSError as exc:  # a directory, no permission, an I/O error
-        raise RunFolderError(f"cannot read {path} ({exc.strerror or exc}); {_RERUN}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunFolderError(f"{path} is corrupt ({exc}); {_RERUN}") from exc
-    except RecursionError as exc:
-        raise RunFolderError(f"{path} is nested too deeply to be a harness file; {_RERUN}") from exc
+    try:
+        return loads_json(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunFolderError(f"{path} is corrupt ({exc}); {_RERUN}") from None
+
+
+def _negative(raw: Any, where: str = "") -> str | None:
+    """The first place in a report's JSON holding a negative integer where
+    only counts, indexes and sizes are (everything but ``seed`` and the
+    adapter's own description), or None."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return where if raw < 0 else None
+    if isinstance(raw, dict):
+        items: Any = raw.items()
+    elif isinstance(raw, list):
+        items = enumerate(raw)
+    else:
+        return None
+    for key, value in items:
+        here = f"{where}.{key}" if where else str(key)
+        if here in ("seed", "adapter"):
+            continue
+        found = _negative(value, here)
+        if found is not None:
+            return found
+    return None
 
 
 def load_report(folder: Path) -> Report:
@@ -68,6 +96,12 @@ def load_report(folder: Path) -> Report:
             f"{folder} was written by a newer harness (report schema {version}, this harness "
             f"reads up to {REPORT_SCHEMA_VERSION}); upgrade stateful-agent-harness to read it"
         )
+    negative = _negative(raw)
+    if negative is not None:
+        raise RunFolderError(
+            f"{path} is not a valid report: {negative} is negative, and only a count or an "
+            f"index can be there; {_RERUN}"
+        )
     try:
         report = Report.model_validate(raw)
     except ValidationError as exc:
@@ -77,6 +111,22 @@ def load_report(folder: Path) -> Report:
             f"{path} is not a valid report: {where}: {first['msg']} "
             f"({exc.error_count()} problem(s)); {_RERUN}"
         ) from exc
+    if not _NAME.fullmatch(report.profile):
+        raise RunFolderError(
+            f"{path} is not a valid report: profile {report.profile[:80]!r} is not a profile "
+            f"name (letters, digits, '.', '_', '-'); {_RERUN}"
+        )
+    shard, merged = report.shard, report.merged
+    if shard is not None and shard.k > shard.n:
+        raise RunFolderError(
+            f"{path} is not a valid report: shard.k {shard.k} is more than shard.n "
+            f"{shard.n} (a shard is K of N, 1 <= K <= N); {_RERUN}"
+        )
+    named = [] if merged is None else [*merged.shards, *merged.missing]
+    if merged is not None and not all(1 <= k <= merged.n for k in named):
+        raise RunFolderError(
+            f"{path} is not a valid report: merged names a shard outside 1..{merged.n}; {_RERUN}"
+        )
     report._folder = folder
     return report
 
@@ -114,19 +164,26 @@ def load_run_folder(folder: Path) -> tuple[Report, Scenario]:
 
 
 def load_history(path: Path) -> History | None:
-    """The history at ``path``, or None when it was not kept. A corrupt line
-    is skipped (and listed in ``History.problems``), never fatal: a report
-    should still render what is readable."""
-    if not path.is_file():
+    """The history at ``path``, or None when it was not kept (or is not a
+    regular file: a FIFO, a device, a link). A corrupt line is skipped (and
+    listed in ``History.problems``), never fatal: a report should still
+    render what is readable. Larger than the artifact cap: exit 2."""
+    try:
+        data = read_artifact(path, error=RunFolderError, fix=_RERUN)
+    except FileNotFoundError:
         return None
-    return History.load(path)
+    except RunFolderError:
+        if path.is_symlink() or not path.is_file():
+            return None
+        raise
+    return History.from_lines(data.splitlines(keepends=True), source=str(path))
 
 
 def load_results(path: Path) -> list[PropertyResult]:
     """The checker results kept at ``path`` (``results.json``); empty if absent
     or unreadable (they only add witnesses to a rendering)."""
     try:
-        raw = json.loads(path.read_bytes())
+        raw = loads_json(read_artifact(path, error=RunFolderError))
         return [PropertyResult.model_validate(r) for r in raw]
-    except (OSError, ValueError, TypeError, RecursionError):
+    except (OSError, ValueError, TypeError, RunFolderError):
         return []

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..model import Verdict
 from ..outcome import Example, Outcome
 from ._build import other_failures
-from ._folder import RENDERINGS, _Owned
+from ._folder import RENDERINGS, _Owned, locked, release_report_folder
 from ._html import render_html
 from ._junit import render_junit
 from ._markdown import render_markdown
@@ -33,10 +33,11 @@ def write_reports(report: Report, folder: Path) -> dict[str, Path]:
     :class:`~harness.report.ReportFolderError` before writing anything when
     the folder is not the harness's or a rendering's place is taken.
     """
-    owned = _Owned.open(folder, adopt=RENDERINGS)
-    texts = _renderings(report, folder)
-    owned.write(texts)
-    owned.save()
+    with locked(folder):
+        owned = _Owned.open(folder, adopt=RENDERINGS)
+        texts = _renderings(report, folder)
+        owned.write(texts)
+        owned.save()
     return {name: folder / name for name in texts}
 
 
@@ -54,17 +55,20 @@ def write_run(
     (``renderings``: only those), ``report.json`` last. What an earlier run
     wrote there and this one did not (a ``failures/N`` it had more of) is
     removed; nothing else is."""
-    owned = _Owned.claim(folder)
-    kept: dict[str, bytes | Path] = {}
-    _keep_example(outcome.failure or last, "", kept)
-    for n, (_, ex) in enumerate(other_failures(outcome), 1):
-        _keep_example(ex, f"failures/{n}/", kept)
-    kept[LEDGER] = ledger_lines(outcome)
-    owned.write(kept)
-    # The renderings read the histories just kept: render after writing them.
-    texts = _renderings(report, folder, renderings)
-    owned.write(texts)
-    owned.keep_only([*kept, *texts])
+    try:
+        owned = _Owned.claim(folder)
+        kept: dict[str, bytes | Path] = {}
+        _keep_example(outcome.failure or last, "", kept)
+        for n, (_, ex) in enumerate(other_failures(outcome), 1):
+            _keep_example(ex, f"failures/{n}/", kept)
+        kept[LEDGER] = ledger_lines(outcome)
+        owned.write(kept)
+        # The renderings read the histories just kept: render after writing them.
+        texts = _renderings(report, folder, renderings)
+        owned.write(texts)
+        owned.keep_only([*kept, *texts])
+    finally:
+        release_report_folder(folder)  # the run's report is written: the run is over
 
 
 def write_merged(report: Report, files: dict[str, bytes | Path], folder: Path) -> None:
@@ -73,11 +77,14 @@ def write_merged(report: Report, files: dict[str, bytes | Path], folder: Path) -
     counterexamples, the joined ``scenarios.jsonl``), then
     every format of ``report``, ``report.json`` last; what an earlier
     report there had and this one has not is removed, nothing else is."""
-    owned = _Owned.claim(folder)
-    owned.write(files)
-    texts = _renderings(report, folder)
-    owned.write(texts)
-    owned.keep_only([*files, *texts])
+    try:
+        owned = _Owned.claim(folder)
+        owned.write(files)
+        texts = _renderings(report, folder)
+        owned.write(texts)
+        owned.keep_only([*files, *texts])
+    finally:
+        release_report_folder(folder)  # the merged report is written
 
 
 def _renderings(

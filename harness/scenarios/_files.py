@@ -5,12 +5,12 @@ keeps under its ``scenarios/`` folder."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from .._artifacts import loads_json, read_artifact
 from .._errors import UsageError
 from ..model import SCHEMA_VERSION, Scenario
 
@@ -24,19 +24,21 @@ class ScenarioFileError(UsageError):
     """A scenario file that cannot be read (exit code 2)."""
 
 
-def load_scenario_file(path: Path) -> Scenario:
+def load_scenario_file(path: Path, *, follow: bool = True) -> Scenario:
     """The scenario in ``path``, validated; :class:`ScenarioFileError` names
-    what is wrong and how to fix it."""
+    what is wrong and how to fix it. Only a regular file is read (not a
+    FIFO, a device, nor, with ``follow=False``, a link), up to the artifact
+    size cap, as strict JSON."""
+    if path.is_dir():
+        raise ScenarioFileError(f"{path} is a folder, not a scenario file; {_HOW}")
     try:
-        raw: Any = json.loads(path.read_bytes())
+        data = read_artifact(path, follow=follow, error=ScenarioFileError, fix=_HOW)
     except FileNotFoundError as exc:
         raise ScenarioFileError(f"{path}: no such scenario file; {_HOW}") from exc
-    except IsADirectoryError as exc:
-        raise ScenarioFileError(f"{path} is a folder, not a scenario file; {_HOW}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ScenarioFileError(f"{path} is not JSON ({exc}); {_HOW}") from exc
-    except OSError as exc:
-        raise ScenarioFileError(f"{path} cannot be read ({exc.strerror})") from exc
+    try:
+        raw: Any = loads_json(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ScenarioFileError(f"{path} is not JSON ({exc}); {_HOW}") from None
     version = raw.get("schema_version", SCHEMA_VERSION) if isinstance(raw, dict) else 0
     if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
         raise ScenarioFileError(
@@ -60,10 +62,11 @@ def scenario_files(paths: list[Path]) -> list[tuple[Path, Scenario]]:
     out: list[tuple[Path, Scenario]] = []
     for path in paths:
         if path.is_dir():
-            files = sorted(p for p in path.glob("*.json") if p.is_file())
+            files = sorted(p for p in path.glob("*.json") if p.is_file() or p.is_symlink())
             if not files:
                 raise ScenarioFileError(f"{path} holds no *.json scenario files; {_HOW}")
-            out += [(f, load_scenario_file(f)) for f in files]
+            # a folder's files are data: a link among them is not followed
+            out += [(f, load_scenario_file(f, follow=False)) for f in files]
         else:
             out.append((path, load_scenario_file(path)))
     return out

@@ -4,6 +4,7 @@ overwritten (issue 13, defect 2)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def test_a_new_or_empty_folder_is_claimed_with_a_marker(tmp_path: Path) -> None:
     claim_report_folder(empty)
     for folder in (new, empty):
         marker = json.loads((folder / MARKER).read_text())
-        assert marker["files"] == [] and isinstance(marker["version"], int)
+        assert not marker["files"] and isinstance(marker["version"], int)
         assert sorted(p.name for p in folder.iterdir()) == [MARKER]
 
 
@@ -125,7 +126,9 @@ def test_a_rerun_replaces_what_the_harness_wrote_and_keeps_the_users_files(
     stale.mkdir()
     (stale / "scenario.json").write_text("{}\n")
     marker = json.loads((folder / MARKER).read_text())
-    marker["files"].append("failures/7/scenario.json")
+    # as an earlier run records what it wrote: the file's digest and size
+    digest = {"sha256": hashlib.sha256(b"{}\n").hexdigest(), "size": 3}
+    marker["files"]["failures/7/scenario.json"] = digest
     (folder / MARKER).write_text(json.dumps(marker))
 
     second = harness_cli(*QUICK, "--report-dir", str(folder), cwd=tmp_path)
