@@ -1,7 +1,8 @@
 """What both versions of the refund app share: the workflow spec and the request.
 
-Release 2 (today's code) added a validation step before the refund; release
-1 (``code_version=1``) refunds straight away. The refund request is the same
+Release 2 (today's code) added a validation before the refund (a step of
+its own in ``naive.py`` and ``patched.py``, workflow code in ``careful.py``);
+release 1 (``code_version=1``) refunds straight away. The refund request is the same
 in both releases.
 """
 

@@ -1,17 +1,22 @@
-"""The refund app written to survive crashes, lost answers and an upgrade.
+"""The refund app written to survive crashes, lost answers and an upgrade
+with the previous release's workers still serving.
 
 * The refund carries an **idempotency key from the workflow id and the
   step's name**: a recovered workflow that runs the step again sends the same
   key, and the payment service applies it once. Not from ``DBOS.step_id``:
-  the step's number moves when a release adds a step before it (below), and
-  a run started by release 1 and recovered by release 2 would then send
-  another key.
+  the step's number moves when a release adds a step before it, and a run
+  started by one release and recovered by the other would send another key.
 * The step **retries** a lost answer (``Unknown``) or a refusal with that
   key (DBOS step retries, a few attempts), then lets the workflow fail.
-* Both releases run under **one application version**, and release 2's new
-  validation step is a **DBOS patch** (``DBOS.patch``): a workflow release 1
-  started past that point replays without it, a new one takes it. Today's
-  workers therefore recover what the previous release left pending.
+* Both releases run under **one application version**, so today's workers
+  recover what the previous release left pending.
+* Release 2's validation is **not a new step**: a pure check in the workflow
+  body, which adds no checkpoint (workflow code between steps runs again on
+  every recovery). A run holds the same steps whichever release ran it, so
+  an old worker may recover a run today's worker started, and the other way
+  round: in a rolling deploy, or a rollback, both happen. A new step behind
+  ``DBOS.patch`` is safe only once no old process runs (``patched.py``: an
+  old worker meeting the patch marker fails the run).
 
     PYTHONPATH=. harness run --adapter harness.adapters.dbos:DBOSAdapter \\
         --adapter-opt app=examples.dbos_refund.careful:APP
@@ -31,11 +36,6 @@ from ._refund import DELIVERY, REFUND, request_of, validate
 ATTEMPTS = 4
 
 
-@DBOS.step(name="careful.validate")
-def check(payload: dict[str, Any]) -> None:
-    validate(payload)
-
-
 @DBOS.step(
     name="careful.refund_payment",
     retries_allowed=True,
@@ -50,8 +50,8 @@ def refund_payment(payload: dict[str, Any]) -> str:
 
 @DBOS.workflow(name="careful.refund")
 def refund(payload: dict[str, Any]) -> dict[str, Any]:
-    if release() != 1 and DBOS.patch("validate-before-refund"):
-        check(payload)  # release 2's step, as a patch
+    if release() != 1:
+        validate(payload)  # release 2's check: no step, so no checkpoint
     ref = refund_payment(payload)
     return {"refund_ref": ref, "amount_cents": payload["amount_cents"]}
 

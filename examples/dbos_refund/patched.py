@@ -1,20 +1,19 @@
-"""The refund app written to survive crashes, lost answers and an upgrade.
+"""The careful refund app with release 2's step shipped as a DBOS patch.
 
-* The refund carries an **idempotency key from the workflow id and the
-  step's name**: a recovered workflow that runs the step again sends the same
-  key, and the payment service applies it once. Not from ``DBOS.step_id``:
-  the step's number moves when a release adds a step before it (below), and
-  a run started by release 1 and recovered by release 2 would then send
-  another key.
-* The step **retries** a lost answer (``Unknown``) or a refusal with that
-  key (DBOS step retries, a few attempts), then lets the workflow fail.
-* Both releases run under **one application version**, and release 2's new
-  validation step is a **DBOS patch** (``DBOS.patch``): a workflow release 1
-  started past that point replays without it, a new one takes it. Today's
-  workers therefore recover what the previous release left pending.
+Everything ``careful.py`` does, except that release 2's validation is a
+**step of its own behind** ``DBOS.patch("validate-before-refund")``, under
+the one application version both releases share, as DBOS's docs describe
+patching. DBOS makes a patch safe once no process runs the code from before
+it: pre-patch code that recovers a workflow holding the patch marker meets a
+checkpoint it does not know (``DBOSUnexpectedStepError``). The harness runs
+the previous release's workers beside today's (a rolling deploy, a
+rollback), and finds that (``migration_safety``): release 2 takes a run
+release 1 accepted, records the marker and is killed before the refund;
+release 1 recovers it and the run ends in ``ERROR``, unrefunded.
+``careful.py`` makes the same change without a new step.
 
     PYTHONPATH=. harness run --adapter harness.adapters.dbos:DBOSAdapter \\
-        --adapter-opt app=examples.dbos_refund.careful:APP
+        --adapter-opt app=examples.dbos_refund.patched:APP
 """
 
 from __future__ import annotations
@@ -31,13 +30,13 @@ from ._refund import DELIVERY, REFUND, request_of, validate
 ATTEMPTS = 4
 
 
-@DBOS.step(name="careful.validate")
+@DBOS.step(name="patched.validate")
 def check(payload: dict[str, Any]) -> None:
     validate(payload)
 
 
 @DBOS.step(
-    name="careful.refund_payment",
+    name="patched.refund_payment",
     retries_allowed=True,
     max_attempts=ATTEMPTS,
     interval_seconds=0.01,
@@ -48,7 +47,7 @@ def refund_payment(payload: dict[str, Any]) -> str:
     return call("payments", "refund", request_of(payload), key=key).external_ref
 
 
-@DBOS.workflow(name="careful.refund")
+@DBOS.workflow(name="patched.refund")
 def refund(payload: dict[str, Any]) -> dict[str, Any]:
     if release() != 1 and DBOS.patch("validate-before-refund"):
         check(payload)  # release 2's step, as a patch
@@ -57,10 +56,10 @@ def refund(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 APP = DBOSApp(
-    name="refund-careful",
+    name="refund-patched",
     module=__name__,
     workflows=(REFUND,),
     delivery=DELIVERY,
-    versions={1: "refund-careful", None: "refund-careful"},
-    entry={"refund": "careful.refund"},
+    versions={1: "refund-patched", None: "refund-patched"},
+    entry={"refund": "patched.refund"},
 )

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ADAPTER = "harness.adapters.dbos:DBOSAdapter"
 NAIVE = "examples.dbos_refund.naive:APP"
 CAREFUL = "examples.dbos_refund.careful:APP"
+PATCHED = "examples.dbos_refund.patched:APP"
 R1 = RunSpec(
     run_id="r1",
     tenant="acme",
@@ -44,6 +45,19 @@ UPGRADE_MID_RUN = Scenario(
     steps=(
         Submit(run=R1.model_copy(update={"code_version": 1})),
         KILL,
+        RunWorker(worker_id="v1", code_version=1),
+        Quiesce(),
+    ),
+)
+#: Issue 29: the previous release accepted the run; today's worker takes it,
+#: records what it records (a patch marker, in patched.py) and is killed
+#: before the refund; a worker of the previous release recovers it.
+OLD_WORKER_AFTER_NEW = Scenario(
+    name="old-worker-after-new",
+    steps=(
+        Submit(run=R1.model_copy(update={"code_version": 1})),
+        ArmWorldFault(service="payments", action="refund", mode="kill_before_apply"),
+        RunWorker(worker_id="w0"),
         RunWorker(worker_id="v1", code_version=1),
         Quiesce(),
     ),
@@ -121,6 +135,22 @@ def test_a_run_the_previous_release_left_pending_is_reported_not_passed(tmp_path
     assert found["migration_safety"] is Verdict.FAIL, naive.results
     careful = execute(CAREFUL, UPGRADE_MID_RUN, tmp_path / "careful")
     assert {verdicts(careful)[p] for p in JUDGED} == {Verdict.PASS}, careful.results
+
+
+def test_an_old_worker_recovering_a_run_todays_worker_started_finishes_it(
+    tmp_path: Path,
+) -> None:
+    """patched: release 2's step is a DBOS patch; release 1's code meets the
+    patch marker (DBOSUnexpectedStepError) and the run ends in ERROR,
+    unrefunded (migration_safety). careful: release 2 adds no step, so
+    either release recovers the other's run."""
+    patched = execute(PATCHED, OLD_WORKER_AFTER_NEW, tmp_path / "patched")
+    failed = next(r for r in patched.results if r.name == "migration_safety")
+    assert failed.verdict is Verdict.FAIL, patched.results
+    assert "'ERROR'" in failed.message, failed.message
+    careful = execute(CAREFUL, OLD_WORKER_AFTER_NEW, tmp_path / "careful")
+    assert {verdicts(careful)[p] for p in JUDGED[2:]} == {Verdict.PASS}, careful.results
+    assert verdicts(careful)["exactly_once_effects"] is Verdict.PASS, careful.results
 
 
 @pytest.mark.slow
