@@ -11,7 +11,11 @@ of the environment, stamped with the ``application_version`` of the code
 version that accepted it. A worker is a process forked from a fork server
 that imported DBOS once: it launches DBOS, which re-enqueues the pending
 workflows of its version (recovery) and dequeues the enqueued ones, and it
-exits once none of its version is left (see ``_app.worker_main``).
+exits once none of its version is left (see ``_app.worker_main``). Every
+worker is executor ``local``: a launch recovers what any earlier worker left
+pending, as a process restarted on the same host does, and as another
+executor does when DBOS Conductor has it recover a dead one's workflows
+(those of its application version, whichever release the process runs).
 
 What DBOS cannot offer is declared, not faked: no crash points (the world
 kills workers at effect boundaries), no clock, no approvals, no memory.
