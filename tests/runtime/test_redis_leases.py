@@ -67,3 +67,23 @@ def test_prefixes_isolate_deployments(leases: RedisLeases, redis_url: str) -> No
     finally:
         other.drop_all()
         other.close()
+
+
+def test_every_key_expires_on_its_own_and_a_lost_fence_restarts_above_the_store(
+    leases: RedisLeases,
+) -> None:
+    """A deployment killed without cleaning up leaves no key for ever (issue
+    27): each write sets a TTL longer than any lease. A fence counter that
+    expired restarts above the store's token (the floor), never below it."""
+    client = leases.client
+    token = leases.acquire("r1", "w1", now=0.0, ttl=10.0)
+    assert token == 1
+    keys = [f"{leases.prefix}lease:r1", f"{leases.prefix}fence:r1"]
+    ttls = [client.pttl(k) for k in keys]
+    assert all(0 < ttl <= leases.key_ttl_ms for ttl in ttls), ttls
+    client.persist(keys[0])
+    client.persist(keys[1])
+    assert leases.renew("r1", "w1", token, now=5.0, ttl=10.0)
+    assert all(client.pttl(k) > 0 for k in keys), "a renewal sets the TTL again"
+    client.delete(*keys)  # expired, as after an hour without a write
+    assert leases.acquire("r1", "w2", now=20.0, ttl=10.0, floor=7) == 8
