@@ -30,6 +30,33 @@ def _service(resolve: Callable[[], str]) -> str:
         pytest.skip(str(exc))
 
 
+# -- pytest-xdist: the suite runs in parallel (-n auto --dist loadgroup) ----
+#: A test that needs one of these fixtures is kept on one xdist worker with
+#: every other test that needs it: they read or change state the whole machine
+#: shares (the netfilter rules ``listed`` reads and the sweeps it checks), so
+#: two of them at once would see each other's rules. A new test joins its group
+#: by asking for the fixture; ``@pytest.mark.xdist_group("name")`` joins one by
+#: hand.
+SERIAL_FIXTURES = {"listed": "netfilter"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, group in SERIAL_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker_below(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pytest, harness or worker process a test starts is not one of this
+    session's xdist workers: without this it would inherit
+    ``PYTEST_XDIST_WORKER`` and name its report folder after ours."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 # -- services ------------------------------------------------------------
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
