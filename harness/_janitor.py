@@ -607,10 +607,17 @@ def sweep_redis(url: str) -> int:
                 continue  # not a prefix the harness makes: a record it did not write
             if not client.exists(f"{prefix}{ALIVE}"):
                 dead.append(prefix)
-        deleted = 0
-        for prefix in dead:
-            deleted += _delete_under(client, prefix)
-            client.srem(OWNED_PREFIXES, prefix)
+        if not dead:
+            return 0
+        # One pass over the keyspace, however many prefixes are dead (every
+        # prefix of that shape starts with "rr:").
+        doomed, wanted = [], set(dead)
+        for key in client.scan_iter(match="rr:*", count=1000):
+            parts = key.decode(errors="replace").split(":", 2)
+            if len(parts) == 3 and f"rr:{parts[1]}:" in wanted:
+                doomed.append(key)
+        deleted = int(client.delete(*doomed)) if doomed else 0
+        client.srem(OWNED_PREFIXES, *dead)
         return deleted
     finally:
         client.close()
