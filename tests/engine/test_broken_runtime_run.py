@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import BROKEN, harness_cli, replay_argv
+from engine_support import BROKEN, ENGINE_DIR, harness_cli, replay_argv
 
 from harness.model import ArmWorldFault, Scenario
 
@@ -89,7 +89,8 @@ def test_the_report_names_the_replay_command_and_keeps_the_histories(
     proc, folder = broken_run
     report = _report(folder)
     replay = report["counterexample"]["replay"]
-    assert replay == f"harness replay {folder} --adapter {BROKEN}"
+    # broken_runtime comes from PYTHONPATH: the command says so
+    assert replay == f"PYTHONPATH={ENGINE_DIR} harness replay {folder} --adapter {BROKEN}"
     assert f"replay: {replay}" in proc.stdout
     for name in ("history.jsonl", "oracle.jsonl", "scenario.json", "results.json"):
         assert (folder / name).is_file(), name
