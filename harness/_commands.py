@@ -86,6 +86,11 @@ class _Progress:
         self.out = out
         self.clock = clock
         self.started = clock()
+        #: when the first scenario was shown, and how many had run: the pace
+        #: is measured from there (before it, loading the adapter and the
+        #: fault-free probe took their time: a first ETA of 25 min for a
+        #: 2 min run)
+        self.first: tuple[float, int] | None = None
         self.failing: list[str] = []
         self.bar: Any = None
         self.task: Any = None
@@ -157,10 +162,14 @@ class _Progress:
     def _times(self, o: Outcome) -> str:
         """Elapsed time and, within the plan, the time left at this pace (a
         plan that a failure cuts short, or shrinking, changes it)."""
-        elapsed = max(self.clock() - self.started, 0.0)
+        now = self.clock()
+        elapsed = max(now - self.started, 0.0)
         text = f"{_duration(elapsed)} elapsed"
-        if o.planned and 0 < o.examples < o.planned:
-            left = elapsed / o.examples * (o.planned - o.examples)
+        if self.first is None:
+            self.first = (now, o.examples)
+        since, then = self.first
+        if o.planned and then < o.examples < o.planned:
+            left = max(now - since, 0.0) / (o.examples - then) * (o.planned - o.examples)
             text += f", about {_duration(left)} left"
         return text + "; "
 

@@ -199,3 +199,24 @@ def test_progress_counts_one_fault_in_the_singular() -> None:
     _Progress(out).update(outcome)
     assert "1 fault fired" in out.getvalue(), out.getvalue()
     assert "1 faults" not in out.getvalue()
+
+
+def test_the_time_left_is_paced_by_the_scenarios_not_the_start_up() -> None:
+    """Loading the adapter and the fault-free probe took 10 min here, then
+    a scenario every 2 s: the time left is the scenarios' (2 min 30 s for
+    75 more), not 10 min per scenario (the first ETA said 25 min for a 2 min
+    run)."""
+    out = io.StringIO()
+    now = [0.0]
+    outcome = Outcome(
+        adapter="x", adapter_options={}, capabilities=[], settings=Settings(), seed=0
+    )
+    outcome.planned = 100
+    progress = _Progress(out, clock=lambda: now[0])
+    for n in range(1, 26):
+        now[0] = 600.0 + 2.0 * n
+        outcome.examples = n
+        progress.update(outcome)
+    first, last = out.getvalue().splitlines()
+    assert "left" not in first, first  # one scenario gives no pace yet
+    assert "(10 min 50 s elapsed, about 2 min 30 s left;" in last, last
