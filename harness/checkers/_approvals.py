@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..history import History
 from ..model import Event, EventF, PropertyResult
-from ._base import Findings, guarded, plural, short, vnum, vstr
+from ._base import Findings, every, guarded, plural, short, vnum, vstr
 from ._effects import (
     Effect,
     applied_by_op,
@@ -120,7 +120,7 @@ def check_approval_integrity(history: History, oracle: History | None) -> Proper
         f.count("duplicated_ops")
     kinds = ", ".join(sorted(decl.needs_approval))
     return f.result(
-        f"All {plural(f.counts['gated_effects'], 'applied effect')} of kinds needing approval "
+        f"{every(f.counts['gated_effects'], 'applied effect')} of kinds needing approval "
         f"({kinds}) matched an approved, unexpired approval for their exact parameters, "
         "and each executed once; "
         f"{plural(f.counts.get('genuinely_approved', 0), 'approved record')} matched a "

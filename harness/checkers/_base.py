@@ -193,3 +193,9 @@ def short(value: Any, limit: int = 80) -> str:
 
 def plural(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def every(n: int, noun: str) -> str:
+    """``All 3 runs`` at the head of a sentence, but ``1 run`` and
+    ``0 runs`` (never "All 0 applied effects")."""
+    return f"All {plural(n, noun)}" if n > 1 else plural(n, noun)

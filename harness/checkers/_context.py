@@ -8,7 +8,7 @@ from typing import Any
 
 from ..history import History
 from ..model import OPERATOR_ANSWER, Event, EventF, PropertyResult
-from ._base import Findings, guarded, plural, vstr
+from ._base import Findings, every, guarded, plural, vstr
 from ._runs import fault_runs
 from ._state import _ABSENT, first_difference
 
@@ -126,7 +126,7 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
         )
         f.count("mismatched")
     return f.result(
-        f"All {plural(f.counts['contexts'], 'context')} equal an oracle context of the same "
+        f"{every(f.counts['contexts'], 'context')} equal an oracle context of the same "
         "run and step (ignoring 'attempt')",
         evidence=f.counts["matched"] + f.counts.get("mismatched", 0),
     )

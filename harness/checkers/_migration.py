@@ -7,7 +7,7 @@ from typing import Any
 
 from ..history import History
 from ..model import EventF, PropertyResult, RunState
-from ._base import Findings, final_state, guarded, plural, short
+from ._base import Findings, every, final_state, guarded, plural, short
 from ._effects import (
     Effect,
     Request,
@@ -167,7 +167,7 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
         )
         f.count("diverged")
     return f.result(
-        f"All {plural(f.counts['touched'], 'run')} touched by "
+        f"{every(f.counts['touched'], 'run')} touched by "
         f"{plural(len(faults), 'migration fault')} ended safely: {f.counts['equivalent']} as "
         f"in the oracle, {f.counts['parked']} parked with a schema/version error",
         evidence=sum(

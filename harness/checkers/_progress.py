@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..history import History
 from ..model import EventF, PropertyResult, RunState
-from ._base import Findings, final_state, guarded, plural, short, vnum
+from ._base import Findings, every, final_state, guarded, plural, short, vnum
 
 NAME = "progress"
 
@@ -91,7 +91,7 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
             )
             f.count("stuck")
     return f.result(
-        f"All {plural(f.counts['runs'], 'run')} ended: {f.counts['terminal']} terminal, "
+        f"{every(f.counts['runs'], 'run')} ended: {f.counts['terminal']} terminal, "
         f"{f.counts['waiting']} in a legitimate wait; none lost, none stuck, none retried "
         "forever",
         evidence=f.counts["runs"] + f.counts["lost"],

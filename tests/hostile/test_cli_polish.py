@@ -220,3 +220,13 @@ def test_the_time_left_is_paced_by_the_scenarios_not_the_start_up() -> None:
     first, last = out.getvalue().splitlines()
     assert "left" not in first, first  # one scenario gives no pace yet
     assert "(10 min 50 s elapsed, about 2 min 30 s left;" in last, last
+
+
+def test_a_sentence_never_says_all_0_or_all_1() -> None:
+    """A passing property with nothing of its kind said "All 0 applied
+    effects ... matched"; one with one said "All 1 run ended"."""
+    from harness.checkers._base import every
+
+    assert every(0, "applied effect") == "0 applied effects"
+    assert every(1, "run") == "1 run"
+    assert every(3, "run") == "All 3 runs"
