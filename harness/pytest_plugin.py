@@ -320,7 +320,20 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """On the xdist controller: where the merged report is, and its verdict."""
+    """On the xdist controller: where the merged report is, and its verdict.
+    After any suite: what an adapter declares and its run could not
+    exercise here, with why (network faults on a store over a Unix socket):
+    a suite that passes says what it did not test."""
     shared = config.stash.get(_CONTROLLER, None)
     if shared is not None and "line" in shared:
         terminalreporter.write_line(shared["line"])
+    from .testing import _CACHE
+
+    for report in _CACHE.values():
+        declared = set(report.get("adapter", {}).get("capabilities", []))
+        for gap in report.get("not_tested", []):
+            if gap.get("capability") in declared:
+                terminalreporter.write_line(
+                    f"harness: {report['adapter'].get('name', '')} not tested "
+                    f"({gap['capability']}): {gap['what']}"
+                )
