@@ -47,6 +47,21 @@ refusing them (it loads the adapter first) stops the run the same way.
 ``--stop-on-first`` and a spent budget stop every job through the queue
 (the job that stops takes what is left of the plan).
 
+No job is waited for without a bound. Once the parent's share has ended,
+a job that sends nothing (no progress, no notice) for longer than
+:func:`silence_limit` allows is killed and named: a job stopped (SIGSTOP),
+hung in its adapter or deadlocked. Its part of the plan is then missing
+from the merge, which is inconclusive (exit 3) and says which job and why.
+The limit comes from the budget: a whole run may last ``--budget`` plus
+its shrink budget (``harness.session._engine.shrink_deadline``), and a job
+gets that long again, up to :data:`STOP_SECONDS`, to write its report and
+clean up. A job's notices and progress come at least when its search starts
+(the seed it plans from) and after every scenario, and its search started
+before the parent's share ended (the jobs share one plan queue and one
+budget), so a healthy job is never that silent. (A job whose adapter
+``setup()`` takes longer than the parent's whole share plus that limit is
+called stuck too.)
+
 The wire between the parent and jobs 2..N is one JSON object per line on
 the job's stdout: ``{"log": TEXT}`` (a notice; the parent prints its own
 share's, not theirs), ``{"progress": {...}}`` (after every scenario:
@@ -75,7 +90,7 @@ from typing import IO, Any
 from ._errors import Interrupted, UsageError
 from ._janitor import remove_scratch, scratch_dir
 from ._settings import Settings
-from ._signals import shielded
+from ._signals import blocked_in_children, shielded
 from .model import Scenario
 from .outcome import Outcome
 from .outcome._verdicts import Tally
@@ -92,6 +107,18 @@ Share = Callable[[Settings, Sequence[Path], Path, Path, Log, Callable[[Outcome],
 #: how long jobs get to stop, clean up and write their partial report
 #: after the parent passed a signal on, before they are killed
 STOP_SECONDS = 60.0
+
+
+def silence_limit(settings: Settings) -> float:
+    """How long a job may send nothing, once the parent's share has ended,
+    before it is called stuck and killed: the longest a run may last
+    (``--budget`` plus its shrink budget), plus as long again for writing
+    its report and cleaning up, but no more than :data:`STOP_SECONDS` for
+    that (what a job gets after a signal). ``--budget 90``: 112.5 + 60 s."""
+    from .session._engine import shrink_seconds
+
+    run = settings.budget_seconds + shrink_seconds(settings)
+    return run + min(run, STOP_SECONDS)
 
 
 def job_seed(settings: Settings) -> int:
@@ -156,26 +183,44 @@ class _Job:
 
     def __init__(self, k: int, n: int, folder: Path, args: dict[str, Any]) -> None:
         self.k, self.n, self.folder = k, n, folder
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness._job", json.dumps(args)],
-            stdout=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            env=_child_env(),
-            # A terminal's Ctrl-C reaches the parent only: it passes the
-            # signal on once (two would make a job exit without cleaning up).
-            start_new_session=True,
-        )
+        # Started with SIGINT and SIGTERM blocked: one passed on while it
+        # starts waits for its handler (harness._job), never a traceback.
+        with blocked_in_children():
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "harness._job", json.dumps(args)],
+                stdout=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                env=_child_env(),
+                # A terminal's Ctrl-C reaches the parent only: it passes the
+                # signal on once (two would make a job exit without cleaning up).
+                start_new_session=True,
+            )
         self.progress: dict[str, Any] | None = None
         self.error: str | None = None
         self.signalled = False
         #: its output has ended (the reader thread said so)
         self.ended = False
+        #: when the parent last heard from it (monotonic seconds)
+        self.heard = time.monotonic()
+        #: how long it had been silent when it was killed as stuck
+        self.stuck: tuple[float, float] | None = None
 
     def signal(self, signum: int) -> None:
         if self.proc.poll() is None and not self.signalled:
             self.signalled = True
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(signum)
+                # a job someone stopped (SIGSTOP) must run to act on it
+                self.proc.send_signal(signal.SIGCONT)
+
+    def kill_stuck(self, silent: float, limit: float) -> None:
+        """Kill this job, silent for ``silent`` seconds, over ``limit``."""
+        self.stuck = (silent, limit)
+        self.kill()
+        self.proc.wait()
+        # What it started may still hold its output open: nothing it could
+        # say now counts, so its output has ended for the parent.
+        self.ended = True
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -186,6 +231,14 @@ class _Job:
         """Why this job left no report (None: it wrote one)."""
         if (self.folder / "report.json").is_file():
             return None
+        if self.stuck is not None:
+            silent, limit = self.stuck
+            return (
+                f"job {self.k} of {self.n} sent nothing for {silent:.0f} s, longer than a job "
+                f"may ({limit:g} s: the budget and shrink budget of a whole run, plus time to "
+                "write its report), and was killed: its part of the plan was not run to the end, "
+                "and is not judged here"
+            )
         code = self.proc.returncode
         how = (
             f"was killed by {signal.Signals(-code).name}"
@@ -328,6 +381,7 @@ def run_jobs(
             """One message of a job: its progress passed on (summed), its
             notice printed if meant for the user, its refusal stopping the
             other jobs."""
+            job.heard = time.monotonic()
             if message is None:
                 job.ended = True
             elif "progress" in message:
@@ -363,7 +417,7 @@ def run_jobs(
             with contextlib.suppress(_Refused):  # another job refused the run: said below
                 share(mine, files, prepared, plan_queue, say, own_progress)
             own.running = False
-            _follow(jobs, inbox, handle)
+            _follow(jobs, inbox, handle, silence_limit(settings))
         except Interrupted as exc:
             interrupted = exc
             for job in jobs:
@@ -392,13 +446,23 @@ def _follow(
     jobs: Sequence[_Job],
     inbox: queue.Queue[tuple[_Job, Any]],
     handle: Callable[[_Job, Any], None],
+    limit: float,
 ) -> None:
-    """Until every job's output has ended: ``handle`` their messages."""
+    """Until every job's output has ended: ``handle`` their messages, and
+    kill a job that has sent nothing for ``limit`` seconds (counted from
+    now at the latest: the parent's share has just ended; see
+    :func:`silence_limit`)."""
+    since = time.monotonic()
     while not all(job.ended for job in jobs):
         try:
             # A timeout, so that a signal's Interrupted is raised here promptly.
             job, message = inbox.get(timeout=0.5)
         except queue.Empty:
+            now = time.monotonic()
+            for job in jobs:
+                silent = now - max(job.heard, since)
+                if not job.ended and job.stuck is None and silent > limit:
+                    job.kill_stuck(now - job.heard, limit)
             continue
         handle(job, message)
     _wait(jobs, STOP_SECONDS)

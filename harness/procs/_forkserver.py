@@ -294,7 +294,10 @@ class _Server:
     # -- main loop ---------------------------------------------------------
 
     def serve(self, preload: list[str]) -> int:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the harness decides when to stop
+        # The harness decides when to stop. Started with SIGINT blocked (see
+        # ForkServer.start), the server ignores it before unblocking it: a
+        # Ctrl-C while it started is dropped, never a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         # A mask inherited from a harness thread would be inherited by every worker.
         signal.pthread_sigmask(signal.SIG_SETMASK, ())
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):

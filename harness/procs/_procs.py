@@ -180,6 +180,12 @@ class ForkServer:
             "pythonpath": pythonpath,
             "parent": _parent_for_death_signal(),
         }
+        # The server starts with SIGINT blocked (the mask is inherited) and
+        # ignores it once it runs (its harness decides when it stops): a
+        # terminal's Ctrl-C, which reaches the harness's whole process group,
+        # must not print a KeyboardInterrupt traceback from the server's
+        # imports. Held here for the few milliseconds of the start.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "harness.procs._forkserver", json.dumps(config)],
@@ -188,6 +194,7 @@ class ForkServer:
                 env=env,
             )
         finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             theirs.close()
         self._sock = ours
         _open_spawners.add(self)
