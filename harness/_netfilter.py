@@ -30,8 +30,8 @@ pipe closes, the owner is gone, however it died (a SIGKILL, the OOM killer),
 and no rule of its is on its way in: the reaper deletes every rule tagged
 with that token and exits. At a normal exit the owner removes its rules,
 closes the pipe and waits for the reaper to end. Measured: a harness
-SIGKILLed mid-partition, its rules are gone 0.11 s later (median of 5,
-``benchmarks/rules_after_kill.py``).
+SIGKILLed mid-partition, its rules are gone 0.10 to 0.11 s later (median
+of 5, two series; ``benchmarks/rules_after_kill.py``).
 
 The owner also holds the abstract Unix socket ``@sah-net-owner:<token>``
 bound for as long as it lives: the kernel frees it when the process dies, and
@@ -63,6 +63,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from ._signals import shielded
@@ -253,41 +254,9 @@ def _try_lock(token: str) -> socket.socket | None:
     return sock
 
 
-#: The reaper (see the module docstring): standard library only, run with
-#: ``python -I -S`` so that it starts in milliseconds and depends on nothing
-#: the harness's environment may have changed. argv: the rules' comment
-#: (``sah-net:<token>``), then iptables's ``-w`` seconds.
-REAPER = """
-import os, shlex, signal, subprocess, sys
-for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
-    signal.signal(sig, signal.SIG_IGN)
-tag, wait = sys.argv[1], sys.argv[2]
-try:
-    while os.read(0, 4096):
-        pass
-except OSError:
-    pass
-for binary in ("iptables", "ip6tables"):
-    try:
-        got = subprocess.run([binary, "-w", wait, "-S"], capture_output=True,
-                             text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        continue
-    for line in got.stdout.splitlines():
-        if tag not in line:
-            continue
-        try:
-            words = shlex.split(line)
-            ours = words[0] == "-A" and words[words.index("--comment") + 1] == tag
-        except (ValueError, IndexError):
-            continue
-        if ours:
-            try:
-                subprocess.run([binary, "-w", wait, "-D", *words[1:]],
-                               capture_output=True, timeout=60)
-            except (OSError, subprocess.SubprocessError):
-                pass
-"""
+#: The reaper (see the module docstring and the script itself), run with
+#: ``python -I -S`` so that it imports nothing of the harness's environment.
+REAPER = Path(__file__).with_name("_reaper.py")
 #: seconds a normal exit waits for the reaper to see the pipe close and end
 REAPER_WAIT = 30.0
 
@@ -300,7 +269,7 @@ class _Reaper:
         read, self.pipe = os.pipe()  # neither end is inherited by exec'd children
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", REAPER, COMMENT_PREFIX + token, XTABLES_WAIT],
+                [sys.executable, "-I", "-S", str(REAPER), COMMENT_PREFIX + token, XTABLES_WAIT],
                 stdin=read,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
