@@ -119,6 +119,15 @@ def _shard(value: str) -> tuple[int, int]:
     return shard
 
 
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked (reading the installed
+    package's metadata takes a fifth of a second on every start)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(_version())
+        parser.exit()
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -152,7 +161,9 @@ def _parser() -> argparse.ArgumentParser:
         # when an option is added: scripts name options whole.
         allow_abbrev=False,
     )
-    p.add_argument("--version", action="version", version=_version())
+    p.add_argument(
+        "--version", action=_Version, nargs=0, help="show the harness's version and exit"
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     r = sub.add_parser(
         "run",
