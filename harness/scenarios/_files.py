@@ -62,10 +62,10 @@ def scenario_files(paths: list[Path]) -> list[tuple[Path, Scenario]]:
     out: list[tuple[Path, Scenario]] = []
     for path in paths:
         if path.is_dir():
-            files = sorted(p for p in path.glob("*.json") if p.is_file() or p.is_symlink())
+            # every entry but a folder: a FIFO or a link among them is named, not skipped
+            files = sorted(p for p in path.glob("*.json") if p.is_symlink() or not p.is_dir())
             if not files:
                 raise ScenarioFileError(f"{path} holds no *.json scenario files; {_HOW}")
-            # a folder's files are data: a link among them is not followed
             out += [(f, load_scenario_file(f, follow=False)) for f in files]
         else:
             out.append((path, load_scenario_file(path)))

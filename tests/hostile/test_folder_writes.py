@@ -77,7 +77,7 @@ def test_a_rendering_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) -
     run = _owned(tmp_path)
     (run / "junit.xml").unlink()
     os.mkfifo(run / "junit.xml")
-    proc = cli("report", str(run), cwd=tmp_path, timeout=60)
+    proc = cli("report", str(run), cwd=tmp_path, timeout=30)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "FIFO" in proc.stderr
     assert (run / "junit.xml").is_fifo()

@@ -81,7 +81,7 @@ def test_a_run_file_that_cannot_be_read_is_refused_with_exit_2(
     (run_copy / name).mkdir()
     proc = harness_cli(command, str(run_copy), cwd=run_copy)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert f"cannot read {run_copy / name} (Is a directory)" in proc.stderr
+    assert f"{run_copy / name} is a folder, not a regular file" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
