@@ -35,8 +35,9 @@ its holder dies, however it dies:
   ``alive`` key (a short TTL a daemon thread renews) and adds the prefix to
   the set ``harness:owned-prefixes``, before any key under it is written; the
   sweeper deletes the keys of a prefix of that set whose ``alive`` key has
-  expired. The runtime's own keys carry a TTL too (an hour past their last
-  write), so they expire even if no sweep ever comes;
+  expired. Every key expires on its own too, so that nothing is left for
+  ever if no sweep comes: the runtime's keys an hour past their last write,
+  the set an hour past the last renewal of any lease;
 - a netfilter rule (:mod:`harness._netfilter`) carries its owner's token in
   its comment and dies with its owner: a reaper process removes it when the
   owner's pipe closes; the sweep is the backstop.
@@ -92,6 +93,10 @@ REGISTRY_SCHEMA = "harness_owned"
 REGISTRY = f"{REGISTRY_SCHEMA}.schemas"
 #: the Redis set of the key prefixes the harness made (:class:`RedisLease`)
 OWNED_PREFIXES = "harness:owned-prefixes"
+#: milliseconds the set outlives the last lease that renewed it: like every
+#: key the harness writes, it expires on its own (a record it loses so is
+#: harmless: the keys it named expire too, see redis_queue.KEY_TTL_MS)
+OWNED_PREFIXES_TTL_MS = 3_600_000
 
 #: what this version names its schemas and key prefixes. Not a proof of
 #: ownership (a record is): a filter a record must pass too, so that an
@@ -520,6 +525,7 @@ ALIVE = "alive"
 _CLAIM = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('SADD', KEYS[2], ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
   return 1
 end
 return 0
@@ -560,7 +566,14 @@ class RedisLease:
         self._stop = threading.Event()
         try:
             claimed = self._client.eval(
-                _CLAIM, 2, self.key, OWNED_PREFIXES, self._token, self._ttl_ms, prefix
+                _CLAIM,
+                2,
+                self.key,
+                OWNED_PREFIXES,
+                self._token,
+                self._ttl_ms,
+                prefix,
+                OWNED_PREFIXES_TTL_MS,
             )
             if not claimed:
                 raise RuntimeError(f"key prefix {prefix!r} is already owned by another process")
@@ -577,7 +590,10 @@ class RedisLease:
             # A failed renewal is retried at the next tick; if the server stays
             # away past the TTL, so do the keys a sweeper could delete.
             with contextlib.suppress(Exception):
-                self._client.set(self.key, self._token, px=self._ttl_ms)
+                pipe = self._client.pipeline(transaction=False)
+                pipe.set(self.key, self._token, px=self._ttl_ms)
+                pipe.pexpire(OWNED_PREFIXES, OWNED_PREFIXES_TTL_MS)
+                pipe.execute()
 
     def release(self) -> None:
         """Stop renewing; delete the prefix's keys, its record, then the

@@ -199,6 +199,10 @@ def test_what_a_sigkilled_run_made_expires_or_is_swept_and_nothing_else_is(
     for kind in ("lease:held", "fence:held", "fence:done"):
         ttl = client.ttl(f"rr:{tag}:{kind}")
         assert 0 < ttl <= 3600, (kind, ttl)
+    # So do the alive key and the record of the prefixes (its TTL renewed
+    # while any run lives): nothing the harness writes stays for ever.
+    assert client.pttl(f"rr:{tag}:alive") != -1, "-1: no TTL (-2: expired already)"
+    assert client.pttl(_janitor.OWNED_PREFIXES) > 0
     # Recorded as the harness's before it was made, and left behind.
     assert tag in _schemas(postgres_url) and tag in _recorded(postgres_url)
     assert f"rr:{tag}:".encode() in client.smembers(_janitor.OWNED_PREFIXES)
