@@ -37,7 +37,7 @@ import traceback
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
@@ -82,7 +82,16 @@ def call(where: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             detail="".join(traceback.format_exception(exc)),
         ) from exc
     except BaseException as exc:
-        raise escaped(where, exc) from exc
+        raise_escaped(where, exc)
+
+
+def raise_escaped(where: str, exc: BaseException) -> NoReturn:
+    """Raise what :func:`escaped` makes of ``exc`` (``exc`` itself unchanged
+    when it is the user's interruption)."""
+    replacement = escaped(where, exc)
+    if replacement is exc:
+        raise exc
+    raise replacement from exc
 
 
 def escaped(where: str, exc: BaseException) -> BaseException:
@@ -325,7 +334,7 @@ class _Guarded:
         except Exception:
             raise  # AttributeError above all: hasattr() and getattr(..., None) rely on it
         except BaseException as exc:  # a property that exits
-            raise escaped(where, exc) from exc
+            raise_escaped(where, exc)
         if name.startswith("_") or not callable(value):
             return value
         where += "()"
@@ -341,7 +350,7 @@ class _Guarded:
                 except Exception:
                     raise
                 except BaseException as exc:
-                    raise escaped(where, exc) from exc
+                    raise_escaped(where, exc)
                 return check_finite(where, result)
 
             return passed

@@ -10,7 +10,7 @@ from typing import Any
 
 from .._errors import AdapterLoadError
 from ._contract import Adapter, Capability
-from ._guard import call, check_workflows, escaped
+from ._guard import call, check_workflows, raise_escaped
 from ._specs import BUILTIN, check_spec
 
 __all__ = ["BUILTIN", "load_adapter", "parse_opts", "validate_adapter"]
@@ -112,7 +112,7 @@ def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
                 detail="".join(traceback.format_exception(exc)),
             ) from exc
         except BaseException as exc:  # sys.exit() at import, say: never a silent exit
-            raise escaped(f"importing adapter module {module_name!r}", exc) from exc
+            raise_escaped(f"importing adapter module {module_name!r}", exc)
         target: Any = getattr(module, attr, None)
         if target is None:
             found = _adapters_in(module)
@@ -148,7 +148,7 @@ def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
                     detail="".join(traceback.format_exception(exc)),
                 ) from exc
             except BaseException as exc:
-                raise escaped(f"{spec}({', '.join(f'{k}=...' for k in opts)})", exc) from exc
+                raise_escaped(f"{spec}({', '.join(f'{k}=...' for k in opts)})", exc)
         else:
             raise AdapterLoadError(f"{spec} is neither an adapter nor a factory of one")
     validate_adapter(adapter, spec)

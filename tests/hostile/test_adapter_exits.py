@@ -136,8 +136,9 @@ def test_keyboard_interrupt_is_the_adapters_only_where_the_harness_handles_sigin
         raise KeyboardInterrupt
 
     # A library caller without the CLI's handlers: Python's own Ctrl-C, let through.
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as caught:
         call("X.observe()", raises)
+    assert caught.value.__cause__ is None  # as raised: not its own cause
     # Under the handlers a signal raises Interrupted: a KeyboardInterrupt is code's.
     with handling_signals(), pytest.raises(AdapterError, match=r"X\.observe\(\) raised Keyboard"):
         call("X.observe()", raises)
