@@ -83,12 +83,14 @@ def scenario_views(report: Report, folder: Path) -> list[ScenarioView]:
             replay=ce.replay,
             messages=[f"{p.name}: {p.message}" for p in report.failed],
         )
-        _attach(view, folder / ce.history, tuple(witness))
+        _attach(view, folder / ce.history, tuple(witness), folder)
         view.worker_log = _log(folder, ".")
         views.append(view)
     for n, other in enumerate(report.other_failures, 1):
         sub = folder / (other.folder or f"failures/{n}")
-        results = [r for r in load_results(sub / "results.json") if r.verdict is Verdict.FAIL]
+        results = [
+            r for r in load_results(sub / "results.json", folder) if r.verdict is Verdict.FAIL
+        ]
         view = ScenarioView(
             title=f"Another failure ({', '.join(other.failed_properties)})",
             failed_properties=other.failed_properties,
@@ -96,7 +98,8 @@ def scenario_views(report: Report, folder: Path) -> list[ScenarioView]:
             folder=other.folder or f"failures/{n}",
             messages=[f"{r.name}: {r.message}" for r in results],
         )
-        _attach(view, sub / "history.jsonl", tuple(sorted({i for r in results for i in r.witness})))
+        marks = tuple(sorted({i for r in results for i in r.witness}))
+        _attach(view, sub / "history.jsonl", marks, folder)
         view.worker_log = _log(folder, view.folder)
         views.append(view)
     if not views and (folder / "history.jsonl").is_file():
@@ -106,7 +109,7 @@ def scenario_views(report: Report, folder: Path) -> list[ScenarioView]:
             steps=[],
             folder=".",
         )
-        _attach(view, folder / "history.jsonl", ())
+        _attach(view, folder / "history.jsonl", (), folder)
         views.append(view)
     return views
 
@@ -117,8 +120,10 @@ def _log(folder: Path, sub: str) -> str | None:
     return path if (folder / path).is_file() else None
 
 
-def _attach(view: ScenarioView, history_path: Path, witness: tuple[int, ...]) -> None:
-    history = load_history(history_path)
+def _attach(
+    view: ScenarioView, history_path: Path, witness: tuple[int, ...], folder: Path
+) -> None:
+    history = load_history(history_path, folder)
     if history is None:
         return
     view.timeline = build_timeline(history, witness)

@@ -73,7 +73,7 @@ def render_junit(report: Report, folder: Path) -> str:
             name = "history.jsonl"
             if where == "." and report.counterexample is not None:
                 name = report.counterexample.history
-            histories[where] = load_history(folder / where / name)
+            histories[where] = load_history(folder / where / name, folder)
         return histories[where]
 
     failures = len(report.failed)

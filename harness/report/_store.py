@@ -163,27 +163,36 @@ def load_run_folder(folder: Path) -> tuple[Report, Scenario]:
     return report, load_scenario(folder)
 
 
-def load_history(path: Path) -> History | None:
+def load_history(path: Path, inside: Path | None = None) -> History | None:
     """The history at ``path``, or None when it was not kept (or is not a
-    regular file: a FIFO, a device, a link). A corrupt line is skipped (and
-    listed in ``History.problems``), never fatal: a report should still
-    render what is readable. Larger than the artifact cap: exit 2."""
+    regular file: a FIFO, a device, a link; or leads out of the folder
+    ``inside``). A corrupt line is skipped (and listed in
+    ``History.problems``), never fatal: a report should still render what
+    is readable. Larger than the artifact cap: exit 2."""
     try:
-        data = read_artifact(path, error=RunFolderError, fix=_RERUN)
+        data = read_artifact(path, inside=inside, error=RunFolderError, fix=_RERUN)
     except FileNotFoundError:
         return None
     except RunFolderError:
-        if path.is_symlink() or not path.is_file():
+        if path.is_symlink() or not path.is_file() or not _within(path, inside):
             return None
         raise
     return History.from_lines(data.splitlines(keepends=True), source=str(path))
 
 
-def load_results(path: Path) -> list[PropertyResult]:
-    """The checker results kept at ``path`` (``results.json``); empty if absent
-    or unreadable (they only add witnesses to a rendering)."""
+def load_results(path: Path, inside: Path | None = None) -> list[PropertyResult]:
+    """The checker results kept at ``path`` (``results.json``); empty if absent,
+    unreadable or outside the folder ``inside`` (they only add witnesses to
+    a rendering)."""
     try:
-        raw = loads_json(read_artifact(path, error=RunFolderError))
+        raw = loads_json(read_artifact(path, inside=inside, error=RunFolderError))
         return [PropertyResult.model_validate(r) for r in raw]
     except (OSError, ValueError, TypeError, RunFolderError):
         return []
+
+
+def _within(path: Path, inside: Path | None) -> bool:
+    if inside is None:
+        return True
+    real, root = path.resolve(), inside.resolve()
+    return real == root or root in real.parents

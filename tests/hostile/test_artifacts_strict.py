@@ -187,3 +187,23 @@ def test_junit_grows_with_the_report_not_with_its_square(tmp_path: Path) -> None
     text = (run / "junit.xml").read_text()
     assert text.count("submit refund run r299 for acme") == 1
     assert "the one shown with prop_0 (300 steps)" in text
+
+
+def test_a_linked_folder_does_not_bring_outside_files_into_the_report(tmp_path: Path) -> None:
+    """``failures -> /elsewhere``: what lies outside the report folder is not
+    read into report.html (each path a report names stays inside it, links
+    on the way included)."""
+    from harness.model import PropertyResult, Verdict
+    from harness.report._schema import OtherFailure
+
+    outside = tmp_path / "elsewhere" / "1"
+    outside.mkdir(parents=True)
+    secret = PropertyResult(name="prop_0", verdict=Verdict.FAIL, message="SECRET-TOKEN-42")
+    (outside / "results.json").write_text(json.dumps([secret.model_dump(mode="json")]))
+    other = OtherFailure(failed_properties=["prop_0"], steps=["a"], folder="failures/1")
+    run = folder(tmp_path / "run", report().model_copy(update={"other_failures": [other]}))
+    (run / "failures").symlink_to(tmp_path / "elsewhere")
+    code, out, err = main_cli("report", str(run))
+    assert code == 1, out + err
+    assert "Traceback" not in err
+    assert "SECRET-TOKEN-42" not in (run / "report.html").read_text()
