@@ -290,15 +290,24 @@ def _conforms(value: Any, annotation: Any) -> bool:
     return True
 
 
+#: protocol methods only some capabilities need (a worker is continued
+#: only after it stopped itself at a crash point): not required of a result
+_OPTIONAL = frozenset({"cont"})
+
+
 def _has_protocol_methods(value: Any, protocol: type) -> bool:
-    """``value`` has every method ``protocol`` defines that has no default
-    in :class:`~harness.adapters.BaseEnvironment` (those are required)."""
+    """``value`` has every method ``protocol`` defines that is required: not
+    one :class:`~harness.adapters.BaseEnvironment` gives a default for,
+    nor one of :data:`_OPTIONAL`."""
     from ._contract import BaseEnvironment
 
     required = [
         name
         for name, member in vars(protocol).items()
-        if callable(member) and not name.startswith("_") and not hasattr(BaseEnvironment, name)
+        if callable(member)
+        and not name.startswith("_")
+        and not hasattr(BaseEnvironment, name)
+        and name not in _OPTIONAL
     ]
     return all(callable(getattr(value, name, None)) for name in required)
 

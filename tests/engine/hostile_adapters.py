@@ -189,6 +189,9 @@ class _Misbehaving(ToyEnvironment):
     def crash_points(self) -> Any:
         return self._maybe("crash_points", super().crash_points())
 
+    def start_worker(self, worker_id: str, **kwargs: Any) -> Any:
+        return self._maybe("start_worker", super().start_worker(worker_id, **kwargs))
+
     def close(self) -> None:
         super().close()
         self._maybe("env.close", None)

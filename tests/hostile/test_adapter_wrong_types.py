@@ -81,6 +81,11 @@ CASES = [
         "Misbehaving.open() returned {'delivery': {}}, not a harness.adapters.Environment",
     ),
     ("crash_points", "str", "_Misbehaving.crash_points() returned str, not a list of names"),
+    (
+        "start_worker",
+        "none",
+        "_Misbehaving.start_worker() returned None, not a harness.adapters.WorkerHandle",
+    ),
 ]
 
 
