@@ -10,6 +10,7 @@
     harness report DIR
     harness check-adapter NAME|module:attr [--adapter-opt KEY=VALUE ...]
     harness list adapters|faults|properties|bugs|services
+    harness init --shape queue|langgraph|dbos|temporal [--app MODULE:ATTR] [DIR]
 
 Exit codes: 0 every property the adapter's capabilities allow was exercised
 and held; 1 a property failed (or replay reproduced the failure); 2 usage,
@@ -392,6 +393,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     ls = sub.add_parser("list", help="list what exists", allow_abbrev=False)
     ls.add_argument("what", choices=["adapters", "faults", "properties", "bugs", "services"])
+    it = sub.add_parser(
+        "init",
+        help="write an adapter for your runtime, a pytest suite and a CI workflow "
+        "(never over an existing file)",
+        description="Write harness_adapter.py, tests/test_resilience.py and "
+        ".github/workflows/resilience.yml into DIR for your runtime's shape: 'queue' (a "
+        "job queue with leases: fill in the four marked calls into your queue), or "
+        "'langgraph', 'dbos', 'temporal' (the built-in adapter on your --app).",
+        epilog="examples:\n  harness init --shape queue\n"
+        "  harness init --shape langgraph --app myproject.graph:APP",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    it.add_argument(
+        "--shape", required=True, choices=["queue", "langgraph", "dbos", "temporal"],
+        help="how your runtime is built",
+    )  # fmt: skip
+    it.add_argument("--app", metavar="MODULE:ATTR", help="the framework app (not for queue)")
+    it.add_argument(
+        "dir", nargs="?", type=Path, default=Path("."), help="the project root (default: .)"
+    )
     return p
 
 
@@ -463,6 +485,19 @@ def _main(argv: list[str] | None, *, out: TextIO | None) -> int:
     try:
         if ns.command == "list":
             return _list(ns.what, out)
+        if ns.command == "init":
+            from ._scaffold import write_scaffold
+
+            for path in write_scaffold(ns.dir, ns.shape, ns.app):
+                print(f"harness: wrote {path}", file=out)
+            print(
+                "harness: next: fill in what harness_adapter.py marks, then "
+                "`PYTHONPATH=. harness check-adapter harness_adapter:"
+                + ("QueueAdapter" if ns.shape == "queue" else "Adapter")
+                + "`",
+                file=out,
+            )
+            return EXIT_OK
         _check_before_imports(ns)
         from ._commands import check_adapter, merge, replay, report, run
 
