@@ -441,6 +441,24 @@ def _drop_recorded(conn: Any, name: str) -> bool:
     return True
 
 
+#: (kind, url) already swept by this process's first lease there
+_swept: set[tuple[str, str]] = set()
+_swept_lock = threading.Lock()
+
+
+def _sweep_first(kind: str, url: str, sweep_one: Callable[[str], object]) -> None:
+    """Sweep ``url`` before this process's first lease there: whatever the
+    adapter (the reference runtime, LangGraph, DBOS), a run killed before
+    is cleaned up after by the next run that uses the same server. A sweep
+    that fails is left for the next (the lease itself says what is wrong)."""
+    with _swept_lock:
+        if (kind, url) in _swept:
+            return
+        _swept.add((kind, url))
+    with contextlib.suppress(Exception):
+        sweep_one(url)
+
+
 class SchemaLease:
     """This process owns the Postgres schema ``name`` while the lease is held.
 
@@ -459,6 +477,7 @@ class SchemaLease:
 
         if not _OWNED_SCHEMA.match(name):
             raise ValueError(f"schema {name!r} is not a name the harness makes (see tag())")
+        _sweep_first("postgres", url, sweep_postgres)
         self.name = name
         self._conn: Any = psycopg.connect(
             url,
@@ -556,6 +575,7 @@ class RedisLease:
 
         if not _OWNED_PREFIX.match(prefix):
             raise ValueError(f"key prefix {prefix!r} is not one the harness makes (see tag())")
+        _sweep_first("redis", url, sweep_redis)
         self.prefix = prefix
         self.key = f"{prefix}{ALIVE}"
         self._ttl_ms = int((ttl if ttl is not None else ALIVE_TTL) * 1000)

@@ -296,3 +296,45 @@ def test_a_copy_of_a_scratch_folder_is_not_the_harness_s_to_sweep(tmp_path: Path
     finally:
         bystander.kill()
         bystander.wait()
+
+
+#: Takes one schema lease, as a LangGraph or DBOS environment on Postgres
+#: does (their adapters call no sweep of their own), and says its name.
+LEASE = textwrap.dedent(
+    """
+    import sys
+    from harness import _janitor
+    lease = _janitor.SchemaLease(sys.argv[1], "lg_" + _janitor.tag())
+    print(lease.name, flush=True)
+    if sys.argv[2] == "hold":
+        sys.stdin.readline()
+    lease.release()
+    """
+)
+
+
+@pytest.mark.postgres
+def test_any_adapter_s_first_lease_sweeps_what_a_killed_run_left(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    def lease(mode: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-c", LEASE, postgres_url, mode],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)},
+        )
+
+    with lease("hold") as killed:
+        assert killed.stdout is not None
+        name = killed.stdout.readline().strip()
+        killed.kill()
+    assert name in _schemas(postgres_url) and name in _recorded(postgres_url)
+    deadline = time.monotonic() + 20
+    while name in _schemas(postgres_url) and time.monotonic() < deadline:
+        with lease("release") as nxt:  # the next run: its first lease sweeps
+            nxt.communicate(timeout=60)
+            assert nxt.returncode == 0
+    assert name not in _schemas(postgres_url) and name not in _recorded(postgres_url)
