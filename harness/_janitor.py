@@ -42,9 +42,18 @@ its holder dies, however it dies:
   its comment and dies with its owner: a reaper process removes it when the
   owner's pipe closes; the sweep is the backstop.
 
-Schemas and keys of earlier versions recorded nowhere are left alone (drop
-them by hand if you know they are the harness's): the sweep cannot tell them
-from a user's.
+What can and cannot make the sweep drop a user's object: a name collision
+cannot (a schema is recorded only by the transaction that creates it, a
+prefix only by the script that claims its unused ``alive`` key, a folder's
+record names its inode), nor a copied folder, nor a record naming anything
+but a name of the harness's own shape (``rr_``/``lg_``/``dbos_`` + ``lk_`` +
+16 hex digits; ``public`` or ``*`` are ignored). A user who writes a row
+into ``harness_owned.schemas`` naming a schema of that shape has chosen to.
+
+The first schema or key-prefix lease a process takes on a server sweeps
+that server first, whatever the adapter. Schemas and keys of earlier
+versions recorded nowhere are left alone (drop them by hand if you know they
+are the harness's): the sweep cannot tell them from a user's.
 """
 
 from __future__ import annotations
