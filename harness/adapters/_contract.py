@@ -82,6 +82,16 @@ still satisfies the protocol):
     How long a worker's claim on a run lasts (default 30): the clock
     family's jumps and the zombie family's pauses are sized to outlast it.
 
+``Adapter.drains: bool``
+    True promises that a worker which exits 0 has left nothing a worker
+    started right after it could run now (it worked until nothing was
+    claimable, or waited until its runtime was idle: ``kit.work_until_idle``).
+    The final quiesce then ends with the first round whose worker exits 0
+    with nothing delivered and no world fault fired, instead of starting one
+    more worker to see that nothing moves. Default False: a worker that
+    makes one pass over its runs and leaves one that raised for the next
+    worker does not drain.
+
 ``Adapter.scenario_seconds: float``
     The real time one scenario takes, about (a runtime on real time: a
     server round trip, a 2 s activity timeout after every kill). The

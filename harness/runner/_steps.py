@@ -165,11 +165,17 @@ class RunContext:
     def quiesce(self, step: Quiesce) -> None:
         """Faults stop: continue what is paused, then run workers (approving
         what waits, answering for an operator what waits for one) until a
-        round changes nothing."""
+        round changes nothing -- or, for an adapter that declares
+        ``drains``, until a round's worker exits 0 with nothing delivered
+        and no fault fired (the worker ran all there was to run)."""
         for worker_id in list(self.paused):
             nemesis.continue_worker(self, ContinueWorker(worker_id=worker_id))
         last: tuple[Any, ...] | None = None
+        # An adapter whose workers drain (see ``Adapter.drains`` in the
+        # contract) needs no extra worker to confirm that nothing moves.
+        drains = getattr(self.adapter, "drains", False) is True
         for rnd in range(MAX_QUIESCE_ROUNDS):
+            fired_before = len(self.env.world.fired())
             handle = self.env.start_worker(f"q{rnd}")
             self.recorder.record(
                 "invoke",
@@ -199,8 +205,13 @@ class RunContext:
             # turned away by an outage stays as it was until the outage heals
             # (a worker that simply fails and leaves the run for the next one
             # is a fair way to retry).
-            state = (self.recorder.transitions, runs, len(self.env.world.fired()))
-            idle = not delivered and not exit_.killed and state == last
+            fired = len(self.env.world.fired())
+            state = (self.recorder.transitions, runs, fired)
+            # Nothing changed since the last round; or this round's worker
+            # drained what was runnable (it exited 0 and the adapter says its
+            # workers drain) and nothing new came: no delivery, no fault.
+            drained = drains and exit_.code == 0 and fired == fired_before
+            idle = not delivered and not exit_.killed and (state == last or drained)
             if idle and not self._tick(obs):
                 return
             last = state

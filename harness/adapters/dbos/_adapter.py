@@ -157,6 +157,8 @@ class DBOSAdapter:
     """
 
     name = "dbos"
+    #: a worker exits 0 only when none of its release's workflows is pending
+    drains = True
 
     def __init__(
         self, app: str, database: str = "sqlite", postgres_url: str = "", preload: str = "true"

@@ -626,6 +626,8 @@ class ReferenceAdapter:
     """
 
     name = "reference"
+    #: a worker claims until nothing is claimable now (``run_until_idle``)
+    drains = True
     capabilities: frozenset[Capability] = frozenset(
         {
             Capability.CRASH_POINTS,

@@ -184,6 +184,8 @@ class TemporalAdapter:
     """A Temporal application (``app="package.module:attr"``, a :class:`TemporalApp`)."""
 
     name = "temporal"
+    #: a worker exits 0 only when no run has a task pending (``IDLE``)
+    drains = True
     folder: kit.OwnedFolder | None = None
     client: Client  # connected on the kit's event loop (run_async), by setup()
 
