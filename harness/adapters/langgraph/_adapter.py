@@ -406,6 +406,7 @@ class LangGraphEnvironment(BaseEnvironment):
                 w.proc.kill()
                 w.proc.wait(10.0)
         try:
+            self.registry.close()
             self._stack.close()
             self.world.close()
             drop_storage(self.saver)

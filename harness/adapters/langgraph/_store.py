@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -259,18 +261,40 @@ class RunRow:
 
 
 class Registry:
-    """Submitted runs and delivered approval decisions (one SQLite file)."""
+    """Submitted runs and delivered approval decisions (one SQLite file).
+
+    One connection per process and thread, opened at its first use and kept
+    (opening one per call was a fifth of the harness's time on LangGraph,
+    issue 33). A process forked from one that had a connection opens its
+    own: the parent's is never used in the child, nor closed there (closing
+    it could checkpoint or remove the parent's WAL files); it stays
+    referenced, untouched, until the child exits."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self._conns: dict[tuple[int, int], sqlite3.Connection] = {}
+        self._lock = threading.Lock()
 
     @contextlib.contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-        try:
-            yield conn
-        finally:
-            conn.close()
+        key = (os.getpid(), threading.get_ident())
+        conn = self._conns.get(key)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+            with self._lock:
+                self._conns[key] = conn
+        yield conn
+
+    def close(self) -> None:
+        """Close this process's connections (the file stays; a later call
+        opens a new one)."""
+        pid = os.getpid()
+        with self._lock:
+            for key, conn in list(self._conns.items()):
+                if key[0] == pid:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.close()
+                    del self._conns[key]
 
     def create(self) -> Registry:
         with self._conn() as conn:
