@@ -416,10 +416,11 @@ def _after_fork_in_child() -> None:
     """A child forked without exec (not by :mod:`subprocess`) must not keep
     the parent's reaper pipe open: the reaper would outlive the parent's
     death by the child's life. It makes an owner of its own if it needs one."""
-    global _owner
+    global _owner, _owner_mutex
     if _owner is not None:
         _owner._forget()
     _owner = None
+    _owner_mutex = threading.Lock()  # another thread may have held it at the fork
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

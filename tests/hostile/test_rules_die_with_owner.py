@@ -268,3 +268,51 @@ def test_a_sigkilled_owner_s_rule_is_removed_by_its_reaper_with_no_sweep() -> No
     while _state(int(reaper)) not in (None, "Z") and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _state(int(reaper)) in (None, "Z"), "the reaper did not end"
+
+
+#: An owner that forks a child (no exec) which outlives it: a copy of the
+#: reaper's pipe in the child would keep the rule alive as long as the child.
+FORKER = textwrap.dedent(
+    """
+    import os, sys, time
+    from harness import _netfilter
+    owner = _netfilter.owner()
+    owner.add(_netfilter.Rule("drop_to_client", client_port=int(sys.argv[1]), server_port=5432))
+    child = os.fork()
+    if child == 0:
+        os.setsid()  # out of the parent's group: the test's kill spares it
+        time.sleep(600)
+        os._exit(0)
+    print(owner.token, child, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+@pytest.mark.usefixtures("netfilter")
+def test_a_forked_child_that_outlives_the_owner_does_not_keep_its_rules() -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", FORKER, "11"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    child = None
+    with holder:
+        try:
+            assert holder.stdout is not None
+            token, pid = holder.stdout.readline().split()
+            child = int(pid)
+            assert len(_tagged(token)) == 1
+            holder.kill()
+            holder.wait()
+            deadline = time.monotonic() + GRACE
+            while _tagged(token) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert _state(child) not in (None, "Z"), "the child lives on"
+            assert _tagged(token) == [], "the forked child kept its parent's rule alive"
+        finally:
+            if child is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
