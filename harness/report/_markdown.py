@@ -26,7 +26,7 @@ _CONTROL = re.compile("[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\ud800-\\udfff\\ufffe\
 #: could emphasize (not inside a word like exactly_once), a hash only where
 #: it could start a heading.
 _MARKDOWN = re.compile(r"[\\`*\[\]|~$]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])|^#")
-_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 #: What may appear between backticks as it is (names, profiles, seeds, paths).
 _PLAIN = re.compile(r"[\w.:/=,+@%-]+")
 
@@ -43,7 +43,7 @@ def md_text(value: object) -> str:
     """``value`` as inline Markdown text that renders as exactly that text."""
     text = _CONTROL.sub(_visible, str(value))
     text = _MARKDOWN.sub(lambda m: "\\" + m.group(), text)
-    return "".join(_HTML.get(c, c) for c in text)
+    return text.translate(_HTML)
 
 
 def _code(value: object) -> str:
