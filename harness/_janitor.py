@@ -551,6 +551,8 @@ ALIVE = "alive"
 
 #: set the ``alive`` key unless it exists, and record the prefix, at once
 _CLAIM = """
+local kind = redis.call('TYPE', KEYS[2]).ok
+if kind ~= 'set' and kind ~= 'none' then return -1 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   redis.call('SADD', KEYS[2], ARGV[3])
   redis.call('PEXPIRE', KEYS[2], ARGV[4])
@@ -604,6 +606,11 @@ class RedisLease:
                 prefix,
                 OWNED_PREFIXES_TTL_MS,
             )
+            if claimed == -1:
+                raise RuntimeError(
+                    f"the Redis key {OWNED_PREFIXES!r} is not a set the harness made; the "
+                    "harness records its key prefixes there: rename or delete that key"
+                )
             if not claimed:
                 raise RuntimeError(f"key prefix {prefix!r} is already owned by another process")
         except BaseException:
@@ -645,8 +652,12 @@ def sweep_redis(url: str) -> int:
 
     client: Any = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT)
     try:
+        try:
+            recorded = client.smembers(OWNED_PREFIXES)
+        except redis.ResponseError:
+            return 0  # not a set: not a record the harness wrote
         dead = []
-        for raw in client.smembers(OWNED_PREFIXES):
+        for raw in recorded:
             prefix = raw.decode(errors="replace")
             if not _OWNED_PREFIX.match(prefix):
                 continue  # not a prefix the harness makes: a record it did not write

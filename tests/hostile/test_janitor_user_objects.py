@@ -338,3 +338,27 @@ def test_any_adapter_s_first_lease_sweeps_what_a_killed_run_left(
             nxt.communicate(timeout=60)
             assert nxt.returncode == 0
     assert name not in _schemas(postgres_url) and name not in _recorded(postgres_url)
+
+
+@pytest.mark.redis
+def test_a_user_key_where_the_harness_records_its_prefixes_is_left_alone(
+    redis_url: str,
+) -> None:
+    """A user's own ``harness:owned-prefixes`` (not a set): the sweep ignores
+    it, and a lease refuses with what to do, writing nothing."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    # A database of its own: other runs on this server use the set for real.
+    url = urlunsplit(urlsplit(redis_url)._replace(path="/15"))
+    client = redis.Redis.from_url(url)
+    client.set(_janitor.OWNED_PREFIXES, "mine")
+    prefix = f"rr:rr_{_janitor.tag()}:"
+    try:
+        assert _janitor.sweep_redis(url) == 0
+        with pytest.raises(RuntimeError, match="rename or delete that key"):
+            _janitor.RedisLease(url, prefix)
+        assert client.get(_janitor.OWNED_PREFIXES) == b"mine"
+        assert not client.exists(f"{prefix}{_janitor.ALIVE}")
+    finally:
+        client.delete(_janitor.OWNED_PREFIXES)
+        client.close()
