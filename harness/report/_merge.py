@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .._artifacts import loads_json, read_artifact
+from .._artifacts import loads_json, read_artifact, size_limit
 from .._errors import UsageError
 from ..model import Verdict
 from ..outcome import Tally, judge
@@ -233,6 +233,13 @@ def _copy_example(root: Path, rel: str, dest: str, files: dict[str, bytes | Path
     for name in (*RUN_FILES, WORKER_LOG):
         path = src / name
         if path.is_file() and not path.is_symlink():
+            # refused now, before the merge writes anything, not halfway
+            if path.stat().st_size > size_limit():
+                raise MergeError(
+                    f"{path} is {path.stat().st_size} bytes, more than the {size_limit()} "
+                    "bytes the harness copies from one file (raise HARNESS_MAX_ARTIFACT_BYTES "
+                    "if it is genuine)"
+                )
             files[f"{dest}{name}"] = path
 
 

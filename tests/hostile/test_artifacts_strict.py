@@ -207,3 +207,20 @@ def test_a_linked_folder_does_not_bring_outside_files_into_the_report(tmp_path: 
     assert code == 1, out + err
     assert "Traceback" not in err
     assert "SECRET-TOKEN-42" not in (run / "report.html").read_text()
+
+
+def test_merge_refuses_an_oversized_shard_file_before_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shard file past the cap is refused while the shards are checked,
+    not halfway through writing the merged folder."""
+    good = _shard(tmp_path, 1)
+    bad = _shard(tmp_path, 2)
+    (bad / "history.jsonl").write_bytes(b"x" * 20_000)
+    monkeypatch.setenv("HARNESS_MAX_ARTIFACT_BYTES", "10000")
+    out = tmp_path / "merged"
+    code, stdout, err = main_cli("merge", str(good), str(bad), "--report-dir", str(out))
+    assert code == 2, stdout + err
+    assert "Traceback" not in err
+    assert "history.jsonl is 20000 bytes" in err and "HARNESS_MAX_ARTIFACT_BYTES" in err
+    assert not out.exists()
