@@ -506,6 +506,13 @@ class SchemaLease:
                 raise RuntimeError(
                     f"schema {name!r} already exists: it is not the harness's to use"
                 ) from exc
+            except psycopg.ProgrammingError as exc:
+                raise RuntimeError(
+                    f"could not record schema {name!r} in {REGISTRY} "
+                    f"({' '.join(str(exc).split())}); the harness "
+                    f"records the schemas it makes there: if {REGISTRY_SCHEMA!r} is a schema "
+                    "of yours, rename it"
+                ) from exc
         except BaseException:
             self._conn.close()
             raise
@@ -529,7 +536,10 @@ def sweep_postgres(url: str) -> list[str]:
     with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
         if not _registry_exists(conn):
             return []
-        rows = conn.execute(f"SELECT name FROM {REGISTRY} ORDER BY name").fetchall()
+        try:
+            rows = conn.execute(f"SELECT name::text FROM {REGISTRY} ORDER BY 1").fetchall()
+        except psycopg.Error:
+            return []  # a table of that name the harness did not make: not a record
         for (name,) in rows:
             if not _OWNED_SCHEMA.match(name):
                 continue  # not a name the harness makes: a record it did not write
