@@ -41,11 +41,16 @@ SERIAL_FIXTURES = {"listed": "netfilter"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the markers
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, group in SERIAL_FIXTURES.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(group))
+    if hasattr(config, "workerinput"):
+        # On xdist workers (each collects the same, in the same order): the
+        # slow tests first, so that the last ones handed out are short and no
+        # worker ends the session alone on a minutes-long run.
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
