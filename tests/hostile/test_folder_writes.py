@@ -173,3 +173,26 @@ def test_a_folder_another_run_is_writing_is_refused(tmp_path: Path) -> None:
         holder.communicate()
     # the holder is gone: the folder is free again
     write_reports(report(), run)
+
+
+def test_a_run_into_a_prepared_folder_overwrites_and_deletes_nothing_of_the_users(
+    tmp_path: Path,
+) -> None:
+    """Both defects on ``harness run``'s own path: a temporary name linked
+    to a file outside, and a forged marker listing the user's files."""
+    victim = _victim(tmp_path)
+    run = _owned(tmp_path)
+    (run / ".report.json.harness-tmp").symlink_to(victim)
+    (run / "notes.md").write_text("mine\n")
+    marker = json.loads((run / MARKER).read_text())
+    marker["files"]["notes.md"] = _digest(b"mine\n")
+    (run / MARKER).write_text(json.dumps(marker))
+    proc = cli(
+        "run", "--adapter", "reference", "--profile", "dev", "--seed", "1",
+        "--max-examples", "1", "--report-dir", str(run), cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert victim.read_text() == VICTIM
+    assert (run / "notes.md").read_text() == "mine\n"
+    assert json.loads((run / "report.json").read_text())["scenarios"] >= 1
