@@ -13,6 +13,7 @@ counterexample per failing property. What it found is summed in an
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import random
@@ -45,6 +46,14 @@ from ._shared import PlanQueue, SharedOracles
 
 class _Found(Exception):
     """Raised inside the Hypothesis test to mark a failing example."""
+
+
+class _Done(BaseException):
+    """Raised inside the sampled phase's Hypothesis test to end the run: the
+    search stopped (budget spent, plan run out, every property failed), so
+    no further scenario is worth drawing. A BaseException, so that
+    Hypothesis neither takes it for a failing example (replayed, shrunk)
+    nor catches it: it leaves ``@given`` at once."""
 
 
 #: the share of a plan kept for Hypothesis-sampled scenarios when the
@@ -88,6 +97,13 @@ def shard_plan(
 MEASURED_RUNS = 2.0
 #: scenarios after which the plan is checked against the pace of the search
 REVISE_AFTER = 10
+#: scenarios after which a *measured* plan is re-fitted to the search's own
+#: pace: the estimate comes from the probe's fault-free runs, the first runs
+#: of the harness, which pay each framework's first-use costs (the fork
+#: server's start and preload, first imports, first connections): 4-14x the
+#: warm cost of a real adapter's scenario (issue 33). A declared cost (a
+#: runtime on real time) is the adapter's word until REVISE_AFTER.
+REFIT_AFTER = 3
 
 
 #: shrinking's own budget, as a share of ``--budget``, when
@@ -173,6 +189,9 @@ class Engine:
         #: seconds of every fault-free run so far (the probe's first): what
         #: a scenario costs, when the adapter does not say (see plan_budget)
         self.fault_free_seconds: list[float] = []
+        #: the search's measured seconds a scenario, once REFIT_AFTER ran
+        #: (see _refit); None before
+        self.refit_seconds: float | None = None
         #: False: stop at the first failing example (the detection benchmark)
         self.shrink = shrink
         self.settings = settings
@@ -203,6 +222,8 @@ class Engine:
         self._stop = False
         #: when shrinking must stop (set as it begins: see shrink_deadline)
         self._shrink_deadline: float | None = None
+        #: how many scenarios the last sampled phase drew (run or not)
+        self.sampled_draws = 0
 
     # -- one example ---------------------------------------------------------
 
@@ -454,7 +475,9 @@ class Engine:
         """What one scenario costs in real time, about, and how that is
         known: the adapter's ``scenario_seconds`` (``declared``), else
         :data:`MEASURED_RUNS` times the median fault-free run so far
-        (``measured``), else ``(None, "unknown")``."""
+        (``measured``), the first run of all left out when there are others
+        (it pays the first-use costs: the fork server's start, first
+        imports), else ``(None, "unknown")``."""
         declared = getattr(self.adapter, "scenario_seconds", None)
         if declared is not None:
             if (
@@ -470,7 +493,8 @@ class Engine:
                 )
             return float(declared), "declared"
         if self.fault_free_seconds:
-            return MEASURED_RUNS * statistics.median(self.fault_free_seconds), "measured"
+            warm = self.fault_free_seconds[1:] or self.fault_free_seconds
+            return MEASURED_RUNS * statistics.median(warm), "measured"
         return None, "unknown"
 
     def _plan_budget(self, outcome: Outcome, aimed: int) -> None:
@@ -515,7 +539,7 @@ class Engine:
         if outcome.sampled_planned <= 0 or outcome.planned is None:
             return False
         elapsed = time.monotonic() - self._started
-        if outcome.searched >= REVISE_AFTER:
+        if outcome.searched >= self._refit_after(outcome):
             pace = elapsed / outcome.searched
         else:
             pace = outcome.scenario_seconds or 0.0
@@ -526,12 +550,22 @@ class Engine:
         reserve = min(outcome.sampled_planned, max(1, int(fit * SAMPLED_SHARE)))
         return left <= reserve
 
+    @staticmethod
+    def _refit_after(outcome: Outcome) -> int:
+        """After how many scenarios the search's pace replaces the plan's
+        estimate: :data:`REFIT_AFTER` for a measured one, :data:`REVISE_AFTER`
+        for a declared one."""
+        return REFIT_AFTER if outcome.scenario_cost == "measured" else REVISE_AFTER
+
     def _revise_plan(self, outcome: Outcome) -> None:
-        """Once :data:`REVISE_AFTER` scenarios ran: if they ran slower than
-        planned, say how many now fit (once)."""
-        if outcome.searched != REVISE_AFTER or outcome.planned is None:
+        """Once the search's pace replaces the plan's estimate
+        (:meth:`_refit_after`): keep it (``refit_seconds``; the sampling
+        reserve follows it, :meth:`_left_for_sampling`) and, if the
+        scenarios ran slower than planned, say how many now fit (once)."""
+        if outcome.searched != self._refit_after(outcome) or outcome.planned is None:
             return
         pace = (time.monotonic() - self._started) / outcome.searched
+        self.refit_seconds = pace
         fit = budget_fit(outcome.planned, self.settings.budget_seconds, pace)
         if fit is not None and fit < outcome.planned and fit < (outcome.fit or 0) * 0.9:
             self._log(
@@ -539,6 +573,17 @@ class Engine:
                 f"about {fit} of the {outcome.planned} planned fit in the "
                 f"{self.settings.budget_seconds:g} s budget (to run them all: --budget "
                 f"{math.ceil(outcome.planned * pace)})"
+            )
+        elif fit is not None and outcome.fit is not None and fit > outcome.fit * 1.5:
+            self._log(
+                f"harness: the first {outcome.searched} scenarios took {pace:.2g} s each, "
+                "faster than planned (the plan's fault-free runs paid first-use costs): "
+                + (
+                    f"all {outcome.planned} planned fit"
+                    if fit >= outcome.planned
+                    else f"about {fit} of the {outcome.planned} planned fit"
+                )
+                + f" in the {self.settings.budget_seconds:g} s budget"
             )
 
     def _worker_timeout(self) -> float:
@@ -578,7 +623,10 @@ class Engine:
         """The sampled part of the search: generation only, never raising, so
         every property goes on being judged after a failure. The ``i``-th
         scenario drawn is the plan's ``first + i``-th; with a queue, it runs
-        if this job took that index (``_pending``)."""
+        if this job took that index (``_pending``). Once the search stops
+        (its budget spent, the plan run out, every property failed), the
+        draws stop too: Hypothesis is ended (:class:`_Done`), not left to
+        generate the rest of ``remaining`` for nothing."""
 
         drawn = itertools.count()
 
@@ -599,7 +647,12 @@ class Engine:
         @given(scenario_strategy(universe))
         def probe(scenario: Scenario) -> None:
             index = next(drawn)
-            if self._stop or not mine(index):
+            self.sampled_draws = index + 1
+            if self._stop:
+                raise _Done
+            if not mine(index):
+                if self._stop:
+                    raise _Done
                 return
             # As in the targeted loop: a search runs at least one scenario.
             if self.over_budget() and outcome.searched > 0:
@@ -607,7 +660,7 @@ class Engine:
                 self._stop = True
                 if self._queue is not None:  # the run's budget: no job runs the rest
                     self._take(outcome, (), floor=outcome.whole_plan or 0)
-                return
+                raise _Done
             try:
                 self._search_step(outcome, scenario, sampled=True, index=first + index)
             except HarnessError as exc:
@@ -615,10 +668,14 @@ class Engine:
                 # example (replayed, shrunk): stop, and raise it after.
                 fatal.append(exc)
                 self._stop = True
-                return
+                raise _Done from None
+            if self._stop:
+                raise _Done
 
         fatal: list[HarnessError] = []
-        seed(self.seed)(probe)()
+        self.sampled_draws = 0
+        with contextlib.suppress(_Done):
+            seed(self.seed)(probe)()
         if fatal:
             raise fatal[0]
 

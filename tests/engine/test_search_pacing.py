@@ -1,0 +1,67 @@
+"""Pacing the search on what it measures (issue 33): the sampled phase stops
+drawing once the budget is spent, the plan's measured cost leaves out the
+first fault-free run (first-use costs), and the sampling reserve follows the
+search's own pace after a few scenarios."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from upgrade_toy import UpgradeToy
+
+from harness._settings import load_settings
+from harness.outcome import Outcome
+from harness.scenarios import probe_universe
+from harness.session import Engine
+from harness.session._engine import MEASURED_RUNS, REFIT_AFTER
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    settings = load_settings(
+        "dev", seed=0, targeted=False, max_examples=40, budget_seconds=0.001,
+        report_dir=str(tmp_path / "r"),
+    )  # fmt: skip
+    engine = Engine(UpgradeToy("action"), settings)
+    yield engine
+    engine.close()
+
+
+def test_the_sampled_phase_stops_drawing_once_the_budget_is_spent(engine: Engine) -> None:
+    # A budget spent at once: the search runs its one scenario, and the next
+    # draw finds the budget spent. Before, Hypothesis drew all 40 anyway.
+    outcome = engine.run(probe_universe(engine.adapter))
+    assert outcome.budget_cut and outcome.searched == 1
+    assert engine.sampled_draws == 2
+
+
+def test_the_measured_cost_leaves_out_the_first_fault_free_run(engine: Engine) -> None:
+    engine.fault_free_seconds = [20.0, 1.0, 1.2]  # the first paid the fork server's start
+    cost, source = engine.scenario_cost()
+    assert cost == pytest.approx(MEASURED_RUNS * 1.1) and source == "measured"
+    engine.fault_free_seconds = [20.0]  # nothing else measured yet: that one
+    assert engine.scenario_cost() == (MEASURED_RUNS * 20.0, "measured")
+
+
+def _outcome(engine: Engine, cost: str) -> Outcome:
+    outcome = Outcome(
+        adapter="toy", adapter_options={}, capabilities=[], settings=engine.settings,
+        seed=0, planned=40, searched=REFIT_AFTER, sampled_planned=30,
+    )  # fmt: skip
+    outcome.scenario_seconds, outcome.scenario_cost = 30.0, cost
+    return outcome
+
+
+def test_the_sampling_reserve_follows_the_measured_pace(engine: Engine) -> None:
+    """A plan measured at 30 s a scenario (cold fault-free runs) whose first
+    scenarios took 1 s each, 27 s of a 30 s budget left: the search's pace
+    says 27 more fit, so the targeted schedules go on; the plan's estimate
+    would have said one, all sampling's."""
+    engine.settings = engine.settings.with_(budget_seconds=30.0)
+    engine._started = time.monotonic() - REFIT_AFTER * 1.0
+    assert not engine._left_for_sampling(_outcome(engine, "measured"))
+    # a declared cost stays the adapter's word for longer (a runtime on real time)
+    assert engine._left_for_sampling(_outcome(engine, "declared"))
