@@ -104,19 +104,18 @@ def _option_hint(parser: argparse.ArgumentParser, argv: list[str]) -> str:
 
 def _shard(value: str) -> tuple[int, int]:
     """``--shard K/N``, strictly: an empty value (an unset ``$CI_NODE_INDEX``)
-    is refused, not taken for "no shard" (the whole search on every machine)."""
+    is refused, not taken for "no shard" (the whole search on every machine).
+    Raises :class:`UsageError` (exit 2, the message says how to fix it)."""
     from ._settings import SHARD_FIX, parse_shard
 
     if not value.strip():
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is empty (an unset variable, such as $CI_NODE_INDEX?); {SHARD_FIX}"
+        raise UsageError(
+            f"--shard {value!r} is empty (an unset variable, such as $CI_NODE_INDEX?); "
+            f"{SHARD_FIX}"
         )
-    try:
-        shard = parse_shard(value)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    shard = parse_shard(value)
     if shard is None:  # "none": leave --shard out instead
-        raise argparse.ArgumentTypeError(f"{value!r} is not K/N; {SHARD_FIX}")
+        raise UsageError(f"shard {value!r} from the command line is not K/N; {SHARD_FIX}")
     return shard
 
 
@@ -279,7 +278,6 @@ def _parser() -> argparse.ArgumentParser:
         "--shard",
         metavar="K/N",
         default=None,
-        type=_shard,
         help="run only shard K of N of the search's plan (1 <= K <= N; say 2/4), to spread "
         "one search over N machines; every shard needs the same --seed, profile and options, "
         "and `harness merge` joins their report folders into one report",
@@ -554,6 +552,8 @@ def _check_before_imports(ns: argparse.Namespace) -> None:
     spec = getattr(ns, "spec", None) or getattr(ns, "adapter", None)
     if spec is not None:
         check_spec(spec)
+    if getattr(ns, "shard", None) is not None:
+        ns.shard = _shard(ns.shard)
     if ns.command == "replay" and ns.adapter is None and ns.adapter_opt:
         raise UsageError(
             f"--adapter-opt {ns.adapter_opt[0]!r} without --adapter: the options go with the "
