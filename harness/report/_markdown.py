@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from ..outcome._verdicts import never_fired
 from ._schema import Report
 
 _ICON = {"pass": "✅", "fail": "❌", "unknown": "❔", "not_tested": "⚪"}
@@ -127,7 +128,11 @@ def render_markdown(report: Report) -> str:
             lines += ["", *_block(other.replay)]
     fired = [f"{md_text(k)} {c.fired}" for k, c in sorted(report.faults.items()) if c.fired]
     lines += ["", "Faults fired: " + (", ".join(fired) or "none") + "."]
-    unfired = [md_text(k) for k, c in sorted(report.faults.items()) if c.armed and not c.fired]
+    unfired = [
+        f"{md_text(k)} ({md_text(never_fired([k], c.armed, {k: c.unfired}))})"
+        for k, c in sorted(report.faults.items())
+        if c.armed and not c.fired
+    ]
     if unfired:
         lines.append(f"Armed but never fired: {', '.join(unfired)}.")
     if report.crash_points:

@@ -209,3 +209,9 @@ def test_a_fault_armed_at_a_socket_store_is_not_fired_on_the_redis_queue_and_say
     assert report["verdict"] != "pass" and code == 3, (code, report["verdict"])
     line = next(r for r in report["inconclusive"] if "network fault family" in r)
     assert "Unix socket" in line, line
+    # and so do the summary and the HTML coverage matrix
+    folder = tmp_path / "report"
+    summary = (folder / "summary.md").read_text(encoding="utf-8")
+    assert "Armed but never fired: commit_ack_lost (the postgres connection is a Unix" in summary
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    assert "never fired: the postgres connection is a Unix socket" in html
