@@ -64,7 +64,10 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
             progress=progress.update,
         )
     report_dir = report.folder or Path(".")
-    _summary(out, report, report_dir)
+    # The progress lines count from the command's start: the summary says
+    # that time too, beside the search's own (the two disagreed, unexplained).
+    wall = max(progress.clock() - progress.started, 0.0)
+    _summary(out, report, report_dir, wall=wall)
     _step_summary(report_dir)
     return exit_code(report.verdict)
 
@@ -211,11 +214,21 @@ def _minimal(fully_shrunk: bool) -> str:
     return "counterexample (not fully shrunk: shrinking stopped at --shrink-budget)"
 
 
-def _summary(out: TextIO, report: Report, report_dir: Path) -> None:
+def _summary(
+    out: TextIO, report: Report, report_dir: Path, *, wall: float | None = None
+) -> None:
+    """The run's summary on ``out``; ``wall``: the seconds since the command
+    started (loading the adapter and probing it before the search), when
+    known."""
+    whole = (
+        f" ({_duration(wall)} since harness started)"
+        if wall is not None and wall >= report.duration_seconds + 1
+        else ""
+    )
     _line(
         out,
-        f"harness: {report.scenarios} scenarios in {report.duration_seconds:.1f} s; "
-        f"verdict: {report.verdict.upper()}",
+        f"harness: {_count(report.scenarios, 'scenario')} in "
+        f"{report.duration_seconds:.1f} s{whole}; verdict: {report.verdict.upper()}",
     )
     plan = report.plan_line()
     if plan is not None:

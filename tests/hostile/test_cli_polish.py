@@ -230,3 +230,34 @@ def test_a_sentence_never_says_all_0_or_all_1() -> None:
     assert every(0, "applied effect") == "0 applied effects"
     assert every(1, "run") == "1 run"
     assert every(3, "run") == "All 3 runs"
+
+
+def test_the_summary_gives_the_time_since_the_start_beside_the_searchs() -> None:
+    """The progress lines count from the command's start, the summary gave
+    the search's own seconds: 10 min elapsed, then "in 95.0 s"."""
+    from harness._commands import _summary
+    from harness.report._schema import AdapterInfo, Report
+
+    report = Report(
+        verdict="pass",
+        seed=0,
+        profile="dev",
+        adapter=AdapterInfo(
+            spec="reference", options={}, name="reference", description={}, capabilities=[]
+        ),
+        duration_seconds=95.0,
+        scenarios=1,
+        properties=[],
+        other_failures=[],
+        faults={},
+        crash_points={},
+        absorbed_duplicates=0,
+        not_tested=[],
+        counterexample=None,
+    )
+    out = io.StringIO()
+    _summary(out, report, Path("r"), wall=650.0)
+    first = out.getvalue().splitlines()[0]
+    assert first == (
+        "harness: 1 scenario in 95.0 s (10 min 50 s since harness started); verdict: PASS"
+    )
