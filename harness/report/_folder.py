@@ -26,8 +26,8 @@ changed nothing. The temporary names are listed in the marker before they
 are created, so a later run removes what an interrupted one left behind.
 
 One run at a time: a run holds an exclusive lock (``flock``) on the folder
-for the life of its process; a second run given the same folder meanwhile
-is refused (exit 2).
+from its claim until its report is written; a second run given the same
+folder meanwhile is refused (exit 2).
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ def claim_report_folder(path: str | os.PathLike[str]) -> None:
 
     A missing folder is created, an empty one is taken; either gets the
     marker. A folder that already has the marker is accepted again. The
-    folder is locked for the life of this process. Raises
+    folder stays locked until this process's report there is written (or
+    :func:`release_report_folder`, or the process ends). Raises
     :class:`ReportFolderError` (exit code 2), having changed nothing, when
     the folder holds files and no marker, is a file or lies under one,
     cannot be written, is being written by another run, or holds something
@@ -280,7 +281,10 @@ class _Owned:
         else:
             # A placeholder that keeps an empty folder in version control
             # (the project's own reports/.gitkeep) does not make it a user's.
-            others = sorted(p.name for p in folder.iterdir() if p.name not in PLACEHOLDERS)
+            try:
+                others = sorted(p.name for p in folder.iterdir() if p.name not in PLACEHOLDERS)
+            except OSError as exc:
+                raise _refuse(folder, f"it cannot be listed ({exc.strerror or exc})") from None
             if others:
                 shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
                 raise _refuse(
