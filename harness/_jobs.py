@@ -52,14 +52,16 @@ a job that sends nothing (no progress, no notice) for longer than
 :func:`silence_limit` allows is killed and named: a job stopped (SIGSTOP),
 hung in its adapter or deadlocked. Its part of the plan is then missing
 from the merge, which is inconclusive (exit 3) and says which job and why.
-The limit comes from the budget: a whole run may last ``--budget`` plus
-its shrink budget (``harness.session._engine.shrink_deadline``), and a job
-gets that long again, up to :data:`STOP_SECONDS`, to write its report and
-clean up. A job's notices and progress come at least when its search starts
-(the seed it plans from) and after every scenario, and its search started
-before the parent's share ended (the jobs share one plan queue and one
-budget), so a healthy job is never that silent. (A job whose adapter
-``setup()`` takes longer than the parent's whole share plus that limit is
+The limit comes from the budget and from what the run took so far: a
+whole run may last ``--budget`` plus its shrink budget
+(``harness.session._engine.shrink_deadline``), and on top of that a job
+gets as long as the parent's own share took (this adapter's setup, probe,
+search and report, on this machine, now): time to finish the scenario in
+hand, shrink and write its report. A job's notices and progress come at
+least when its search starts (the seed it plans from) and after every
+scenario, and its search started before the parent's share ended (the jobs
+share one plan queue and one budget), so a healthy job is never that
+silent. (A job whose adapter ``setup()`` alone takes longer than that is
 called stuck too.)
 
 The wire between the parent and jobs 2..N is one JSON object per line on
@@ -109,16 +111,18 @@ Share = Callable[[Settings, Sequence[Path], Path, Path, Log, Callable[[Outcome],
 STOP_SECONDS = 60.0
 
 
-def silence_limit(settings: Settings) -> float:
-    """How long a job may send nothing, once the parent's share has ended,
-    before it is called stuck and killed: the longest a run may last
-    (``--budget`` plus its shrink budget), plus as long again for writing
-    its report and cleaning up, but no more than :data:`STOP_SECONDS` for
-    that (what a job gets after a signal). ``--budget 90``: 112.5 + 60 s."""
+def silence_limit(settings: Settings, share_seconds: float) -> float:
+    """How long a job may send nothing, once the parent's share has ended
+    (after ``share_seconds``: the parent's start, setup, probe, search and
+    report), before it is called stuck and killed: the longest a run may
+    last (``--budget`` plus its shrink budget) plus ``share_seconds``, as
+    long as this adapter on this machine took to do what a job still may
+    (finish a scenario, shrink, write its report). ``--budget 90`` and a
+    share of 100 s: 212.5 s. A tiny budget (``--budget 0.001``) still
+    leaves a job the parent's own time."""
     from .session._engine import shrink_seconds
 
-    run = settings.budget_seconds + shrink_seconds(settings)
-    return run + min(run, STOP_SECONDS)
+    return settings.budget_seconds + shrink_seconds(settings) + share_seconds
 
 
 def job_seed(settings: Settings) -> int:
@@ -235,9 +239,9 @@ class _Job:
             silent, limit = self.stuck
             return (
                 f"job {self.k} of {self.n} sent nothing for {silent:.0f} s, longer than a job "
-                f"may ({limit:g} s: the budget and shrink budget of a whole run, plus time to "
-                "write its report), and was killed: its part of the plan was not run to the end, "
-                "and is not judged here"
+                f"may ({limit:.0f} s: the budget and shrink budget of a whole run, plus as long "
+                "as this process's own share took), and was killed: its part of the plan was not "
+                "run to the end, and is not judged here"
             )
         code = self.proc.returncode
         how = (
@@ -417,7 +421,7 @@ def run_jobs(
             with contextlib.suppress(_Refused):  # another job refused the run: said below
                 share(mine, files, prepared, plan_queue, say, own_progress)
             own.running = False
-            _follow(jobs, inbox, handle, silence_limit(settings))
+            _follow(jobs, inbox, handle, silence_limit(settings, time.monotonic() - started))
         except Interrupted as exc:
             interrupted = exc
             for job in jobs:

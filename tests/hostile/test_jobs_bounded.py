@@ -95,8 +95,9 @@ def test_a_stopped_job_is_killed_and_named_once_the_budget_allows_no_more(
 ) -> None:
     """Job 2 SIGSTOPped as it starts: it never sends a thing. Once the
     parent's share has ended, the parent gives it what a run may last
-    (``--budget 3`` + a quarter for shrinking) and as long again, then
-    kills it: exit 3, its part of the plan missing, the report says why."""
+    (``--budget 3`` + a quarter for shrinking) plus as long as its own
+    share took, then kills it: exit 3, its part of the plan missing, the
+    report says why."""
     proc = _start(tmp_path, "--max-examples", "4", "--budget", "3")
     started.append(proc)
     job = _job(proc.pid)
