@@ -65,3 +65,20 @@ def test_the_sampling_reserve_follows_the_measured_pace(engine: Engine) -> None:
     assert not engine._left_for_sampling(_outcome(engine, "measured"))
     # a declared cost stays the adapter's word for longer (a runtime on real time)
     assert engine._left_for_sampling(_outcome(engine, "declared"))
+
+
+def test_a_measured_plan_has_a_warm_run_before_the_search(tmp_path: Path) -> None:
+    """The first planned scenario's oracle runs before the plan (it is cached:
+    that scenario runs it anyway), so even with no probe run before it the
+    plan is measured, and the estimate leaves out a first run when it has
+    another."""
+    settings = load_settings(
+        "dev", seed=0, max_examples=3, budget_seconds=600, report_dir=str(tmp_path / "r")
+    )
+    engine = Engine(UpgradeToy("action"), settings)
+    try:
+        outcome = engine.run(probe_universe(engine.adapter))
+    finally:
+        engine.close()
+    assert outcome.scenario_cost == "measured" and outcome.scenario_seconds is not None
+    assert outcome.scenario_seconds == MEASURED_RUNS * engine.fault_free_seconds[0]
