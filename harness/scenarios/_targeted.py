@@ -171,6 +171,7 @@ def targeted(u: Universe) -> list[Scenario]:
         _deliveries_while_held(aim),
         _memory_while_down(aim),
         _upgrades(aim),
+        _rollbacks(aim),
         _outages(aim),
         _wait_deadlines(aim),
         first_ends,
@@ -863,6 +864,47 @@ def _upgrades(a: _Aim) -> list[Scenario]:
         )
         groups.append([plain, decided_old, *kills])
     return _interleave(groups)
+
+
+#: rollback-order schedules at most
+MAX_ROLLBACKS = 3
+
+
+def _rollbacks(a: _Aim) -> list[Scenario]:
+    """A rollback order of code versions: this release's worker, then the
+    previous release's, then this release's again (a deploy rolled back and
+    forward, or a rolling deploy whose old workers still serve). Today's
+    worker runs a gated run until it waits for its decision, so what the
+    run has stored (its payload, its approval's parameters, its definition)
+    is as today's code wrote it; the decision arrives; the previous
+    release's worker claims the run and meets records newer than itself;
+    then today's worker again. The older code must park the run loudly or
+    finish it right: one that fails the run it cannot read, reads a newer
+    payload as its own shape, or writes it back stamped with its own
+    version (which today's code then upgrades a second time) ends the run
+    unlike the oracle (``migration_safety``). The forward upgrades
+    (``_upgrades``) never show the old code a newer record.
+    Per gated workflow, the run submitted by the previous release (so the
+    payload the old code meets is one today's code upgraded), then, for
+    the first, one submitted by today's code (a definition from the
+    future); a few."""
+    if "migration" not in a.families:
+        return []
+    gated = [wf for wf in a.workflows if wf.needs_approval]
+
+    def rollback(wf: WorkflowSpec, submitted: str, code_version: int | None) -> Scenario:
+        return _scenario(
+            f"{wf.name}/rollback/{submitted}",
+            _run(wf, code_version=code_version),
+            RunWorker(worker_id="n1"),
+            Approve(run_id="r1"),
+            RunWorker(worker_id="o1", code_version=1),
+            RunWorker(worker_id="n2"),
+        )
+
+    out = [rollback(wf, "submitted_by_older_release", 1) for wf in gated]
+    out[1:1] = [rollback(wf, "submitted_by_this_release", None) for wf in gated[:1]]
+    return out[:MAX_ROLLBACKS]
 
 
 def _kills_before(a: _Aim) -> list[Scenario]:

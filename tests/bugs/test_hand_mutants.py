@@ -176,6 +176,29 @@ MUTANTS = (
         # caught since targeted last_window (issue 28, gap 7)
         caught=True,
     ),
+    HandMutant(
+        "unreadable-record-fails-the-run",
+        1,
+        "a run whose records this code cannot read would sit in the queue for ever: "
+        "fail it, loudly, with the reason (an older worker of a rolling deploy then "
+        "fails every run the newer code touched)",
+        (
+            Edit(
+                "_executor/_loop.py",
+                "            # Never mis-read or overwrite what newer code wrote: park the run\n"
+                "            # untouched and let a newer worker continue it.\n"
+                "            sc.store.park(run.run_id, str(exc), sc.now())\n",
+                "            # A record this code cannot read would block the queue for\n"
+                "            # ever: fail the run, loudly, with the reason.\n"
+                "            sc.commit(\n"
+                '                run, status=S.FAILED, error=str(exc), action="unreadable"\n'
+                "            )\n",
+            ),
+        ),
+        # caught since targeted rollback orders (issue 28, gap 8): forward
+        # upgrades never show the older code a newer record
+        caught=True,
+    ),
     # -- 2. the shared-oracle blind spot ----------------------------------------
     HandMutant(
         "idempotency-key-from-request-content",
@@ -858,6 +881,11 @@ CAUGHT_BY: dict[str, tuple[str, set[str]]] = {
     "finished-run-recovered-without-its-output": (
         "targeted/refund/last_window/",
         {"resume_equivalence"},
+    ),
+    # the previous release meets what this release wrote and fails the run
+    "unreadable-record-fails-the-run": (
+        "targeted/refund/rollback/",
+        {"migration_safety"},
     ),
 }
 

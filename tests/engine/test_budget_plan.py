@@ -42,6 +42,7 @@ CATEGORY = {
     "last_window": "last window",
     "memory_while_down": "memory while down",
     "upgrade_mid_run": "upgrades",
+    "rollback": "rollbacks",
     "outage_before": "outages",
     "kill_in_first_commit": "first commit",
     "cancel_while_held": "operator",

@@ -121,6 +121,7 @@ def test_the_first_round_holds_one_scenario_of_every_category() -> None:
         "deliver_while_held",
         "memory_while_down",
         "upgrade_mid_run",
+        "rollback",
         "outage_before",
         "deadline_passes",
         "kill_in_first_commit",
@@ -490,3 +491,28 @@ def test_a_kill_lands_after_the_last_write_before_the_run_is_recorded_ended() ->
     kills = [x.crash for x in last[0].steps if isinstance(x, RunWorker) and x.crash is not None]
     assert kills == [CrashSpec(site="c", nth=1)]
     assert not [s for s in targeted(universe(families=("world",))) if "last_window" in s.name]
+
+
+def test_a_rollback_order_shows_the_older_code_what_this_release_wrote() -> None:
+    rollbacks = [s for s in targeted(universe()) if "/rollback/" in s.name]
+    # per gated workflow, a run the previous release accepted; for the first,
+    # one this release accepted too (its definition is from the future)
+    assert [s.name for s in rollbacks] == [
+        "targeted/pay/rollback/submitted_by_older_release",
+        "targeted/pay/rollback/submitted_by_this_release",
+    ]
+    older, this = rollbacks
+    assert [r.code_version for r in (*older.runs, *this.runs)] == [1, None]
+    # this release runs it until it waits, the decision, the previous
+    # release's worker, this release's again
+    workers = [x for x in older.steps if isinstance(x, RunWorker)]
+    assert [(x.worker_id, x.code_version) for x in workers] == [
+        ("n1", None),
+        ("o1", 1),
+        ("n2", None),
+    ]
+    assert [x.op for x in older.steps][2:4] == ["approve", "run_worker"]
+    assert not [
+        s for s in targeted(universe(families=("crash", "message"))) if "rollback" in s.name
+    ]
+
