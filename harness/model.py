@@ -212,6 +212,10 @@ class Approve(_Frozen):
     one that counts, so the run must end as if only it had come (it is
     not named by the fault). A runtime whose outcome depends on how many
     messages a worker finds waiting lets the last one win.
+    ``misdirected``: a decision the approver genuinely signed, with the
+    right role and parameters, for the approval run ``signed_for`` waits on
+    (another approval of the same tenant), delivered to this run: signed
+    for another approval, it decides nothing here.
     ``copies`` > 1 delivers the same message again (same message id);
     ``fresh_copies`` > 0 delivers further distinct messages with the same decision.
     ``decision``: ``planned`` (the run's own) or ``opposite`` (the other one:
@@ -223,11 +227,21 @@ class Approve(_Frozen):
     op: Literal["approve"] = "approve"
     run_id: str
     variant: Literal[
-        "valid", "forged", "wrong_role", "wrong_params", "cross_tenant", "changed_mind"
+        "valid",
+        "forged",
+        "wrong_role",
+        "wrong_params",
+        "cross_tenant",
+        "changed_mind",
+        "misdirected",
     ] = "valid"
     decision: Literal["planned", "opposite"] = "planned"
     copies: int = 1
     fresh_copies: int = 0
+    #: ``misdirected``: the run whose approval the decision is genuinely
+    #: signed for (another run of the same tenant, or this run for an
+    #: approval it asked for before)
+    signed_for: str | None = None
 
 
 class AdvanceClock(_Frozen):
@@ -459,6 +473,8 @@ def describe_step(step: BaseModel) -> str:
             what = "another tenant's message (a decision it signed, or the event waited on)"
         if step.variant == "changed_mind":
             what = "the planned decision, then at once the approver's opposite one,"
+        if step.variant == "misdirected":
+            what = f"a decision genuinely signed for {step.signed_for}'s approval"
         return f"deliver {what} for {step.run_id}{copies}{fresh}"
     if isinstance(step, AdvanceClock):
         return f"advance the clock {step.seconds:g} s"

@@ -6,7 +6,9 @@ carries. Only a ``valid`` message (or the same message delivered again) is
 the approver speaking; a ``forged``, ``wrong_role`` (or ``wrong_role_above``:
 a wrong role on each side of the expected one), ``wrong_params`` or
 ``cross_tenant`` message may carry any decision, even the opposite of the
-approver's. Who a message speaks for is the harness's record too: a
+approver's, and so may a ``misdirected`` one (genuinely signed, but for
+another approval than the one the run waits on: not this run's approver).
+Who a message speaks for is the harness's record too: a
 decision signed for one tenant (the ``tenant`` the deliver event names, the
 tenant whose key the world's authority signed it with) is never the
 approver of another tenant's run (``run_tenant``, from the scenario), even
@@ -25,7 +27,9 @@ from ..model import EventF
 from ._base import vstr
 
 #: Variants of a message the approver did not genuinely send as it reads.
-REFUSED = frozenset({"forged", "wrong_role", "wrong_role_above", "wrong_params", "cross_tenant"})
+REFUSED = frozenset(
+    {"forged", "wrong_role", "wrong_role_above", "wrong_params", "cross_tenant", "misdirected"}
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ class Delivered:
     message_id: str | None
     approval_id: str | None
     #: valid | forged | wrong_role | wrong_role_above | wrong_params |
-    #: cross_tenant | duplicate | changed_mind
+    #: cross_tenant | misdirected | duplicate | changed_mind
     variant: str
     #: approved | rejected
     decision: str

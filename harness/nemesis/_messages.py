@@ -1,8 +1,9 @@
 """Message faults: approval decisions forged, for the wrong role (one on
 each side of the expected one) or parameters, delivered twice (same
-message) or again (a fresh message), and messages of another tenant naming
+message) or again (a fresh message), messages of another tenant naming
 the run (``cross_tenant``: a decision that tenant's approver genuinely
-signed, or the event the run waits on).
+signed, or the event the run waits on), and decisions genuinely signed for
+another approval of the run's tenant (``misdirected``).
 
 A valid, single delivery is no fault; it goes through here too, so that
 every approval the runner delivers (``Quiesce`` approves what waits) is made
@@ -36,6 +37,9 @@ def approve(ctx: StepContext, step: Approve) -> None:
         return
     if step.decision == "opposite":
         decision = _other(decision)
+    if step.variant == "misdirected":
+        _misdirect(ctx, step.run_id, step.signed_for or step.run_id, decision)
+        return
     for copy in range(1 + step.fresh_copies):
         for asked in ASKED.get(step.variant, (step.variant,)):
             mid = ctx.message_id(step.run_id, "decision")
@@ -79,6 +83,39 @@ def _change_mind(ctx: StepContext, run_id: str, decision: str) -> None:
         return  # the run waits for no approval: said when the first was not sent
     ctx.recorder.fault("changed_mind_message", True, run_id=run_id, decision=decision)
     deliver_message(ctx, msg, "changed_mind", decision)
+
+
+def _misdirect(ctx: StepContext, run_id: str, signed_for: str, decision: str) -> None:
+    """A decision the approver genuinely signed (right tenant, key, role and
+    parameters) for the approval ``signed_for`` waits on, delivered to
+    ``run_id``: the environment makes it for ``signed_for`` as a valid
+    decision, and the harness addresses its envelope to ``run_id`` (the
+    signed payload still names the approval it was signed for). Signed for
+    another approval, it must decide nothing for ``run_id``; a runtime that
+    checks the signature, the tenant and the role but not which approval a
+    decision answers takes it (the approval ids of one workflow's runs
+    differ only by run). Nothing is delivered, said in the history, when
+    ``signed_for`` waits for no approval."""
+    mid = ctx.message_id(run_id, "decision")
+    msg = ctx.env.approval_message(signed_for, decision, "valid", mid)
+    if msg is None:
+        ctx.recorder.fault(
+            "misdirected_message",
+            False,
+            run_id=run_id,
+            signed_for=signed_for,
+            reason=f"{signed_for} waits for no approval: no decision signed for it to misdirect",
+        )
+        return
+    payload = msg.get("payload")
+    ctx.recorder.fault(
+        "misdirected_message",
+        True,
+        run_id=run_id,
+        signed_for=signed_for,
+        approval_id=payload.get("approval_id") if isinstance(payload, dict) else None,
+    )
+    deliver_message(ctx, {**msg, "run_id": run_id}, "misdirected", decision)
 
 
 def _claims(asked: str, msg: dict[str, Any]) -> dict[str, Any]:

@@ -59,6 +59,7 @@ KIND_FAMILY: dict[str, str] = {
     "wrong_params_message": "message",
     "cross_tenant_message": "message",
     "changed_mind_message": "message",
+    "misdirected_message": "message",
     "valid_message": "message",
     "clock": "late_approval",
     "world_fault": "world",

@@ -277,6 +277,14 @@ def _messages(a: _Aim) -> list[Scenario]:
     indistinguishable. Then once the other way round: the approver approves,
     a forged message rejects (a trusting runtime cancels the run).
 
+    A decision genuinely signed for another approval of the run's tenant
+    (``misdirected``): the twin run's, same workflow and input, so the same
+    role and parameters; only the approval it answers differs. It carries
+    the decision the twin's approver gives (approved) to a run whose
+    approver rejects, so a runtime that checks signature, tenant, role and
+    parameters but not which approval a decision answers refunds a
+    customer nobody approved.
+
     A message of another tenant naming the run (``cross_tenant``): the
     decision that tenant's approver genuinely signed, with its own key,
     carrying the opposite decision; and, for each workflow whose fault-free
@@ -306,6 +314,19 @@ def _messages(a: _Aim) -> list[Scenario]:
         )
         for wf in gated[:1]
         for variant in ("forged", "wrong_role", "wrong_params", "cross_tenant")
+    ]
+    # The decision the approver genuinely signed for another run's approval
+    # (same tenant, workflow and input, so the same role and parameters),
+    # addressed to this run, which the approver will reject.
+    refused += [
+        _scenario(
+            f"{wf.name}/misdirected_decision",
+            _run(wf).model_copy(update={"decision": "rejected"}),
+            Submit(run=_run(wf).model_copy(update={"run_id": "r2"})),
+            RunWorker(worker_id="w1"),
+            Approve(run_id="r1", variant="misdirected", decision="opposite", signed_for="r2"),
+        )
+        for wf in gated[:1]
     ]
     refused += [
         _scenario(

@@ -393,6 +393,22 @@ MUTANTS = (
         # sampled share), missed by the same command here a few minutes before
         flaky=True,
     ),
+    HandMutant(
+        "decision-approval-id-not-compared",
+        3,
+        "the decision came to this run's inbox, signed with its tenant's key by the "
+        "right role for the same parameters: which approval it names is bookkeeping",
+        (
+            Edit(
+                "_approvals.py",
+                "    if message.tenant != approval.tenant"
+                " or approval_id != approval.approval_id:\n",
+                "    if message.tenant != approval.tenant:\n",
+            ),
+        ),
+        # caught since targeted misdirected decisions (issue 28, gap 6)
+        caught=True,
+    ),
     # -- 4. faults the harness cannot inject yet --------------------------------
     HandMutant(
         "reconcile-lookup-failure-read-as-not-found",
@@ -886,6 +902,11 @@ CAUGHT_BY: dict[str, tuple[str, set[str]]] = {
     "unreadable-record-fails-the-run": (
         "targeted/refund/rollback/",
         {"migration_safety"},
+    ),
+    # the twin's genuine approval refunds a customer the approver rejected
+    "decision-approval-id-not-compared": (
+        "targeted/refund/misdirected_decision",
+        {"approval_integrity"},
     ),
 }
 

@@ -34,6 +34,7 @@ CATEGORY = {
     "forged_rejection": "messages",
     "cross_tenant_decision": "messages",
     "cross_tenant_event": "messages",
+    "misdirected_decision": "messages",
     "changed_mind": "messages",
     "memory": "memory",
     "tenant_twin": "tenant twins",

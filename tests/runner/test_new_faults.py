@@ -228,3 +228,43 @@ def test_an_environment_that_makes_no_event_message_leaves_it_not_fired(
     (fault,) = _cross_faults(history)
     assert fault["fired"] is False and "event_message" in str(fault["reason"])
     assert not [e for e in history.by_f(EventF.DELIVER) if e.type == "invoke"]
+
+
+MISDIRECTED = Approve(run_id="r1", variant="misdirected", decision="opposite", signed_for="r2")
+
+
+def test_a_decision_signed_for_the_twins_approval_is_addressed_to_the_run(
+    tmp_path: Path,
+) -> None:
+    rejected = REFUND.model_copy(update={"decision": "rejected"})
+    twin = Submit(run=REFUND.model_copy(update={"run_id": "r2"}))
+    history, results = run(tmp_path / "d", rejected, twin, RunWorker(worker_id="w1"), MISDIRECTED)
+    (fault,) = [e.value for e in history.faults("misdirected_message")]
+    assert (fault["fired"], fault["run_id"], fault["signed_for"]) == (True, "r1", "r2")
+    sent = [e.value for e in history.by_f(EventF.DELIVER) if e.type == "invoke"]
+    # r2's approver's genuine approval (its approval id, signed), for r1
+    assert (sent[0]["run_id"], sent[0]["approval_id"], sent[0]["variant"]) == (
+        "r1",
+        "r2:refund",
+        "misdirected",
+    )
+    assert (sent[0]["decision"], sent[0]["tenant"]) == ("approved", "acme")
+    # the runtime refuses it: r1 ends as its approver decides
+    assert history.finals()["r1"].value["state"] == "cancelled"
+    assert history.finals()["r2"].value["state"] == "completed"
+    assert {r.verdict for r in results.values()} == {Verdict.PASS}, results
+    # a run that waits for no approval: nothing to misdirect, said
+    history, _ = run(
+        tmp_path / "n",
+        REFUND,
+        Submit(run=RESEARCH.model_copy(update={"run_id": "r2"})),
+        RunWorker(worker_id="w1"),
+        MISDIRECTED,
+    )
+    (fault,) = [e.value for e in history.faults("misdirected_message")]
+    assert fault["fired"] is False and "waits for no approval" in str(fault["reason"])
+    assert not [
+        e
+        for e in history.by_f(EventF.DELIVER)
+        if e.type == "invoke" and e.value["variant"] == "misdirected"
+    ]

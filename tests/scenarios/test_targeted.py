@@ -86,7 +86,7 @@ def test_targeted_schedules_are_small_unique_and_deterministic() -> None:
     assert len(names) == len(set(names))
     for s in first:
         # one run; two only where the same run is submitted twice
-        twice = "/tenant_twin/" in s.name or "/run_twin/" in s.name
+        twice = any(f"/{k}" in s.name for k in ("tenant_twin/", "run_twin/", "misdirected_"))
         assert len(s.runs) == (2 if twice else 1), s.name
         assert len(s.steps) <= 8, s.name
 
@@ -516,3 +516,22 @@ def test_a_rollback_order_shows_the_older_code_what_this_release_wrote() -> None
         s for s in targeted(universe(families=("crash", "message"))) if "rollback" in s.name
     ]
 
+
+def test_a_decision_signed_for_another_approval_of_the_tenant_is_addressed_to_the_run() -> None:
+    mis = [s for s in targeted(universe()) if "/misdirected_" in s.name]
+    assert [s.name for s in mis] == ["targeted/pay/misdirected_decision"]
+    run, twin = mis[0].runs
+    # the twin: same tenant, workflow and input, so the same role and
+    # parameters; the run's approver rejects, the twin's approves
+    assert (run.run_id, run.decision, twin.run_id, twin.decision) == (
+        "r1",
+        "rejected",
+        "r2",
+        "approved",
+    )
+    assert run.model_copy(update={"run_id": "r2", "decision": "approved"}) == twin
+    (approve,) = (x for x in mis[0].steps if isinstance(x, Approve))
+    assert (approve.run_id, approve.variant, approve.signed_for) == ("r1", "misdirected", "r2")
+    # it carries the decision the twin's approver gives
+    assert approve.decision == "opposite"
+    assert not [s for s in targeted(universe(families=("crash",))) if "misdirected" in s.name]
