@@ -32,7 +32,6 @@ default).
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -269,10 +268,10 @@ class Report(_Frozen):
     def to_json(self) -> str:
         """The canonical text of ``report.json`` (sorted keys, 2-space indent):
         the same report always gives the same bytes."""
-        data = self.model_dump(mode="json")
-        adapter = data["adapter"]
-        adapter["description"] = _finite(adapter["description"])
-        return json.dumps(data, indent=2, sort_keys=True, allow_nan=False)
+        # (the free-form adapter description's non-finite floats dump as null)
+        return json.dumps(
+            self.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False
+        )
 
     @property
     def folder(self) -> Path | None:
@@ -306,18 +305,6 @@ class Report(_Frozen):
     def failed(self) -> list[PropertyReport]:
         """The properties that failed."""
         return [p for p in self.properties if p.verdict == "fail"]
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float as its text (only the adapter's
-    free-form ``description`` can hold one: typed fields refuse them)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
 
 
 def report_schema() -> dict[str, Any]:
