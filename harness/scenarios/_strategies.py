@@ -78,10 +78,6 @@ FAMILY_KINDS: dict[str, tuple[str, ...]] = {
 #: and the targeted schedules do not.
 ONCE_PER_SCENARIO = frozenset({"network"})
 
-#: One run in this many after the first is the identical twin of the run
-#: before it (see ``run_specs``)
-TWIN_ODDS = 4
-
 #: A swarm gives each of its families a weight from 1 to this: how often an
 #: episode is of that family, relative to the others in the swarm.
 MAX_WEIGHT = 4
@@ -213,15 +209,8 @@ def offers_lookup(service: str) -> bool:
 @st.composite
 def run_specs(draw: st.DrawFn, u: Universe) -> tuple[RunSpec, ...]:
     n = draw(st.integers(min_value=1, max_value=u.max_runs))
-    runs: list[RunSpec] = []
+    runs = []
     for i in range(n):
-        # Sometimes the identical twin of the run before (same tenant,
-        # workflow, input and decision): each must have effects of its own,
-        # and a runtime that keys an effect by its content answers the
-        # second with the first's. Shrinks to no twin.
-        if runs and draw(st.integers(0, TWIN_ODDS - 1)) == TWIN_ODDS - 1:
-            runs.append(runs[-1].model_copy(update={"run_id": f"r{i + 1}"}))
-            continue
         wf = draw(st.sampled_from(u.workflows))
         payload = draw(st.sampled_from(wf.inputs))
         tenant = draw(st.sampled_from(TENANTS))
