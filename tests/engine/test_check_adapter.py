@@ -76,7 +76,10 @@ def test_the_minimal_adapter_is_ready_and_told_what_it_leaves_untested(tmp_path:
     assert "memory:" not in block  # no memory_injection capability: nothing to aim
     for capability, what in CAPABILITY_GAPS.items():
         assert f"  {capability.value:19} {what}\n" in proc.stdout
-    assert f"(next: harness run --adapter {TOY} --adapter-opt keyed=true)" in proc.stdout
+    # the example's folder is not where a plain `harness` looks: the next
+    # command carries the PYTHONPATH it needs
+    assert f"harness run --adapter {TOY} --adapter-opt keyed=true)" in proc.stdout
+    assert "(next: PYTHONPATH=" in proc.stdout
 
 
 def test_memory_injection_with_nowhere_to_aim_is_said_before_any_run(tmp_path: Path) -> None:
