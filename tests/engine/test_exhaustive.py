@@ -10,12 +10,16 @@ from engine_support import BROKEN, harness_cli
 
 
 @pytest.mark.slow  # a worker killed at every (crash point x hit) of the refund
+@pytest.mark.timeout(600)
 def test_exhaustive_mode_kills_at_every_boundary_of_the_refund_and_every_property_holds(
     tmp_path: Path,
 ) -> None:
+    # --budget: a bound, not the subject here. The dev profile's 60 s was run
+    # out on a busy machine (pytest -n 4 on two cores, other jobs): 23 of the
+    # 58 scenarios, inconclusive.
     proc = harness_cli(
-        "run", "--adapter", "reference", "--exhaustive", "refund", "--report-dir", str(tmp_path),
-        cwd=tmp_path, timeout=600,
+        "run", "--adapter", "reference", "--exhaustive", "refund", "--budget", "400",
+        "--report-dir", str(tmp_path), cwd=tmp_path, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "report.json").read_text())
