@@ -298,6 +298,9 @@ class InjectMemory(_Frozen):
     ``stale``: an older version, then the newer one that supersedes it;
     ``stale_reordered``: the same two versions arriving out of order (the
     newer first, the older late): the older must still never be read.
+    ``lapsed_newest``: a live version, then a newer one that has already
+    expired: the key's newest version lapsed, so the key is absent; the
+    older, live version is superseded and must never answer for it.
     ``expires_in`` (``expired`` only): the record is live when planted and
     expires that many seconds later, so it is expired only once the clock
     has moved past it (without it, it expired a second before planting).
@@ -308,7 +311,15 @@ class InjectMemory(_Frozen):
     namespace: str
     key: str
     value: Any
-    kind: Literal["poisoned", "cross_tenant", "expired", "stale", "stale_reordered", "trusted"]
+    kind: Literal[
+        "poisoned",
+        "cross_tenant",
+        "expired",
+        "stale",
+        "stale_reordered",
+        "trusted",
+        "lapsed_newest",
+    ]
     provenance: Literal["user_supplied", "system_verified", "tool_output"] = "user_supplied"
     expires_in: float | None = Field(None, gt=0)
     #: the key is one the run writes itself: anything planted there, even a

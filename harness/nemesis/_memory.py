@@ -10,8 +10,8 @@ CLAIMED_TRUST = 1.0
 
 
 def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
-    """Plant a poisoned, cross-tenant, expired, stale (in or out of order)
-    or trusted record."""
+    """Plant a poisoned, cross-tenant, expired, stale (in or out of order),
+    lapsed-newest or trusted record."""
     env = ctx.env
     now = env.now()
     owner = step.tenant
@@ -53,10 +53,17 @@ def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
     env.inject_memory(record)
     if step.kind == "stale":
         env.inject_memory(newer)
+    if step.kind == "lapsed_newest":
+        # The newest version lapsed (expired a second ago) over a live older
+        # one: the key is absent now. A reader that drops lapsed versions
+        # before it picks the newest answers with the superseded one.
+        env.inject_memory({**newer, "expires_at": now - 1.0})
     # Recorded as what it is to a reader: a stale (superseded) version,
     # whatever order it arrived in; ``arrival`` says which.
-    kind = "stale" if stale else step.kind
-    extra = {"arrival": "late"} if step.kind == "stale_reordered" else {}
+    kind = "stale" if stale or step.kind == "lapsed_newest" else step.kind
+    extra: dict[str, str] = {"arrival": "late"} if step.kind == "stale_reordered" else {}
+    if step.kind == "lapsed_newest":
+        extra["newest"] = "expired"
     ctx.recorder.record(
         "info",
         EventF.MEMORY,

@@ -93,6 +93,10 @@ OUTAGE_CALLS = 8
 #: (not ``trusted``: a live, verified record of the tenant's own is no fault,
 #: and may rightly change what the run is allowed to do)
 MEMORY_KINDS = ("poisoned", "cross_tenant", "expired", "stale", "stale_reordered")
+#: shapes of planted memory aimed at once, not swept with the clock
+MEMORY_SHAPES = ("lapsed_newest",)
+#: lapsed-newest plants at most (one per workflow with a memory target)
+MAX_LAPSED = 2
 #: memory schedules at most, first each (kind, when, key) once
 MAX_MEMORY = 20
 #: kills right after a commit at most (hand-offs first)
@@ -233,7 +237,7 @@ def schedule_kind(name: str) -> str:
     parts = name.split("/")
     if len(parts) < 3 or parts[0] != "targeted":
         return ""
-    if len(parts) > 3 and parts[3] in MEMORY_KINDS:
+    if len(parts) > 3 and parts[3] in (*MEMORY_KINDS, *MEMORY_SHAPES):
         return f"{parts[2]}/{parts[3]}"
     return parts[2]
 
@@ -425,7 +429,12 @@ def _memory(a: _Aim) -> list[Scenario]:
     """Memory planted before the run reads it, at its workflow's first
     memory target (declared, or a namespace its fault-free run read):
     user-supplied text where a workflow waits for an approval (it could
-    waive one), other tenants' / expired / superseded records elsewhere."""
+    waive one), other tenants' / expired / superseded records elsewhere.
+    And, on the first few workflows, a verified version whose newer
+    version has lapsed (``lapsed_newest``): the key is absent, as in the
+    oracle; a reader that drops lapsed versions before it picks the newest
+    reads the superseded one (where a workflow waits for an approval, a
+    verified waiver that no longer holds)."""
     if "memory" not in a.families:
         return []
     by_kind: dict[str, list[Scenario]] = {}
@@ -435,7 +444,11 @@ def _memory(a: _Aim) -> list[Scenario]:
         if not aimed:
             continue  # no place its runs read: a plant would test nothing
         namespace, key, value = aimed[0]
-        kinds = ("poisoned",) if wf.needs_approval else ("cross_tenant", "expired", "stale")
+        kinds: tuple[str, ...] = ("poisoned",)
+        if not wf.needs_approval:
+            kinds = ("cross_tenant", "expired", "stale")
+        if len(by_kind.get("lapsed_newest", ())) < MAX_LAPSED:
+            kinds += ("lapsed_newest",)
         for kind in kinds:
             plant = InjectMemory(
                 tenant=run.tenant,

@@ -199,6 +199,28 @@ MUTANTS = (
         # upgrades never show the older code a newer record
         caught=True,
     ),
+    HandMutant(
+        "lapsed-memory-dropped-before-the-newest-is-picked",
+        1,
+        "an expired memory record is no record: leave expired versions out before "
+        "ranking the versions of each key (a key whose newest version expired is then "
+        "answered by the version it superseded)",
+        (
+            Edit(
+                "store/_sql/_memory.py",
+                '            " WHERE tenant = ? AND namespace = ?) AS v"\n',
+                '            " WHERE tenant = ? AND namespace = ?"\n'
+                '            " AND (expires_at IS NULL OR expires_at > ?)) AS v"\n',
+            ),
+            Edit(
+                "store/_sql/_memory.py",
+                "            rows = tx.all(sql, tenant, namespace, now, min_trust)\n",
+                "            rows = tx.all(sql, tenant, namespace, now, now, min_trust)\n",
+            ),
+        ),
+        # caught since targeted lapsed-newest plants (issue 28, gap 5)
+        caught=True,
+    ),
     # -- 2. the shared-oracle blind spot ----------------------------------------
     HandMutant(
         "idempotency-key-from-request-content",
@@ -902,6 +924,11 @@ CAUGHT_BY: dict[str, tuple[str, set[str]]] = {
     "unreadable-record-fails-the-run": (
         "targeted/refund/rollback/",
         {"migration_safety"},
+    ),
+    # the superseded waiver, still verified, waives the approval
+    "lapsed-memory-dropped-before-the-newest-is-picked": (
+        "targeted/refund/memory/lapsed_newest",
+        {"memory_safety", "approval_integrity"},
     ),
     # the twin's genuine approval refunds a customer the approver rejected
     "decision-approval-id-not-compared": (

@@ -268,3 +268,33 @@ def test_a_decision_signed_for_the_twins_approval_is_addressed_to_the_run(
         for e in history.by_f(EventF.DELIVER)
         if e.type == "invoke" and e.value["variant"] == "misdirected"
     ]
+
+
+def test_a_key_whose_newest_version_lapsed_is_absent_not_its_older_version(
+    tmp_path: Path,
+) -> None:
+    history, results = run(
+        tmp_path,
+        RESEARCH,
+        InjectMemory(
+            tenant="acme",
+            namespace="research/tides",
+            key="evidence-9",
+            value={"claim": "c"},
+            kind="lapsed_newest",
+            provenance="system_verified",
+        ),
+        RunWorker(worker_id="w1"),
+    )
+    # recorded as what it is to a reader: the live older version, superseded
+    [planted] = history.by_f(EventF.MEMORY)
+    assert (planted.value["kind"], planted.value["newest"]) == ("stale", "expired")
+    assert planted.value["expires_at"] is None
+    older = planted.value["memory_id"]
+    read = {m for c in history.by_f(EventF.CONTEXT) for m in c.value.get("memory_ids") or []}
+    assert not {older, older[:-1] + "2"} & read  # neither version answers for the key
+    # the key is absent, as in the oracle: the run is compared with it
+    (fault,) = history.faults("memory")
+    assert fault.value["runs"] == []
+    assert {r.verdict for r in results.values()} == {Verdict.PASS}, results
+    assert results["memory_safety"].evidence > 0

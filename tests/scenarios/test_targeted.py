@@ -26,7 +26,7 @@ from harness.scenarios import (
     profile_workflow,
     targeted,
 )
-from harness.scenarios._targeted import MEMORY_KINDS, OUTAGE_CALLS, WORLD_MODES
+from harness.scenarios._targeted import MEMORY_KINDS, OUTAGE_CALLS, WORLD_MODES, schedule_kind
 from harness.scenarios._universe import PLANTED_KEY
 
 CAPS = frozenset(Capability) - {Capability.STORAGE_FAULTS}
@@ -535,3 +535,23 @@ def test_a_decision_signed_for_another_approval_of_the_tenant_is_addressed_to_th
     # it carries the decision the twin's approver gives
     assert approve.decision == "opposite"
     assert not [s for s in targeted(universe(families=("crash",))) if "misdirected" in s.name]
+
+
+def test_a_verified_version_is_planted_under_a_newer_one_that_lapsed() -> None:
+    lapsed = [s for s in targeted(universe()) if s.name.endswith("/memory/lapsed_newest")]
+    # at each workflow's first memory target, gated first; a kind of its own
+    assert [s.name for s in lapsed] == [
+        "targeted/pay/memory/lapsed_newest",
+        "targeted/look/memory/lapsed_newest",
+    ]
+    assert schedule_kind(lapsed[0].name) == "memory/lapsed_newest"
+    (plant,) = (x for x in lapsed[0].steps if isinstance(x, InjectMemory))
+    assert (plant.kind, plant.provenance, plant.namespace, plant.key) == (
+        "lapsed_newest",
+        "system_verified",
+        "rules",
+        "waive_below",
+    )
+    # not swept with the clock: the memory/clock sweep keeps its own kinds
+    assert not [s for s in targeted(universe()) if "clock/lapsed" in s.name]
+    assert not [s for s in targeted(universe(families=("crash",))) if "lapsed" in s.name]
