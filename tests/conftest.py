@@ -7,6 +7,8 @@ skips the tests that need it, with the reason, unless
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,6 +62,27 @@ def _not_an_xdist_worker_below(monkeypatch: pytest.MonkeyPatch) -> None:
     ``PYTEST_XDIST_WORKER`` and name its report folder after ours."""
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
+
+
+# -- one failing run, shared ---------------------------------------------
+@pytest.fixture(scope="session")
+def broken_ci_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``harness run --adapter broken_runtime:BrokenAdapter --profile ci`` (it
+    fails exactly_once_effects) and its folder, made once per session (per
+    xdist worker): the engine's, the CLI's and the report's tests all read
+    the same deterministic run. Read it; copy it to change it."""
+    engine = str(Path(__file__).resolve().parent / "engine")
+    if engine not in sys.path:
+        sys.path.insert(0, engine)
+    from engine_support import BROKEN, harness_cli
+
+    folder = tmp_path_factory.mktemp("broken-ci-run")
+    proc = harness_cli(
+        "run", "--adapter", BROKEN, "--profile", "ci", "--report-dir", str(folder), cwd=folder
+    )
+    return proc, folder
 
 
 # -- services ------------------------------------------------------------

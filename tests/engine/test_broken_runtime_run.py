@@ -26,16 +26,13 @@ def _verdicts(report: dict[str, Any]) -> dict[str, str]:
     return {p["name"]: p["verdict"] for p in report["properties"]}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def broken_run(
-    tmp_path_factory: pytest.TempPathFactory,
+    broken_ci_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """One ``harness run`` of the broken runtime, shared by the module's tests."""
-    folder = tmp_path_factory.mktemp("broken-run")
-    proc = harness_cli(
-        "run", "--adapter", BROKEN, "--profile", "ci", "--report-dir", str(folder), cwd=folder
-    )
-    return proc, folder
+    """One ``harness run`` of the broken runtime, shared by the session
+    (tests/conftest.py)."""
+    return broken_ci_run
 
 
 def test_a_run_of_the_broken_runtime_exits_1_and_fails_exactly_once_effects(
@@ -133,24 +130,20 @@ def test_the_fixed_runtime_passes_the_same_search_and_exits_0(tmp_path: Path) ->
     assert report["absorbed_duplicates"] > 0
 
 
-@pytest.mark.slow  # two whole ci searches of the broken runtime, with shrinking
-def test_the_same_seed_finds_the_same_counterexample_twice(tmp_path: Path) -> None:
-    scenarios = []
-    for name in ("first", "second"):
-        folder = tmp_path / name
-        proc = harness_cli(
-            "run",
-            "--adapter",
-            BROKEN,
-            "--profile",
-            "ci",
-            "--seed",
-            "424242",
-            "--report-dir",
-            str(folder),
-            cwd=tmp_path,
-        )
-        assert proc.returncode == 1, proc.stdout + proc.stderr
-        assert _report(folder)["seed"] == 424242
-        scenarios.append((folder / "scenario.json").read_text())
-    assert scenarios[0] == scenarios[1]
+@pytest.mark.slow  # a whole ci search of the broken runtime, with shrinking
+def test_the_same_seed_finds_the_same_counterexample_twice(
+    broken_run: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    # The first search is the session's run of the broken runtime; the second
+    # is given the seed the first one's report records.
+    first_proc, first = broken_run
+    assert first_proc.returncode == 1, first_proc.stdout + first_proc.stderr
+    seed = _report(first)["seed"]
+    second = tmp_path / "second"
+    proc = harness_cli(
+        "run", "--adapter", BROKEN, "--profile", "ci", "--seed", str(seed),
+        "--report-dir", str(second), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert _report(second)["seed"] == seed
+    assert (first / "scenario.json").read_text() == (second / "scenario.json").read_text()

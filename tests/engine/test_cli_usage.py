@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -70,13 +71,11 @@ def test_a_bad_adapter_or_option_exits_2_and_says_what_to_fix(
     assert not (tmp_path / "r" / "report.json").exists(), "nothing ran"
 
 
-@pytest.fixture(scope="module")
-def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A complete run folder (the broken runtime, one failing example)."""
-    folder = tmp_path_factory.mktemp("run")
-    proc = harness_cli(
-        "run", "--adapter", BROKEN, "--profile", "ci", "--report-dir", str(folder), cwd=folder
-    )
+@pytest.fixture
+def run_folder(broken_ci_run: tuple[subprocess.CompletedProcess[str], Path]) -> Path:
+    """A complete run folder (the broken runtime, one failing example;
+    tests/conftest.py: one run per session)."""
+    proc, folder = broken_ci_run
     assert proc.returncode == 1, proc.stdout + proc.stderr
     return folder
 

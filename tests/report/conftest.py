@@ -14,17 +14,16 @@ ENGINE_DIR = Path(__file__).resolve().parent.parent / "engine"
 if str(ENGINE_DIR) not in sys.path:
     sys.path.insert(0, str(ENGINE_DIR))
 
-from engine_support import BROKEN, harness_cli  # noqa: E402  (needs the path above)
+from engine_support import harness_cli  # noqa: E402  (needs the path above)
 
 
 @pytest.fixture(scope="session")
-def failing_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def failing_run(
+    broken_ci_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> tuple[Path, str]:
     """The folder of a ``harness run`` of the broken runtime (it fails
-    exactly_once_effects), and its stdout."""
-    folder = tmp_path_factory.mktemp("failing-run")
-    proc = harness_cli(
-        "run", "--adapter", BROKEN, "--profile", "ci", "--report-dir", str(folder), cwd=folder
-    )
+    exactly_once_effects), and its stdout (tests/conftest.py: one run)."""
+    proc, folder = broken_ci_run
     assert proc.returncode == 1, proc.stdout + proc.stderr
     return folder, proc.stdout
 
