@@ -169,9 +169,12 @@ def _lock(folder: Path) -> bool:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
-        os.close(fd)
         if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise _refuse(folder, f"it cannot be locked ({exc.strerror or exc})") from None
+            # a file system without flock (some network ones): the run goes
+            # on unlocked rather than being refused for the file system's sake
+            _LOCKED[key] = fd
+            return True
+        os.close(fd)
         raise _refuse(
             folder,
             "another harness run is writing it now (it holds the folder's lock)",
