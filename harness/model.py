@@ -301,6 +301,9 @@ class InjectMemory(_Frozen):
     ``lapsed_newest``: a live version, then a newer one that has already
     expired: the key's newest version lapsed, so the key is absent; the
     older, live version is superseded and must never answer for it.
+    ``untrusted_newest``: a verified version, then a newer one only a user
+    supplied: read at a trust floor above the newer one's, the key is
+    absent; below it, the newer one answers; the older never does.
     ``expires_in`` (``expired`` only): the record is live when planted and
     expires that many seconds later, so it is expired only once the clock
     has moved past it (without it, it expired a second before planting).
@@ -319,6 +322,7 @@ class InjectMemory(_Frozen):
         "stale_reordered",
         "trusted",
         "lapsed_newest",
+        "untrusted_newest",
     ]
     provenance: Literal["user_supplied", "system_verified", "tool_output"] = "user_supplied"
     expires_in: float | None = Field(None, gt=0)

@@ -58,12 +58,19 @@ def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
         # one: the key is absent now. A reader that drops lapsed versions
         # before it picks the newest answers with the superseded one.
         env.inject_memory({**newer, "expires_at": now - 1.0})
+    if step.kind == "untrusted_newest":
+        # The newest version is one only a user vouches for: below the trust
+        # floor a workflow may read at (the key then absent), never an
+        # excuse to answer with the verified version it superseded.
+        env.inject_memory({**newer, "provenance": "user_supplied"})
     # Recorded as what it is to a reader: a stale (superseded) version,
     # whatever order it arrived in; ``arrival`` says which.
-    kind = "stale" if stale or step.kind == "lapsed_newest" else step.kind
+    kind = "stale" if stale or step.kind.endswith("_newest") else step.kind
     extra: dict[str, str] = {"arrival": "late"} if step.kind == "stale_reordered" else {}
     if step.kind == "lapsed_newest":
         extra["newest"] = "expired"
+    if step.kind == "untrusted_newest":
+        extra["newest"] = "user_supplied"
     ctx.recorder.record(
         "info",
         EventF.MEMORY,
@@ -78,6 +85,8 @@ def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
         "stale",
         "stale_reordered",
         "trusted",
+        # the newer, user-supplied version is read wherever the floor allows
+        "untrusted_newest",
     )
     runs = sorted(r.run_id for r in ctx.runs.values() if visible and r.tenant == step.tenant)
     ctx.recorder.fault("memory", True, memory_kind=step.kind, tenant=step.tenant, runs=runs)

@@ -94,9 +94,9 @@ OUTAGE_CALLS = 8
 #: and may rightly change what the run is allowed to do)
 MEMORY_KINDS = ("poisoned", "cross_tenant", "expired", "stale", "stale_reordered")
 #: shapes of planted memory aimed at once, not swept with the clock
-MEMORY_SHAPES = ("lapsed_newest",)
-#: lapsed-newest plants at most (one per workflow with a memory target)
-MAX_LAPSED = 2
+MEMORY_SHAPES = ("lapsed_newest", "untrusted_newest")
+#: plants of each shape at most (on the first workflows with a memory target)
+MAX_LAPSED = 1
 #: memory schedules at most, first each (kind, when, key) once
 MAX_MEMORY = 20
 #: kills right after a commit at most (hand-offs first)
@@ -434,7 +434,10 @@ def _memory(a: _Aim) -> list[Scenario]:
     version has lapsed (``lapsed_newest``): the key is absent, as in the
     oracle; a reader that drops lapsed versions before it picks the newest
     reads the superseded one (where a workflow waits for an approval, a
-    verified waiver that no longer holds)."""
+    verified waiver that no longer holds). Likewise a verified version
+    whose newer version only a user supplied (``untrusted_newest``): below
+    the trust floor a workflow reads at, the key is absent, never answered
+    by the older version."""
     if "memory" not in a.families:
         return []
     by_kind: dict[str, list[Scenario]] = {}
@@ -447,8 +450,7 @@ def _memory(a: _Aim) -> list[Scenario]:
         kinds: tuple[str, ...] = ("poisoned",)
         if not wf.needs_approval:
             kinds = ("cross_tenant", "expired", "stale")
-        if len(by_kind.get("lapsed_newest", ())) < MAX_LAPSED:
-            kinds += ("lapsed_newest",)
+        kinds += tuple(k for k in MEMORY_SHAPES if len(by_kind.get(k, ())) < MAX_LAPSED)
         for kind in kinds:
             plant = InjectMemory(
                 tenant=run.tenant,

@@ -221,6 +221,27 @@ MUTANTS = (
         # caught since targeted lapsed-newest plants (issue 28, gap 5)
         caught=True,
     ),
+    HandMutant(
+        "untrusted-memory-dropped-before-the-newest-is-picked",
+        1,
+        "records below the trust floor are invisible to the reader: leave them out "
+        "before ranking the versions of each key (a verified value superseded by a "
+        "user's then answers for it)",
+        (
+            Edit(
+                "store/_sql/_memory.py",
+                '            " WHERE tenant = ? AND namespace = ?) AS v"\n',
+                '            " WHERE tenant = ? AND namespace = ? AND trust >= ?) AS v"\n',
+            ),
+            Edit(
+                "store/_sql/_memory.py",
+                "            rows = tx.all(sql, tenant, namespace, now, min_trust)\n",
+                "            rows = tx.all(sql, tenant, namespace, min_trust, now, min_trust)\n",
+            ),
+        ),
+        # caught since targeted untrusted-newest plants (issue 28, gap 5)
+        caught=True,
+    ),
     # -- 2. the shared-oracle blind spot ----------------------------------------
     HandMutant(
         "idempotency-key-from-request-content",
@@ -928,6 +949,11 @@ CAUGHT_BY: dict[str, tuple[str, set[str]]] = {
     # the superseded waiver, still verified, waives the approval
     "lapsed-memory-dropped-before-the-newest-is-picked": (
         "targeted/refund/memory/lapsed_newest",
+        {"memory_safety", "approval_integrity"},
+    ),
+    # likewise, its newer version a user's
+    "untrusted-memory-dropped-before-the-newest-is-picked": (
+        "targeted/refund/memory/untrusted_newest",
         {"memory_safety", "approval_integrity"},
     ),
     # the twin's genuine approval refunds a customer the approver rejected

@@ -298,3 +298,31 @@ def test_a_key_whose_newest_version_lapsed_is_absent_not_its_older_version(
     assert fault.value["runs"] == []
     assert {r.verdict for r in results.values()} == {Verdict.PASS}, results
     assert results["memory_safety"].evidence > 0
+
+
+def test_a_key_whose_newest_version_only_a_user_supplied_never_reads_the_older(
+    tmp_path: Path,
+) -> None:
+    history, results = run(
+        tmp_path,
+        RESEARCH,
+        InjectMemory(
+            tenant="acme",
+            namespace="research/tides",
+            key="evidence-9",
+            value={"claim": "c"},
+            kind="untrusted_newest",
+            provenance="system_verified",
+        ),
+        RunWorker(worker_id="w1"),
+    )
+    [planted] = history.by_f(EventF.MEMORY)
+    assert (planted.value["kind"], planted.value["newest"]) == ("stale", "user_supplied")
+    older = planted.value["memory_id"]
+    read = {m for c in history.by_f(EventF.CONTEXT) for m in c.value.get("memory_ids") or []}
+    # research reads at trust 0: the user's newer version answers, never the older
+    assert older[:-1] + "2" in read and older not in read
+    # a record the run may read: named, so its outcome is not held to the oracle's
+    (fault,) = history.faults("memory")
+    assert fault.value["runs"] == ["r1"]
+    assert {r.verdict for r in results.values()} == {Verdict.PASS}, results

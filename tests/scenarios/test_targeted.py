@@ -538,20 +538,25 @@ def test_a_decision_signed_for_another_approval_of_the_tenant_is_addressed_to_th
 
 
 def test_a_verified_version_is_planted_under_a_newer_one_that_lapsed() -> None:
-    lapsed = [s for s in targeted(universe()) if s.name.endswith("/memory/lapsed_newest")]
-    # at each workflow's first memory target, gated first; a kind of its own
-    assert [s.name for s in lapsed] == [
+    shapes = [s for s in targeted(universe()) if s.name.endswith("_newest")]
+    # at the first workflow's first memory target (gated first), once each;
+    # each a kind of its own
+    assert [s.name for s in shapes] == [
         "targeted/pay/memory/lapsed_newest",
-        "targeted/look/memory/lapsed_newest",
+        "targeted/pay/memory/untrusted_newest",
     ]
-    assert schedule_kind(lapsed[0].name) == "memory/lapsed_newest"
-    (plant,) = (x for x in lapsed[0].steps if isinstance(x, InjectMemory))
-    assert (plant.kind, plant.provenance, plant.namespace, plant.key) == (
-        "lapsed_newest",
-        "system_verified",
-        "rules",
-        "waive_below",
-    )
+    assert [schedule_kind(s.name) for s in shapes] == [
+        "memory/lapsed_newest",
+        "memory/untrusted_newest",
+    ]
+    for s in shapes:
+        (plant,) = (x for x in s.steps if isinstance(x, InjectMemory))
+        assert (plant.provenance, plant.namespace, plant.key) == (
+            "system_verified",
+            "rules",
+            "waive_below",
+        )
+        assert s.name.endswith(plant.kind)
     # not swept with the clock: the memory/clock sweep keeps its own kinds
-    assert not [s for s in targeted(universe()) if "clock/lapsed" in s.name]
-    assert not [s for s in targeted(universe(families=("crash",))) if "lapsed" in s.name]
+    assert not [s for s in targeted(universe()) if "clock/" in s.name and "_newest" in s.name]
+    assert not [s for s in targeted(universe(families=("crash",))) if "_newest" in s.name]
