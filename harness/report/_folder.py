@@ -556,9 +556,12 @@ def _put(folder: Path, rel: str, data: bytes, tmp: str) -> None:
 def keep_file(folder: str | os.PathLike[str], name: str, data: bytes) -> Path:
     """Write one more file into the report folder ``folder`` (claimed first
     if need be), listed in its marker like the rest: say, the adapter's
-    traceback after an adapter error. The next run's report replaces it."""
-    with locked(Path(folder)):
+    traceback after an adapter error. The next run's report replaces it.
+    The run is over: the folder's lock is released."""
+    try:
         owned = _Owned.claim(Path(folder))
         owned.write({name: data})
         owned.save()
+    finally:
+        release_report_folder(folder)
     return Path(folder) / name
