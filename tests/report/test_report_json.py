@@ -96,7 +96,9 @@ def test_every_declared_crash_point_has_a_row_and_some_fired(passing_run: Path) 
     assert sum(c.fired for c in report.crash_points.values()) == report.faults["crash_point"].fired
 
 
-def test_harness_report_reproduces_every_format_but_names_its_adapter_as_data(run_copy: Path) -> None:
+def test_harness_report_reproduces_every_format_but_names_its_adapter_as_data(
+    run_copy: Path,
+) -> None:
     before = {name: (run_copy / name).read_bytes() for name in REPORT_FILES}
     for name in REPORT_FILES:
         (run_copy / name).unlink() if name != "report.json" else None
