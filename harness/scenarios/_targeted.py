@@ -168,6 +168,10 @@ def targeted(u: Universe) -> list[Scenario]:
     first_ends, middles = _commit_sweeps(aim)
     cats = [
         _world_kills(aim),
+        # Zombies (a lease that expired under a paused worker) early in each
+        # round: a plan the ci budget cuts must still reach the later
+        # workflows' zombie schedules, which find the fencing mistakes.
+        _zombies(aim),
         _messages(aim),
         _memory(aim),
         _tenant_twins(aim),
@@ -182,7 +186,6 @@ def targeted(u: Universe) -> list[Scenario]:
         _last_windows(aim),
         _operator_cancels(aim),
         _kills_before(aim),
-        _zombies(aim),
         middles,
         _storage_cuts(aim),
         _network(aim),

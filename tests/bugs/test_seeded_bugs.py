@@ -90,8 +90,9 @@ def fault_steps(scenario: dict[str, Any]) -> int:
 #: other jobs) makes the search drop its targeted schedules and miss the bug.
 BUDGET = 150
 #: a scenario costs about four times as much on Postgres (a schema per
-#: scenario, network round trips)
-BUDGET_POSTGRES = 240
+#: scenario, network round trips), and no-fencing is found late in the plan
+#: (its onboarding zombie schedule is the 120th of 120 targeted at seed 0)
+BUDGET_POSTGRES = 700
 
 
 def _detects(bug: str, tmp_path: Path, *opts: str, budget: int = BUDGET) -> None:
@@ -124,7 +125,7 @@ def test_the_ci_profile_finds_each_seeded_bug_on_sqlite(bug: str, tmp_path: Path
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # the budget, shrinking and start-up under load
+@pytest.mark.timeout(1000)  # the budget, shrinking and start-up under load
 @pytest.mark.parametrize("bug", _params(list(ON_POSTGRES), pytest.mark.postgres))
 def test_the_ci_profile_finds_the_concurrency_bugs_on_postgres(
     bug: str, tmp_path: Path, postgres_url: str
