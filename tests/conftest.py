@@ -39,7 +39,10 @@ def _service(resolve: Callable[[], str]) -> str:
 #: two of them at once would see each other's rules. A new test joins its group
 #: by asking for the fixture; ``@pytest.mark.xdist_group("name")`` joins one by
 #: hand.
-SERIAL_FIXTURES = {"listed": "netfilter"}
+#: ``user_objects`` (tests/hostile) makes and drops a user's schemas and keys
+#: under fixed names in the shared Postgres and Redis: two tests on two
+#: workers would drop each other's while the other checks them.
+SERIAL_FIXTURES = {"listed": "netfilter", "user_objects": "shared-user-objects"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the markers

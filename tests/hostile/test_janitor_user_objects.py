@@ -222,7 +222,9 @@ def test_what_a_sigkilled_run_made_expires_or_is_swept_and_nothing_else_is(
 def test_a_schema_that_exists_is_never_recorded_so_never_swept(postgres_url: str) -> None:
     """A name collision: the harness would make a schema whose name a user
     already has. The lease refuses it and records nothing; no sweep drops it."""
-    name = "rr_lk_0123456789abcdef"  # the user_objects fixture is not used: made here
+    # Made here, under a name of its own: the user_objects fixture's schemas
+    # belong to the tests that use it (on another xdist worker, at once).
+    name = "rr_lk_fedcba9876543210"
     with psycopg.connect(postgres_url, autocommit=True) as c:
         c.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
         c.execute(f'CREATE SCHEMA "{name}"')
