@@ -273,9 +273,7 @@ def report(folder: Path, out: TextIO) -> int:
     """``harness report DIR``: re-render every format from the stored run,
     without running anything; exit 1 if the stored verdict is a failure."""
     stored = _replays_as_data(load_report(folder), folder)
-    # report.json is the source, kept as it is: only what is rendered from it
-    # (with the replay commands remade as data) is written again.
-    write_reports(stored, folder, ("report.html", "junit.xml", "summary.md"))
+    write_reports(stored, folder)
     _step_summary(folder)
     _line(out, f"harness: re-rendered {folder} (verdict: {stored.verdict.upper()})")
     for name in ("report.json", "report.html", "junit.xml", "summary.md"):

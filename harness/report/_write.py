@@ -21,13 +21,10 @@ from ._markdown import render_markdown
 from ._schema import Report
 
 
-def write_reports(
-    report: Report, folder: Path, names: Sequence[str] = RENDERINGS
-) -> dict[str, Path]:
+def write_reports(report: Report, folder: Path) -> dict[str, Path]:
     """Write ``report.json``, ``report.html``, ``junit.xml`` and ``summary.md``
     into ``folder`` (where the run's histories are kept); returns their paths
-    by name (``names``: only those). The same report and folder always give
-    the same bytes.
+    by name. The same report and folder always give the same bytes.
 
     ``folder`` must be one the harness owns (see
     :func:`~harness.report.claim_report_folder`); a run folder an older
@@ -38,7 +35,7 @@ def write_reports(
     """
     with locked(folder):
         owned = _Owned.open(folder, adopt=RENDERINGS)
-        texts = _renderings(report, folder, names)
+        texts = _renderings(report, folder)
         owned.write(texts)
         owned.save()
     return {name: folder / name for name in texts}

@@ -165,7 +165,14 @@ def test_harness_report_adopts_a_run_folder_an_older_harness_wrote(run_copy: Pat
     (run_copy / "junit.xml").unlink()
     proc = harness_cli("report", str(run_copy), cwd=run_copy)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert (run_copy / "report.json").read_bytes() == report_json
+    # the same report, but its replay commands remade from the stored
+    # adapter (a folder is data: its stored commands are never shown as is)
+    def without_replays(data: bytes) -> list[bytes]:
+        return [line for line in data.splitlines() if b"replay" not in line]
+
+    assert without_replays((run_copy / "report.json").read_bytes()) == without_replays(
+        report_json
+    )
     assert (run_copy / "junit.xml").is_file()
     assert (run_copy / "notes.md").read_text() == "mine\n"
     listed = set(json.loads((run_copy / MARKER).read_text())["files"])
