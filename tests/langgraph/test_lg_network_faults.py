@@ -152,19 +152,43 @@ def test_a_lost_ack_makes_the_naive_app_refund_twice(postgres_url: str, tmp_path
     # while the checkpoint's commit waits for its lost reply; their writes
     # then fail on the dead connection, and the next worker resumes from
     # the checkpoint that did commit: the refund runs again, with no key.
+    #
+    # Unless LangGraph's background threads commit the refund's own writes
+    # before that checkpoint (async durability does not order the two; seen
+    # once under CI load): the next worker then finds the refund done and
+    # repeats only the email, which may be sent twice -- a PASS, and a right
+    # one. Each try must be one of the two, its verdict the one its refunds
+    # earn; the double refund must be seen within three tries.
     app = LangGraphAdapter(
         app=NAIVE, checkpointer="postgres", postgres_url=postgres_url, network_timeout=TIMEOUT
     )
-    ex = execute(app, network("checkpoint_put_commit", 1, "commit_ack_lost"), tmp_path)
-    history = History.load(ex.folder / "history.jsonl")
-    fired(history, "commit_ack_lost")
-    once = result(ex, "exactly_once_effects")
-    assert once.verdict is Verdict.FAIL
-    assert "applied 2 times" in once.message
-    charged = refunds(history)
-    assert [r["worker_id"] for r in charged] == ["n1", "q0"]
-    assert {r["idempotency_key"] for r in charged} == {None}
-    assert "n1: run r1 raised" in worker_log(ex.folder)
+    seen = []
+    for attempt in range(3):
+        ex = execute(
+            app, network("checkpoint_put_commit", 1, "commit_ack_lost"), tmp_path / str(attempt)
+        )
+        history = History.load(ex.folder / "history.jsonl")
+        fired(history, "commit_ack_lost")
+        assert "n1: run r1 raised" in worker_log(ex.folder)
+        once = result(ex, "exactly_once_effects")
+        charged = refunds(history)
+        assert {r["idempotency_key"] for r in charged} == {None}
+        emails = [
+            e.value["worker_id"]
+            for e in history.events
+            if e.f is EventF.EFFECT and e.value["kind"] == "email.notify" and e.value["applied"]
+        ]
+        if len(charged) == 2:
+            assert [r["worker_id"] for r in charged] == ["n1", "q0"]
+            assert once.verdict is Verdict.FAIL
+            assert "applied 2 times" in once.message
+            return
+        # the refund's writes committed first: one refund, the email twice
+        assert [r["worker_id"] for r in charged] == ["n1"], charged
+        assert emails == ["n1", "q0"], emails
+        assert once.verdict is Verdict.PASS, once.message
+        seen.append(attempt)
+    pytest.fail(f"no double refund in 3 tries: the refund's writes committed first in {seen}")
 
 
 def test_with_sync_durability_the_naive_app_does_not_run_past_a_lost_ack(
