@@ -10,7 +10,7 @@ from typing import Any
 
 from ..history import Declaration, History
 from ..model import Event, RunState
-from ._base import final_state, short, vstr, vstrs
+from ._base import final_state, vstr, vstrs
 from ._effects import Effect, Request, compare_requests, delivery
 
 _SCHEMA_WORDS = re.compile(r"schema|version", re.IGNORECASE)
@@ -141,10 +141,39 @@ def output_diff(mine: Any, theirs: Any, repeats: RepeatRefs | None = None) -> st
         return None
     if isinstance(mine, dict) and isinstance(theirs, dict):
         keys = sorted(k for k in set(mine) | set(theirs) if same_mine.get(k) != same_theirs.get(k))
-        parts = [f"{k}: {short(mine.get(k), 40)} vs {short(theirs.get(k), 40)}" for k in keys[:4]]
+        parts = [
+            "{}: {} vs {}".format(k, *diff_pair(mine.get(k), theirs.get(k), 40)) for k in keys[:4]
+        ]
         more = f", and {len(keys) - 4} more" if len(keys) > 4 else ""
         return f"output differs in {', '.join(parts)}{more}"
-    return f"output {short(mine)} vs the oracle's {short(theirs)}"
+    return "output {} vs the oracle's {}".format(*diff_pair(mine, theirs, 80))
+
+
+def diff_pair(mine: Any, theirs: Any, limit: int) -> tuple[str, str]:
+    """The ``repr`` of two values cut to ``limit`` characters each, around
+    where they first differ: two long strings that differ only at their end
+    must not print alike. Left-out text is marked ``...`` on either side."""
+    a, b = repr(mine), repr(theirs)
+    if len(a) <= limit and len(b) <= limit:
+        return a, b
+    first = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+    if first is None:
+        first = min(len(a), len(b))
+    # A little context before the difference, the rest of the room after it.
+    # Both windows start at one place, so the two texts line up.
+    start = min(max(0, first - limit // 4), max(0, max(len(a), len(b)) - limit + 3))
+    return _window(a, start, limit), _window(b, start, limit)
+
+
+def _window(text: str, start: int, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = "..." if start > 0 else ""
+    room = limit - len(head)
+    body = text[start:]
+    if len(body) > room:
+        body = body[: room - 3] + "..."
+    return head + body
 
 
 def divergence(
