@@ -24,7 +24,9 @@ live backends; ``redis-server``) before and after the row, and shown in a
 column of its own. Other users of the same servers add to it, so on a
 shared machine it is an upper bound.
 
-``--baseline REV`` runs each row twice, REV's tree (``git archive``) and
+``--this REV`` measures REV's tree instead of this checkout's working tree
+(which other people may be editing at the time). ``--baseline REV`` runs
+each row twice, REV's tree (``git archive``) and
 this checkout alternately, so that a change is measured before and after
 in the same run. Rows needing Postgres and Redis read
 ``HARNESS_POSTGRES_URL`` and ``HARNESS_REDIS_URL`` from the environment;
@@ -55,6 +57,13 @@ CHILD = (
     "from harness.cli import main; sys.exit(main(sys.argv[2:]))"
 )
 
+
+def _framework(adapter: str, app: str) -> tuple[list[str], bool]:
+    """A framework adapter's row: ``--adapter harness.adapters.ADAPTER`` on ``examples.APP``."""
+    args = ["--adapter", f"harness.adapters.{adapter}", "--adapter-opt", f"app=examples.{app}"]
+    return args, False
+
+
 #: row name -> (harness run arguments, needs Postgres and Redis)
 ROWS: dict[str, tuple[list[str], bool]] = {
     "reference": (["--adapter", "reference"], False),
@@ -66,25 +75,12 @@ ROWS: dict[str, tuple[list[str], bool]] = {
         ],
         True,
     ),
-    "langgraph": (
-        ["--adapter", "langgraph", "--adapter-opt", "app=examples.langgraph_refund.correct:APP"],
-        False,
+    "langgraph": _framework("langgraph:LangGraphAdapter", "langgraph_refund.correct:APP"),
+    "openai_agents": _framework(
+        "openai_agents:OpenAIAgentsAdapter", "openai_agents_refund.careful:APP"
     ),
-    "openai_agents": (
-        [
-            *("--adapter", "openai_agents"),
-            *("--adapter-opt", "app=examples.openai_agents_refund.careful:APP"),
-        ],
-        False,
-    ),
-    "dbos": (
-        ["--adapter", "dbos", "--adapter-opt", "app=examples.dbos_refund.careful:APP"],
-        False,
-    ),
-    "temporal": (
-        ["--adapter", "temporal", "--adapter-opt", "app=examples.temporal_refund.careful:APP"],
-        False,
-    ),
+    "dbos": _framework("dbos:DBOSAdapter", "dbos_refund.careful:APP"),
+    "temporal": _framework("temporal:TemporalAdapter", "temporal_refund.careful:APP"),
 }
 
 LABELS = {
@@ -233,6 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=None, help="--budget for every run")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--baseline", metavar="REV", help="also run REV's tree, alternating")
+    parser.add_argument(
+        "--this",
+        metavar="REV",
+        help="run REV's tree (git archive) instead of this checkout's working tree, which "
+        "others may be editing",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON at the end")
     ns = parser.parse_args(argv)
     names = [n.strip() for n in ns.adapters.split(",") if n.strip()]
@@ -248,11 +250,14 @@ def main(argv: list[str] | None = None) -> int:
     services = bool(os.environ.get("HARNESS_POSTGRES_URL") and os.environ.get("HARNESS_REDIS_URL"))
     results: list[tuple[str, str, dict[str, Any]]] = []
     with ExitStack() as stack:
-        trees: list[tuple[str, Path]] = [("this", ROOT)]
-        if ns.baseline:
-            sys.path.insert(0, str(HERE))
-            from _baseline import baseline_tree, describe
+        sys.path.insert(0, str(HERE))
+        from _baseline import baseline_tree, describe
 
+        trees: list[tuple[str, Path]] = [("this", ROOT)]
+        if ns.this:
+            print(f"this: {describe(ns.this)}", flush=True)
+            trees = [("this", stack.enter_context(baseline_tree(ns.this)))]
+        if ns.baseline:
             print(f"baseline: {describe(ns.baseline)}", flush=True)
             trees.insert(0, ("baseline", stack.enter_context(baseline_tree(ns.baseline))))
         print(f"load average at start: {os.getloadavg()}", flush=True)
