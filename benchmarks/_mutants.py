@@ -107,9 +107,10 @@ def import_probe(log: Path) -> Edit:
     return Edit("_worker.py", anchor, probe + anchor)
 
 
-def harness_env(pythonpath: Path) -> dict[str, str]:
+def harness_env(pythonpath: Path, repo: Path = REPO) -> dict[str, str]:
     """The environment for a harness run on the copy in ``pythonpath``, with
-    the harness of this tree.
+    the harness of this tree (or of ``repo``: a folder holding another
+    revision's ``harness/``, as ``benchmarks/realistic.py --baseline`` makes).
 
     The caller's ``HARNESS_*`` settings are dropped (service URLs kept), and so
     is ``CI``, so that the profile named on the command line is what runs.
@@ -122,7 +123,7 @@ def harness_env(pythonpath: Path) -> dict[str, str]:
     }
     # The copy first (its runtime wins), then this tree: the harness under
     # test is the one beside this file, not whichever checkout is installed.
-    env["PYTHONPATH"] = os.pathsep.join((str(pythonpath), str(REPO)))
+    env["PYTHONPATH"] = os.pathsep.join((str(pythonpath), str(repo)))
     # A mutant's bytecode must not land beside the copy for a later mutant of
     # the same file to pick up; the copies are thrown away anyway.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -165,14 +166,19 @@ class HarnessRun:
 
 
 def run_harness(
-    pythonpath: Path, report_dir: Path, args: Sequence[str], *, timeout: float
+    pythonpath: Path,
+    report_dir: Path,
+    args: Sequence[str],
+    *,
+    timeout: float,
+    repo: Path = REPO,
 ) -> HarnessRun:
     """Run ``harness <args> --report-dir report_dir`` on the copy in ``pythonpath``.
 
     Its working directory is ``pythonpath`` (see the module docstring). Past
     ``timeout`` seconds the harness gets SIGTERM, then its process group
     SIGKILL; its fork server and workers die with it (their parent-death
-    signals).
+    signals). ``repo``: whose ``harness/`` runs (see :func:`harness_env`).
     """
     report_dir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "harness.cli", *args, "--report-dir", str(report_dir)]
@@ -180,7 +186,7 @@ def run_harness(
     proc = subprocess.Popen(
         cmd,
         cwd=pythonpath,
-        env=harness_env(pythonpath),
+        env=harness_env(pythonpath, repo),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
