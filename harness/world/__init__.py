@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from ._approvals import DECISIONS, ApprovalAuthority, sign
 from ._client import WorldClient
+from ._declare import ServiceSpec, load_services
 from ._errors import NotSupported, Rejected, ServiceFault, Unknown, WorldError, WorldUsageError
 from ._faults import ArmedRule
 from ._model import (
@@ -45,7 +46,13 @@ from ._model import (
     canonical_json,
     request_hash,
 )
-from ._services import SERVICES, ServiceKind, service_catalogue, service_spec
+from ._services import (
+    SERVICES,
+    ServiceKind,
+    declare_services,
+    service_catalogue,
+    service_spec,
+)
 from ._world import ENV_WORLD_PATH, World, open_world
 
 __all__ = [
@@ -74,12 +81,15 @@ __all__ = [
     "ServiceCounts",
     "ServiceFault",
     "ServiceKind",
+    "ServiceSpec",
     "Unknown",
     "World",
     "WorldClient",
     "WorldError",
     "WorldUsageError",
     "canonical_json",
+    "declare_services",
+    "load_services",
     "open_world",
     "request_hash",
     "service_catalogue",

@@ -15,10 +15,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._declare import ServiceSpec
 from ._errors import Rejected, Unknown, WorldUsageError
 from ._faults import ArmedRule, count_and_match, kill_caller
 from ._model import (
     LOOKUP,
+    Caller,
     CallerLike,
     Capabilities,
     Outcome,
@@ -26,10 +28,20 @@ from ._model import (
     canonical_json,
     request_hash,
 )
-from ._services import Processed, ServiceSpec, find_first, process, service_spec
+from ._services import (
+    Processed,
+    declare_services,
+    find_first,
+    process,
+    service_spec,
+    services_of_world,
+)
 from ._store import OnWorldFile
 
 Clock = Callable[[], float]
+
+#: The fault modes that kill the caller.
+KILL_MODES = ("kill_before_apply", "kill_after_apply")
 
 #: What the record says for a fault that fires before the service processes the request.
 _BEFORE_APPLY: dict[str | None, Outcome] = {
@@ -57,10 +69,54 @@ class WorldClient(OnWorldFile):
     def __init__(self, path: str | os.PathLike[str], clock: Clock | None = None) -> None:
         super().__init__(path)
         self._clock: Clock = clock if clock is not None else time.time
+        self._services_read = 0  # the pid that read the world's declared services
+
+    def spec(self, service: str, action: str | None = None) -> ServiceSpec:
+        """The declaration of ``service`` (and ``action``): built in, or
+        declared by the process that created the world (read from its file)."""
+        if self._services_read != os.getpid():
+            declare_services(services_of_world(self._store.conn()))
+            self._services_read = os.getpid()
+        return service_spec(service, action)
 
     def capabilities(self, service: str) -> Capabilities:
         """What ``service`` offers for deduplication and reconciliation."""
-        return service_spec(service).capabilities
+        return self.spec(service).capabilities
+
+    def attribute(self, caller: CallerLike, *, pid: int | None = None) -> None:
+        """Record that process ``pid`` (default: this one) calls for ``caller``.
+
+        What the world's HTTP face records for a request it gets from that
+        process (or from a process it started), whose app says nothing of
+        runs: a worker calls it before it runs the app's code, again for each
+        run it takes. A later call for the same process replaces it.
+        """
+        who = _one_caller(caller, None)
+        with self._store.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO callers (pid, tenant, run_id, op_id, worker_id, "
+                "fencing_token) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    os.getpid() if pid is None else pid,
+                    who.tenant,
+                    who.run_id,
+                    who.op_id,
+                    who.worker_id,
+                    who.fencing_token,
+                ),
+            )
+
+    def attributed(self, pid: int) -> Caller | None:
+        """The caller process ``pid`` was attributed to (:meth:`attribute`), if any."""
+        row = (
+            self._store.conn()
+            .execute(
+                "SELECT tenant, run_id, op_id, worker_id, fencing_token FROM callers WHERE pid = ?",
+                (pid,),
+            )
+            .fetchone()
+        )
+        return None if row is None else Caller(*row)
 
     def call(
         self,
@@ -85,32 +141,64 @@ class WorldClient(OnWorldFile):
         Every call is recorded before this returns or raises.
         """
         who = _one_caller(caller, context)
-        spec = service_spec(service, action)
+        req = self.request(service, action, request, idempotency_key, business_key, who)
+        outcome, done = self.perform(req, pid=os.getpid())
+        # The transaction has committed: what follows is only what the caller sees.
+        return _answer(service, action, outcome, done)
+
+    def request(
+        self,
+        service: str,
+        action: str,
+        request: Mapping[str, Any],
+        idempotency_key: str | None,
+        business_key: str | None,
+        who: CallerLike,
+    ) -> _Request:
+        """A request checked for :meth:`perform` (:class:`WorldUsageError` if
+        the service, action, keys or body are wrong)."""
+        spec = self.spec(service, action)
         for name, key in (("idempotency_key", idempotency_key), ("business_key", business_key)):
             if key is not None and not isinstance(key, str):
                 raise WorldUsageError(f"{name} must be a str or None; got {key!r}")
         if not isinstance(request, Mapping):
             raise WorldUsageError(f"a request is a mapping of JSON values; got {request!r}")
-        body = dict(request)
-        req = _Request(spec, action, body, idempotency_key, business_key, who)
+        return _Request(spec, action, dict(request), idempotency_key, business_key, who)
 
+    def perform(
+        self, req: _Request, *, pid: int, can_kill: bool = True
+    ) -> tuple[Outcome, Processed]:
+        """Count, fault, process and record ``req`` as made by process ``pid``;
+        returns what happened, committed. The caller is not killed here: a
+        ``killed_*`` outcome tells whoever answers to kill ``pid``.
+        ``can_kill=False`` (a caller whose process is unknown): a kill rule
+        that would fire raises :class:`WorldUsageError` and nothing is
+        recorded, since a kill that cannot happen would make the records lie."""
+        service, action = req.spec.name, req.action
         with self._store.transaction() as conn:
             matched = count_and_match(conn, service, action)
+            if matched is not None and not can_kill and matched[0].rule.mode in KILL_MODES:
+                raise WorldUsageError(
+                    f"rule {matched[0].rule_id} ({matched[0].rule.mode}) would kill the caller "
+                    f"of this {service}.{action}, but the world does not know which process "
+                    "sent it; nothing was recorded"
+                )
             if matched is not None and matched[0].rule.mode == "slow":
                 # Do not hold the world's write lock while sleeping: other
                 # workers must keep going. The request is processed afterwards.
-                self._record_fired(conn, matched, who, request_seq=None)
+                self._record_fired(conn, matched, req.caller, request_seq=None, pid=pid)
             else:
-                outcome, done, seq = self._execute(conn, req, matched)
+                outcome, done, seq = self._execute(conn, req, matched, pid=pid)
         if matched is not None and matched[0].rule.mode == "slow":
             time.sleep(matched[0].rule.delay)
             with self._store.transaction() as conn:
-                outcome, done, seq = self._execute(conn, req, None, rule_id=matched[0].rule_id)
+                outcome, done, seq = self._execute(
+                    conn, req, None, rule_id=matched[0].rule_id, pid=pid
+                )
                 conn.execute(
                     "UPDATE fired SET request_seq = ? WHERE rule_id = ?", (seq, matched[0].rule_id)
                 )
-        # The transaction has committed: what follows is only what the caller sees.
-        return _answer(spec.name, action, outcome, done)
+        return outcome, done
 
     def lookup(
         self,
@@ -130,7 +218,26 @@ class WorldClient(OnWorldFile):
         fires makes the service refuse to answer (:class:`Rejected`) or the
         answer get lost (:class:`Unknown`).
         """
-        spec = service_spec(service)
+        outcome, done = self.perform_lookup(
+            service,
+            idempotency_key=idempotency_key,
+            business_key=business_key,
+            tenant=tenant,
+            pid=os.getpid(),
+        )
+        return _answer_lookup(service, outcome, done)
+
+    def perform_lookup(
+        self,
+        service: str,
+        *,
+        idempotency_key: str | None,
+        business_key: str | None,
+        tenant: str,
+        pid: int,
+    ) -> tuple[Outcome, Processed]:
+        """:meth:`lookup` as made by process ``pid``, recorded; what happened."""
+        spec = self.spec(service)
         keys = {"idempotency_key": idempotency_key, "business_key": business_key}
         req = _Request(spec, LOOKUP, keys, idempotency_key, business_key, _Tenant(tenant))
         with self._store.transaction() as conn:
@@ -144,15 +251,16 @@ class WorldClient(OnWorldFile):
             )
             matched = count_and_match(conn, service, LOOKUP)
             if matched is None:
-                self._insert(conn, req, "applied", Processed(False, found), rule_id=None)
-                return found
+                done = Processed(False, found)
+                self._insert(conn, req, "applied", done, rule_id=None, pid=pid)
+                return "applied", done
             mode = matched[0].rule.mode
             error = f"injected fault: {mode} (rule {matched[0].rule_id})"
             outcome = _BEFORE_APPLY[mode]
             done = Processed(applied=False, response=None, error=error)
-            seq = self._insert(conn, req, outcome, done, rule_id=matched[0].rule_id)
-            self._record_fired(conn, matched, req.caller, request_seq=seq)
-        return _answer(spec.name, LOOKUP, outcome, done)
+            seq = self._insert(conn, req, outcome, done, rule_id=matched[0].rule_id, pid=pid)
+            self._record_fired(conn, matched, req.caller, request_seq=seq, pid=pid)
+        return outcome, done
 
     # -- inside the transaction -------------------------------------------------
 
@@ -163,6 +271,7 @@ class WorldClient(OnWorldFile):
         matched: tuple[ArmedRule, int] | None,
         *,
         rule_id: int | None = None,
+        pid: int,
     ) -> tuple[Outcome, Processed, int]:
         mode = None if matched is None else matched[0].rule.mode
         outcome: Outcome
@@ -183,6 +292,7 @@ class WorldClient(OnWorldFile):
                 request_hash=req.hash,
                 idempotency_key=req.idempotency_key,
                 run_id=req.caller.run_id,
+                request=req.body,
             )
             if mode == "apply_then_timeout":
                 outcome = "unknown_applied"
@@ -194,9 +304,9 @@ class WorldClient(OnWorldFile):
                 outcome = "deduplicated" if done.deduplicated else "applied"
         if matched is not None:
             rule_id = matched[0].rule_id
-        seq = self._insert(conn, req, outcome, done, rule_id=rule_id)
+        seq = self._insert(conn, req, outcome, done, rule_id=rule_id, pid=pid)
         if matched is not None:
-            self._record_fired(conn, matched, req.caller, request_seq=seq)
+            self._record_fired(conn, matched, req.caller, request_seq=seq, pid=pid)
         return outcome, done, seq
 
     def _insert(
@@ -207,6 +317,7 @@ class WorldClient(OnWorldFile):
         done: Processed,
         *,
         rule_id: int | None,
+        pid: int,
     ) -> int:
         who = req.caller
         response = None if done.response is None else canonical_json(done.response.to_dict())
@@ -234,7 +345,7 @@ class WorldClient(OnWorldFile):
                 response,
                 done.error,
                 rule_id,
-                os.getpid(),
+                pid,
                 float(self._clock()),
             ),
         )
@@ -247,6 +358,7 @@ class WorldClient(OnWorldFile):
         who: CallerLike,
         *,
         request_seq: int | None,
+        pid: int,
     ) -> None:
         armed, nth = matched
         rule = armed.rule
@@ -264,7 +376,7 @@ class WorldClient(OnWorldFile):
                 who.tenant,
                 who.run_id,
                 who.worker_id,
-                os.getpid(),
+                pid,
                 float(self._clock()),
             ),
         )
@@ -282,7 +394,7 @@ class _Request:
         business_key: str | None,
         caller: CallerLike,
     ) -> None:
-        self.spec, self.action, self.caller = spec, action, caller
+        self.spec, self.action, self.caller, self.body = spec, action, caller, body
         self.idempotency_key, self.business_key = idempotency_key, business_key
         self.text = canonical_json(body)
         self.hash = request_hash(body)
@@ -310,6 +422,12 @@ def _one_caller(caller: CallerLike | None, context: CallerLike | None) -> Caller
     if not isinstance(getattr(who, "tenant", None), str):
         raise WorldUsageError(f"the caller must have a str tenant; got {who!r}")
     return who
+
+
+def _answer_lookup(service: str, outcome: Outcome, done: Processed) -> Response | None:
+    if outcome == "applied":
+        return done.response
+    return _answer(service, LOOKUP, outcome, done)
 
 
 def _answer(

@@ -1,9 +1,11 @@
 """The simulated services: what each one offers and how it processes a request.
 
-Each service is a small, fixed specification, and processing is a pure
-function of the world's durable records, run inside the caller's write
-transaction. Nothing here depends on time or on which process calls, so the
-same sequence of calls always gives the same records and external refs.
+Each service is a declaration (:class:`~harness.world._declare.ServiceSpec`,
+data), and processing is a pure function of the world's durable records, run
+inside the caller's write transaction. Nothing here depends on time or on
+which process calls, so the same sequence of calls always gives the same
+records and external refs. The four built-in services are declared below;
+:func:`declare_services` adds a user's (``harness.world.load_services``).
 
 =============  ================  ===========  ============  ===========
 service        actions           idem. keys   lookup by     side effect
@@ -24,59 +26,112 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
+from ._declare import ServiceSpec, check_catalogue, parse_service
 from ._errors import NotSupported, WorldUsageError
 from ._model import LOOKUP, Capabilities, Response
 from ._store import next_counter
 
+#: The four built-in services, as declarations (what a user's file holds).
+BUILTIN_DECLARATIONS: tuple[Mapping[str, Any], ...] = (
+    {
+        "name": "payments",
+        "ref_prefix": "pay",
+        "idempotency_key": {"header": "Idempotency-Key"},
+        "lookup": {"by": "key", "path": "/payments/by-key/{key}"},
+        "actions": [
+            {"name": "charge", "path": "/payments/charges", "status": "succeeded"},
+            {"name": "refund", "path": "/payments/refunds", "status": "refunded"},
+        ],
+    },
+    {
+        "name": "provisioning",
+        "ref_prefix": "acct",
+        "business_key": {"header": "Business-Key"},
+        "lookup": {"by": "business_key", "path": "/provisioning/by-business-key/{key}"},
+        "actions": [
+            {"name": "create_account", "path": "/provisioning/accounts", "status": "created"},
+        ],
+    },
+    {
+        "name": "email",
+        "ref_prefix": "mail",
+        "actions": [
+            {"name": "send", "path": "/email/send", "status": "sent"},
+            {"name": "notify", "path": "/email/notify", "status": "sent"},
+        ],
+    },
+    {
+        "name": "identity",
+        "ref_prefix": "idv",
+        "actions": [
+            {"name": "verify", "path": "/identity/verify", "status": "verified",
+             "side_effect": False},
+        ],
+    },
+)  # fmt: skip
 
-@dataclass(frozen=True)
-class ServiceSpec:
-    """One simulated service: its actions (with the status each answers), what
-    it supports, and the prefix of its external refs."""
+BUILTIN: tuple[ServiceSpec, ...] = check_catalogue(parse_service(d) for d in BUILTIN_DECLARATIONS)
 
-    name: str
-    actions: Mapping[str, str]
-    capabilities: Capabilities
-    ref_prefix: str
+#: Every service this process knows, by name: the built-in ones, then those
+#: declared (:func:`declare_services`, or read from a world's file).
+SERVICES: dict[str, ServiceSpec] = {spec.name: spec for spec in BUILTIN}
 
 
-SERVICES: dict[str, ServiceSpec] = {
-    spec.name: spec
-    for spec in (
-        ServiceSpec(
-            "payments",
-            {"charge": "succeeded", "refund": "refunded"},
-            Capabilities(idempotency_keys=True, lookup_by_key=True, lookup_by_business_key=False),
-            "pay",
-        ),
-        ServiceSpec(
-            "provisioning",
-            {"create_account": "created"},
-            Capabilities(idempotency_keys=False, lookup_by_key=False, lookup_by_business_key=True),
-            "acct",
-        ),
-        ServiceSpec(
-            "email",
-            {"send": "sent", "notify": "sent"},
-            Capabilities(idempotency_keys=False, lookup_by_key=False, lookup_by_business_key=False),
-            "mail",
-        ),
-        ServiceSpec(
-            "identity",
-            {"verify": "verified"},
-            Capabilities(
-                idempotency_keys=False,
-                lookup_by_key=False,
-                lookup_by_business_key=False,
-                side_effect=False,
-            ),
-            "idv",
-        ),
-    )
-}
+def declare_services(specs: Iterable[ServiceSpec]) -> tuple[ServiceSpec, ...]:
+    """Add ``specs`` to the services this process knows (:data:`SERVICES`).
+
+    A service already known under the same declaration is left as it is; one
+    known under another declaration (a built-in name, say) is refused, as
+    is a method and path another service answers: :class:`WorldUsageError`.
+    A world created afterwards records them, so a worker process that opens
+    it knows them too. Returns ``specs``.
+    """
+    new = tuple(specs)
+    for spec in new:
+        if not isinstance(spec, ServiceSpec):
+            raise WorldUsageError(
+                f"declare_services takes ServiceSpec values (load_services(path)); got {spec!r}"
+            )
+        known = SERVICES.get(spec.name)
+        if known is not None and known != spec:
+            raise WorldUsageError(
+                f"service {spec.name!r} is already declared"
+                + (" (built in)" if known in BUILTIN else "")
+                + " with another declaration; give yours another name"
+            )
+    fresh = [s for s in new if s.name not in SERVICES]
+    check_catalogue([*SERVICES.values(), *fresh])
+    for spec in fresh:
+        SERVICES[spec.name] = spec
+    return new
+
+
+def services_of_world(conn: sqlite3.Connection) -> tuple[ServiceSpec, ...]:
+    """The declared (not built-in) services a world's file records."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'services'").fetchone()
+    return () if row is None else tuple(parse_service(d) for d in json.loads(row[0]))
+
+
+def record_services(conn: sqlite3.Connection) -> None:
+    """Record in a new world's file the declared services this process knows."""
+    declared = [s.to_dict() for s in SERVICES.values() if s not in BUILTIN]
+    if declared:
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('services', ?)",
+            (json.dumps(declared, sort_keys=True),),
+        )
+
+
+def forget_services(names: Iterable[str]) -> None:
+    """Forget the declared (not built-in) services ``names`` in this process."""
+    builtin = {s.name for s in BUILTIN}
+    for name in names:
+        if name not in builtin:
+            SERVICES.pop(name, None)
 
 
 @dataclass(frozen=True)
@@ -90,6 +145,9 @@ class ServiceKind:
     status: str
     #: what the service offers for deduplication and reconciliation
     capabilities: Capabilities
+    #: how its HTTP face reaches the action
+    method: str = "POST"
+    path: str = ""
 
     @property
     def kind(self) -> str:
@@ -114,9 +172,16 @@ def service_catalogue() -> tuple[ServiceKind, ...]:
     of :data:`SERVICES`), each with its answer and capabilities: what an
     adapter may name in ``WorkflowSpec.effects`` (``harness list services``)."""
     return tuple(
-        ServiceKind(spec.name, action, status, spec.capabilities)
+        ServiceKind(
+            spec.name,
+            action.name,
+            action.status,
+            replace(spec.capabilities, side_effect=action.side_effect),
+            action.method,
+            action.path,
+        )
         for spec in SERVICES.values()
-        for action, status in spec.actions.items()
+        for action in spec.endpoints
     )
 
 
@@ -177,6 +242,7 @@ def process(
     request_hash: str,
     idempotency_key: str | None,
     run_id: str | None = None,
+    request: Mapping[str, Any] | None = None,
 ) -> Processed:
     """Apply (or deduplicate, or refuse) one request. Runs inside the caller's
     write transaction, so the check for an earlier key and the apply are atomic
@@ -210,10 +276,11 @@ def process(
     # fault-free oracle can be compared field by field. A real duplicate gets
     # "-2"; a read without side effect answers the same every time.
     logical = hashlib.sha256(f"{tenant}\n{run_id or ''}\n{request_hash}".encode()).hexdigest()[:10]
-    n = next_counter(conn, f"ref:{spec.name}:{logical}") if spec.capabilities.side_effect else 1
+    declared = spec.action(action)
+    n = next_counter(conn, f"ref:{spec.name}:{logical}") if declared.side_effect else 1
     ref = f"{spec.ref_prefix}-{logical}-{n}"
-    body = {"status": spec.actions[action], "external_ref": ref}
-    return Processed(applied=spec.capabilities.side_effect, response=Response(ref, body))
+    body = declared.body(ref, request or {})
+    return Processed(applied=declared.side_effect, response=Response(ref, body))
 
 
 def find_first(

@@ -77,6 +77,14 @@ CREATE TABLE rules (
     delay REAL NOT NULL,
     fired INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE callers (
+    pid INTEGER PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    run_id TEXT,
+    op_id TEXT,
+    worker_id TEXT,
+    fencing_token INTEGER
+);
 CREATE TABLE fired (
     rule_id INTEGER PRIMARY KEY,
     service TEXT NOT NULL,

@@ -17,7 +17,7 @@ from ._client import Clock, WorldClient
 from ._errors import WorldUsageError
 from ._faults import ArmedRule, arm, call_counter, list_rules
 from ._model import FaultMode, FaultRule, FiredFault, Outcome, RequestRecord, ServiceCounts
-from ._services import SERVICES, rule_target
+from ._services import SERVICES, declare_services, record_services, rule_target, services_of_world
 from ._store import OnWorldFile, read_counter
 
 #: Environment variable :func:`open_world` reads when given no path.
@@ -45,13 +45,20 @@ class World(OnWorldFile):
         self._clock = clock
 
     def create(self) -> World:
-        """Create the world's file, empty. Refuses an existing file."""
+        """Create the world's file, empty. Refuses an existing file.
+
+        The file records the services declared in this process
+        (:func:`~harness.world.declare_services`), so that every process that
+        opens the world knows them."""
         self._store.create()
+        with self._store.transaction() as conn:
+            record_services(conn)
         return self
 
     def open(self) -> World:
-        """Check that ``path`` holds a world this code can read; returns self."""
-        self._store.conn()
+        """Check that ``path`` holds a world this code can read, and know the
+        services it records; returns self."""
+        declare_services(services_of_world(self._store.conn()))
         return self
 
     def client(self) -> WorldClient:
@@ -66,6 +73,7 @@ class World(OnWorldFile):
         if not isinstance(rule, FaultRule):
             raise WorldUsageError(f"arm() takes a FaultRule; got {rule!r}")
         with self._store.transaction() as conn:
+            declare_services(services_of_world(conn))  # those the world's file declares
             return arm(conn, rule)
 
     def rules(self) -> list[ArmedRule]:
