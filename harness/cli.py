@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -391,6 +392,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     ls = sub.add_parser("list", help="list what exists", allow_abbrev=False)
     ls.add_argument("what", choices=["adapters", "faults", "properties", "bugs", "services"])
+    ls.add_argument(
+        "--services",
+        metavar="FILE",
+        type=Path,
+        help="with `services`: your service declarations (TOML or JSON) too, checked "
+        "(default: $HARNESS_SERVICES_FILE when set)",
+    )
     it = sub.add_parser(
         "init",
         help="write an adapter for your runtime, a pytest suite and a CI workflow "
@@ -482,7 +490,7 @@ def _main(argv: list[str] | None, *, out: TextIO | None) -> int:
         return EXIT_USAGE if exc.code else EXIT_OK
     try:
         if ns.command == "list":
-            return _list(ns.what, out)
+            return _list(ns.what, out, ns.services)
         if ns.command == "init":
             from ._scaffold import write_scaffold
 
@@ -563,7 +571,7 @@ def _check_before_imports(ns: argparse.Namespace) -> None:
         )
 
 
-def _list(what: str, out: TextIO) -> int:
+def _list(what: str, out: TextIO, services: Path | None = None) -> int:
     if what == "adapters":
         from .adapters._specs import BUILTIN, SHIPPED
 
@@ -612,7 +620,7 @@ def _list(what: str, out: TextIO) -> int:
         for fam in FAMILIES:
             print(f"{fam:14} {docs[fam]}", file=out)
     elif what == "services":
-        _list_services(out)
+        return _list_services(out, services)
     elif what == "bugs":
         from reference_runtime._bugs import BUGS
 
@@ -631,16 +639,29 @@ def _list(what: str, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _list_services(out: TextIO) -> None:
-    """The world's effect kinds: what ``WorkflowSpec.effects`` may name."""
-    from .world import service_catalogue
+def _list_services(out: TextIO, file: Path | None) -> int:
+    """The world's effect kinds: what ``WorkflowSpec.effects`` may name; with
+    ``file`` (or ``$HARNESS_SERVICES_FILE``), the user's declared ones too."""
+    from .world import WorldUsageError, declare_services, load_services, service_catalogue
 
+    if file is None and os.environ.get("HARNESS_SERVICES_FILE", "").strip():
+        file = Path(os.environ["HARNESS_SERVICES_FILE"])
+    declared: set[str] = set()
+    if file is not None:
+        try:
+            declared = {s.name for s in declare_services(load_services(file))}
+        except WorldUsageError as exc:
+            print(f"harness: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     print(
         "effect kinds of the world's services (name them in WorkflowSpec.effects and "
         "Declarations.delivery):",
         file=out,
     )
-    print(f"  {'kind':27} {'answers':10} {'idempotency keys':17} {'lookup':16} delivery", file=out)
+    print(
+        f"  {'kind':27} {'answers':10} {'idempotency keys':17} {'lookup':16} {'http':30} delivery",
+        file=out,
+    )
     for k in service_catalogue():
         caps = k.capabilities
         lookup = (
@@ -651,7 +672,14 @@ def _list_services(out: TextIO) -> None:
             else "none"
         )
         keys = "yes" if caps.idempotency_keys else "no (ignored)"
-        print(f"  {k.kind:27} {k.status:10} {keys:17} {lookup:16} {k.delivery}", file=out)
+        where = f"{k.method} {k.path}"
+        print(
+            f"  {k.kind:27} {k.status:10} {keys:17} {lookup:16} {where:30} {k.delivery}",
+            file=out,
+        )
+    if declared:
+        print(f"declared in {file}: {', '.join(sorted(declared))}", file=out)
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover
