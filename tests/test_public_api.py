@@ -86,6 +86,8 @@ EXPORTS: dict[str, list[str]] = {
         "WorkflowSpec",
         "World",
         "WorldClient",
+        "release_routes",
+        "route_worker",
         "shared_fork_server",
         "tcp_connections",
         "transitions_from_sequence",

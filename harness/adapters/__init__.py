@@ -56,6 +56,8 @@ _EXPORTS: dict[str, str] = {
     "WorkflowSpec": "harness.adapters._contract",
     "World": "harness.world",
     "WorldClient": "harness.world",
+    "release_routes": "harness.adapters._contract",
+    "route_worker": "harness.adapters._contract",
     "shared_fork_server": "harness.adapters._workers",
     "tcp_connections": "harness.adapters._netinfo",
     "transitions_from_sequence": "harness.adapters.kit",
@@ -94,6 +96,8 @@ __all__ = [
     "WorkflowSpec",
     "World",
     "WorldClient",
+    "release_routes",
+    "route_worker",
     "shared_fork_server",
     "tcp_connections",
     "transitions_from_sequence",
@@ -126,6 +130,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         WorkerExit,
         WorkerHandle,
         WorkflowSpec,
+        release_routes,
+        route_worker,
     )
     from ._netinfo import tcp_connections
     from ._workers import ForkServerWorker, shared_fork_server

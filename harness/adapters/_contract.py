@@ -60,6 +60,18 @@ still satisfies the protocol):
     and lets the worker go on. An adapter whose workers cannot say it may
     read it from ``/proc``: :func:`harness.adapters.tcp_connections`.
 
+``route_worker(env, worker_id, services) -> dict[str, str]`` (the harness's hook)
+    With ``network_faults``: before it starts a worker, the environment asks
+    the harness for the URLs that worker is to use for its stores
+    (``services``: name -> URL, as ``network_services()`` names them) and
+    starts the worker with those. On the Toxiproxy backend each comes back
+    pointing at a proxy of that worker's own (every connection it opens,
+    its pool's new ones too, passes it, and a fault on it touches that
+    worker alone); otherwise the URLs come back as given. The environment
+    calls ``release_routes(env)`` in ``close()``. Both are
+    :mod:`harness.adapters` functions; without them the network faults
+    fall back to the kernel backend.
+
 ``Adapter.network_services() -> Mapping[str, str]``
     With ``network_faults``: the servers the workers' connections go to,
     service name -> URL, the store their transactions use first. The
@@ -122,6 +134,7 @@ still satisfies the protocol):
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -601,6 +614,24 @@ class AdapterLifecycle(Protocol):
         already ending with an error, that error is reported and the close
         error is added to it as a note."""
         ...
+
+
+def route_worker(env: object, worker_id: str, services: Mapping[str, str]) -> dict[str, str]:
+    """The URLs worker ``worker_id`` of ``env`` is to use for ``services``
+    (name -> URL): through proxies of its own on the Toxiproxy backend of
+    the network faults, else unchanged. Call it before starting the worker;
+    call :func:`release_routes` when the environment closes."""
+    from .. import _toxiproxy
+
+    return _toxiproxy.route_worker(env, worker_id, services)
+
+
+def release_routes(env: object) -> None:
+    """Remove the proxies :func:`route_worker` made for ``env`` (a no-op
+    without them)."""
+    from .. import _toxiproxy
+
+    _toxiproxy.release_routes(env)
 
 
 def missing_capabilities(adapter: Adapter, needed: set[Capability]) -> set[Capability]:

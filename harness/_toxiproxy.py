@@ -1,0 +1,518 @@
+"""The Toxiproxy backend of network faults: a proxy of its own per worker and store.
+
+Where the server comes from, in order (:func:`choose`):
+
+1. ``HARNESS_TOXIPROXY_URL`` -- a server the user runs (a release binary,
+   the ``ghcr.io/shopify/toxiproxy`` image, testcontainers);
+2. ``HARNESS_TOXIPROXY_BIN``, else ``toxiproxy-server`` on ``PATH`` -- the
+   harness starts one per process on a free loopback port;
+3. else the kernel backend (:mod:`harness._netfilter`: root and iptables);
+4. else the family is not tested, with both reasons.
+
+``HARNESS_NETWORK_BACKEND`` (``auto``, ``toxiproxy``, ``kernel``; the
+command line's ``--network-backend``) overrides the order.
+
+**Routing.** An environment asks for a worker's routed URLs before it starts
+the worker (:func:`route_worker`, the contract's hook): each store URL
+(Postgres, Redis) gets a proxy of that worker's own on a loopback port, and
+the worker connects through it -- every connection it opens, its pool's new
+ones included. A fault on one worker's proxy touches no other worker and
+none of the harness's own connections. :func:`release_routes` removes an
+environment's proxies when it closes. Without the Toxiproxy backend the URLs
+come back unchanged.
+
+**Ownership.** A server the harness starts runs under a *keeper*: a small
+process (standard library only, ``python -I -S``) in a session of its own
+that ignores SIGINT, SIGHUP and SIGTERM, starts the server with a
+parent-death signal tied to itself, and reads a pipe whose write end only
+the harness holds. When the pipe closes -- the harness ended, however it
+died, SIGKILL included -- the keeper kills the server and exits; should the
+keeper itself be killed, the server gets its death signal. On a user's
+server the keeper deletes this process's proxies instead (every name starts
+with ``sah-<token>-``). At a normal exit the harness closes the pipe and
+waits for the keeper.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+ENV_URL = "HARNESS_TOXIPROXY_URL"
+ENV_BIN = "HARNESS_TOXIPROXY_BIN"
+ENV_BACKEND = "HARNESS_NETWORK_BACKEND"
+#: what ``--network-backend`` accepts
+MODES = ("auto", "toxiproxy", "kernel")
+#: the program looked for on ``PATH``
+PROGRAM = "toxiproxy-server"
+#: every proxy this harness makes is named ``sah-<token>-...``
+NAME_PREFIX = "sah-"
+#: seconds a started server has to answer its API
+START_WAIT = 20.0
+#: seconds an API call may take
+API_TIMEOUT = 10.0
+#: the default ports of the services the harness routes
+DEFAULT_PORTS = {"postgres": 5432, "postgresql": 5432, "redis": 6379, "rediss": 6379}
+
+Backend = Literal["toxiproxy", "kernel"]
+
+
+class ToxiproxyError(RuntimeError):
+    """The Toxiproxy server refused or did not answer (the outside world)."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which backend the network faults use here, and why (or why none)."""
+
+    backend: Backend | None
+    #: a sentence: where the server comes from, or why no backend can run
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.backend or 'none'}: {self.reason}"
+
+
+def _mode(mode: str | None) -> str:
+    got = (mode or os.environ.get(ENV_BACKEND) or "auto").strip().lower()
+    if got not in MODES:
+        raise ValueError(
+            f"network backend {got!r} is not one of {', '.join(MODES)}: set "
+            f"{ENV_BACKEND} (or --network-backend) to auto, toxiproxy or kernel"
+        )
+    return got
+
+
+def server_source() -> tuple[str, str] | str:
+    """Where a Toxiproxy server comes from: ``("url", URL)`` (the user's),
+    ``("bin", PATH)`` (one the harness starts), or why there is none."""
+    if importlib.util.find_spec("toxiproxy") is None:
+        return (
+            "the toxiproxy-python client is not installed "
+            "(pip install 'stateful-agent-harness[toxiproxy]')"
+        )
+    url = os.environ.get(ENV_URL, "").strip()
+    if url:
+        return ("url", url)
+    binary = os.environ.get(ENV_BIN, "").strip()
+    if binary:
+        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+            return f"{ENV_BIN}={binary} is not an executable file"
+        return ("bin", binary)
+    found = shutil.which(PROGRAM)
+    if found:
+        return ("bin", found)
+    return (
+        f"no Toxiproxy server: set {ENV_URL} to a running server's API "
+        f"(http://127.0.0.1:8474), or {ENV_BIN} to a toxiproxy-server binary, or put "
+        f"{PROGRAM} on PATH"
+    )
+
+
+def choose(mode: str | None = None) -> Choice:
+    """The backend for ``mode`` (default: ``HARNESS_NETWORK_BACKEND``, else
+    ``auto``). Raises ValueError for an unknown mode."""
+    from . import _netfilter
+
+    got = _mode(mode)
+    source = server_source()
+    if got in ("auto", "toxiproxy") and isinstance(source, tuple):
+        kind, where = source
+        said = f"the server at {where}" if kind == "url" else f"a server started from {where}"
+        return Choice("toxiproxy", f"Toxiproxy, {said}")
+    toxi_why = source if isinstance(source, str) else ""
+    if got == "toxiproxy":
+        return Choice(None, f"--network-backend toxiproxy, but {toxi_why}")
+    kernel_why = _netfilter.unavailable()
+    if kernel_why is None:
+        return Choice("kernel", "netfilter rules (root and iptables)")
+    if got == "kernel":
+        return Choice(None, f"--network-backend kernel, but {kernel_why}")
+    return Choice(None, f"{toxi_why}; and the kernel backend cannot run either: {kernel_why}")
+
+
+# -- the keeper ----------------------------------------------------------------------
+
+#: run as ``python -I -S -c KEEPER server BINARY HOST PORT LOG`` or
+#: ``... proxies API_URL PREFIX``; stdin: the pipe only the owner writes
+KEEPER = r"""
+import ctypes, json, os, signal, subprocess, sys, urllib.request
+for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)
+mode, args = sys.argv[1], sys.argv[2:]
+proc = None
+if mode == "server":
+    binary, host, port, log = args
+    me = os.getpid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    def die_with_keeper():
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != me:
+            os._exit(1)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [binary, "-host", host, "-port", port], stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, preexec_fn=die_with_keeper,
+            env=dict(os.environ, LOG_LEVEL="warn"),
+        )
+    os.write(1, b"%d\n" % proc.pid)
+os.close(1)
+try:
+    while os.read(0, 4096):
+        pass
+except OSError:
+    pass
+if proc is not None:
+    proc.kill()
+    proc.wait()
+    try:
+        os.unlink(args[3])
+    except OSError:
+        pass
+else:
+    api, prefix = args
+    try:
+        with urllib.request.urlopen(api + "/proxies", timeout=10) as r:
+            names = list(json.load(r))
+        for name in names:
+            if name.startswith(prefix):
+                req = urllib.request.Request(api + "/proxies/" + name, method="DELETE")
+                urllib.request.urlopen(req, timeout=10).close()
+    except Exception:
+        pass
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class Route:
+    """One worker's proxy in front of one store."""
+
+    service: str
+    name: str
+    #: where the worker connects: the proxy's ``host:port``
+    listen: str
+    #: the store's ``host:port``
+    upstream: str
+
+    @property
+    def listen_port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+    @property
+    def upstream_addr(self) -> tuple[str, int]:
+        host, _, port = self.upstream.rpartition(":")
+        return host.strip("[]"), int(port)
+
+
+@dataclass
+class _Scope:
+    """The proxies of one environment, by worker id (the newest per id)."""
+
+    by_worker: dict[str, dict[str, Route]] = field(default_factory=dict)
+    all: list[Route] = field(default_factory=list)
+
+
+class Server:
+    """This process's Toxiproxy server (its own or the user's), its proxies
+    and its keeper. One per process (:func:`server`); thread-safe."""
+
+    def __init__(self) -> None:
+        source = server_source()
+        if isinstance(source, str):
+            raise ToxiproxyError(source)
+        self.token = secrets.token_hex(6)
+        self.prefix = f"{NAME_PREFIX}{self.token}-"
+        self.pid = os.getpid()
+        #: the server's pid when this process started it (None: the user's)
+        self.server_pid: int | None = None
+        self.owned = source[0] == "bin"
+        read, self._pipe = os.pipe()
+        self._log: str | None = None
+        try:
+            if self.owned:
+                port = _free_port()
+                fd, self._log = tempfile.mkstemp(prefix="harness-toxiproxy-", suffix=".log")
+                os.close(fd)
+                self.api = f"http://127.0.0.1:{port}"
+                argv = ["server", source[1], "127.0.0.1", str(port), self._log]
+            else:
+                self.api = source[1].rstrip("/")
+                if "://" not in self.api:
+                    self.api = f"http://{self.api}"
+                argv = ["proxies", self.api, self.prefix]
+            self.keeper = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", KEEPER, *argv],
+                stdin=read,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                start_new_session=True,  # a Ctrl-C to the harness's group never reaches it
+            )
+        except BaseException:
+            os.close(self._pipe)
+            raise
+        finally:
+            os.close(read)
+        assert self.keeper.stdout is not None
+        if self.owned:
+            line = self.keeper.stdout.readline().strip()
+            self.server_pid = int(line) if line.isdigit() else None
+        self.keeper.stdout.close()
+        self._mutex = threading.Lock()
+        self._scopes: dict[int, _Scope] = {}
+        self._seq = 0
+        self._client: Any = None
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the API -----------------------------------------------------------------
+
+    def _api(self) -> Any:
+        """toxiproxy-python's server object, pointed at this server."""
+        if self._client is None:
+            from toxiproxy import Toxiproxy
+            from toxiproxy.api import APIConsumer
+
+            parts = urlsplit(self.api)
+            APIConsumer.host = parts.hostname or "127.0.0.1"
+            APIConsumer.port = parts.port or 8474
+            self._client = Toxiproxy()
+        return self._client
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_WAIT
+        said = ""
+        while time.monotonic() < deadline:
+            if self.owned and self.keeper.poll() is not None:
+                said = f"its keeper exited {self.keeper.returncode}"
+                break
+            try:
+                if self._api().version() is not None:
+                    return
+            except Exception as exc:  # requests' errors: not answering yet
+                said = f"{type(exc).__name__}: {exc}"
+            time.sleep(0.05)
+        log = ""
+        if self._log:
+            with contextlib.suppress(OSError), open(self._log, errors="replace") as fh:
+                log = fh.read()[-2000:]
+        raise ToxiproxyError(
+            f"the Toxiproxy server at {self.api} did not answer within {START_WAIT:.0f} s "
+            f"({said or 'no answer'}){': ' + log if log else ''}; check {ENV_URL} or {ENV_BIN}"
+        )
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise ToxiproxyError(
+                f"Toxiproxy at {self.api} refused to {what}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _proxy(self, route: Route) -> Any:
+        from toxiproxy import Proxy
+
+        return Proxy(name=route.name, upstream=route.upstream, listen=route.listen, enabled=True)
+
+    def create(self, service: str, upstream: str, label: str) -> Route:
+        with self._mutex:
+            self._seq += 1
+            name = f"{self.prefix}{self._seq}-{label}-{service}"[:120]
+        made = self._call("create a proxy", self._api().create, upstream, name, "127.0.0.1:0")
+        return Route(service, name, str(made.listen), upstream)
+
+    def destroy(self, route: Route) -> None:
+        with contextlib.suppress(ToxiproxyError):
+            self._call("delete a proxy", self._proxy(route).destroy)
+
+    def add_toxic(
+        self, route: Route, name: str, kind: str, stream: str, attributes: Mapping[str, Any]
+    ) -> None:
+        self._call(
+            f"add a {kind} toxic",
+            self._proxy(route).add_toxic,
+            name=name,
+            type=kind,
+            stream=stream,
+            attributes=dict(attributes),
+        )
+
+    def remove_toxic(self, route: Route, name: str) -> None:
+        with contextlib.suppress(ToxiproxyError):
+            self._call("remove a toxic", self._proxy(route).destroy_toxic, name)
+
+    def set_enabled(self, route: Route, enabled: bool) -> None:
+        proxy = self._proxy(route)
+        self._call(
+            "enable a proxy" if enabled else "disable a proxy",
+            proxy.enable if enabled else proxy.disable,
+        )
+
+    def proxy_names(self) -> list[str]:
+        """The names of this process's proxies on the server."""
+        got = self._call("list its proxies", self._api().proxies)
+        return sorted(n for n in got if str(n).startswith(self.prefix))
+
+    # -- routing -----------------------------------------------------------------
+
+    def route(self, scope: object, worker_id: str, services: Mapping[str, str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        made: dict[str, Route] = {}
+        label = "".join(c if c.isalnum() or c in "-_" else "_" for c in worker_id)[:40]
+        for service, url in services.items():
+            upstream = upstream_of(url)
+            if upstream is None:
+                out[service] = url  # a Unix socket or no server: not routable
+                continue
+            route = self.create(service, upstream, label)
+            made[service] = route
+            out[service] = rewrite(url, route.listen)
+        with self._mutex:
+            sc = self._scopes.setdefault(id(scope), _Scope())
+            sc.by_worker[worker_id] = made
+            sc.all.extend(made.values())
+        return out
+
+    def routes_of(self, scope: object, worker_id: str) -> dict[str, Route]:
+        with self._mutex:
+            sc = self._scopes.get(id(scope))
+            return dict(sc.by_worker.get(worker_id, {})) if sc else {}
+
+    def release(self, scope: object) -> None:
+        with self._mutex:
+            sc = self._scopes.pop(id(scope), None)
+        for route in sc.all if sc else ():
+            self.destroy(route)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self, wait: float = 10.0) -> None:
+        """Delete every proxy, end the keeper (which ends an owned server)."""
+        if os.getpid() != self.pid:
+            return
+        with self._mutex:
+            scopes, self._scopes = list(self._scopes.values()), {}
+        for sc in scopes:
+            for route in sc.all:
+                self.destroy(route)
+        if self._pipe >= 0:
+            os.close(self._pipe)
+            self._pipe = -1
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.keeper.wait(wait)
+
+    def _forget(self) -> None:
+        """In a forked child: let go of the keeper's pipe (only the owner holds it)."""
+        if self._pipe >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._pipe)
+            self._pipe = -1
+
+
+_server: Server | None = None
+_server_mutex = threading.Lock()
+
+
+def server() -> Server:
+    """This process's :class:`Server` (started on first use; its proxies are
+    removed and an owned server stopped at exit, or by its keeper if the
+    process dies). Raises :class:`ToxiproxyError` when none can be had."""
+    global _server
+    with _server_mutex:
+        if _server is None or _server.pid != os.getpid():
+            _server = Server()
+            atexit.register(_server.close)
+        return _server
+
+
+def current() -> Server | None:
+    """This process's server if one was started, else None."""
+    s = _server
+    return s if s is not None and s.pid == os.getpid() else None
+
+
+def _after_fork_in_child() -> None:
+    global _server, _server_mutex
+    if _server is not None:
+        _server._forget()
+    _server = None
+    _server_mutex = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# -- URLs --------------------------------------------------------------------------
+
+
+def upstream_of(url: str) -> str | None:
+    """The ``host:port`` a Postgres or Redis URL connects to over TCP, or
+    None (a Unix socket, a libpq ``key=value`` string, no host)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        return None
+    if "host=" in parts.query or "hostaddr=" in parts.query or "port=" in parts.query:
+        return None
+    host = parts.hostname
+    if not host or host.startswith("/") or "," in (parts.netloc.rpartition("@")[2]):
+        return None
+    try:
+        port = parts.port or DEFAULT_PORTS[scheme]
+    except ValueError:
+        return None
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def rewrite(url: str, listen: str) -> str:
+    """``url`` with its ``host:port`` replaced by ``listen`` (the proxy's)."""
+    parts = urlsplit(url)
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{userinfo}{at}{listen}"))
+
+
+def route_worker(scope: object, worker_id: str, services: Mapping[str, str]) -> dict[str, str]:
+    """The URLs worker ``worker_id`` of environment ``scope`` should use for
+    ``services`` (name -> URL): through proxies of its own when the network
+    faults run on Toxiproxy, else the same URLs. Raises
+    :class:`ToxiproxyError` when the Toxiproxy backend is chosen and its
+    server cannot be reached."""
+    if choose().backend != "toxiproxy":
+        return dict(services)
+    return server().route(scope, worker_id, services)
+
+
+def release_routes(scope: object) -> None:
+    """Delete the proxies :func:`route_worker` made for ``scope``."""
+    s = current()
+    if s is not None:
+        s.release(scope)
+
+
+def routes_of(scope: object, worker_id: str) -> dict[str, Route]:
+    """The proxies worker ``worker_id`` of ``scope`` connects through, by service."""
+    s = current()
+    return s.routes_of(scope, worker_id) if s is not None else {}
