@@ -20,6 +20,7 @@ from .adapters._specs import pythonpath_for, with_pythonpath
 from .model import Verdict
 from .nemesis import resolve_worker_timeout, worker_timeout_limit
 from .outcome import Outcome
+from .outcome._replayed import replay_labels
 from .report import (
     Report,
     load_report,
@@ -381,11 +382,16 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
     for i, step in enumerate(scenario.describe(), 1):
         _line(out, f"  {i}. {step}")
     failed = [r for r in example.results if r.verdict is Verdict.FAIL]
-    for r in example.results:
-        # A pass on no evidence (nothing of the property happened in this
-        # scenario) is not a pass: say so, as the search's verdicts do.
-        shown = "idle" if r.verdict is Verdict.PASS and r.evidence == 0 else r.verdict.value
-        _line(out, f"  {shown:7} {r.name}: {r.message}")
+    # the run's words: not_tested where the run's rules (or its report) say
+    # so, idle for a pass on no evidence in this one scenario
+    recorded = None if as_file else {p.name: (p.verdict, p.reason) for p in stored.properties}
+    for shown in replay_labels(
+        example,
+        [c.value for c in adapter.capabilities],
+        None if as_file else stored.families,
+        recorded,
+    ):
+        _line(out, f"  {shown.label:7} {shown.name}: {shown.message}")
     if failed:
         _line(out, f"reproduced: {', '.join(r.name for r in failed)} failed")
         _line(out, "minimal counterexample:")
