@@ -166,22 +166,22 @@ class WorldClient(OnWorldFile):
         return _Request(spec, action, dict(request), idempotency_key, business_key, who)
 
     def perform(
-        self, req: _Request, *, pid: int, can_kill: bool = True
+        self, req: _Request, *, pid: int, cannot_kill: str | None = None
     ) -> tuple[Outcome, Processed]:
         """Count, fault, process and record ``req`` as made by process ``pid``;
         returns what happened, committed. The caller is not killed here: a
         ``killed_*`` outcome tells whoever answers to kill ``pid``.
-        ``can_kill=False`` (a caller whose process is unknown): a kill rule
-        that would fire raises :class:`WorldUsageError` and nothing is
-        recorded, since a kill that cannot happen would make the records lie."""
+        ``cannot_kill`` (why the caller's process cannot be killed: unknown,
+        or the one serving it): a kill rule that would fire raises
+        :class:`WorldUsageError` saying so, and nothing is recorded, since a
+        kill that cannot happen would make the records lie."""
         service, action = req.spec.name, req.action
         with self._store.transaction() as conn:
             matched = count_and_match(conn, service, action)
-            if matched is not None and not can_kill and matched[0].rule.mode in KILL_MODES:
+            if matched is not None and cannot_kill and matched[0].rule.mode in KILL_MODES:
                 raise WorldUsageError(
                     f"rule {matched[0].rule_id} ({matched[0].rule.mode}) would kill the caller "
-                    f"of this {service}.{action}, but the world does not know which process "
-                    "sent it; nothing was recorded"
+                    f"of this {service}.{action}, but {cannot_kill}; nothing was recorded"
                 )
             if matched is not None and matched[0].rule.mode == "slow":
                 # Do not hold the world's write lock while sleeping: other

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ._client import Clock, WorldClient
 from ._errors import WorldUsageError
@@ -19,6 +19,9 @@ from ._faults import ArmedRule, arm, call_counter, list_rules
 from ._model import FaultMode, FaultRule, FiredFault, Outcome, RequestRecord, ServiceCounts
 from ._services import SERVICES, declare_services, record_services, rule_target, services_of_world
 from ._store import OnWorldFile, read_counter
+
+if TYPE_CHECKING:
+    from ._http import HttpFace
 
 #: Environment variable :func:`open_world` reads when given no path.
 ENV_WORLD_PATH = "HARNESS_WORLD_PATH"
@@ -64,6 +67,14 @@ class World(OnWorldFile):
     def client(self) -> WorldClient:
         """A client for this world (same clock), for in-process callers."""
         return WorldClient(self._store.path, clock=self._clock)
+
+    def serve_http(self) -> HttpFace:
+        """Serve this world's services over HTTP on a loopback port (same
+        clock), started; ``.url`` is its base URL, ``.close()`` stops it.
+        Needs the ``http`` extra; see ``harness.world._http``."""
+        from ._http import HttpFace
+
+        return HttpFace(self._store.path, clock=self._clock).start()
 
     # -- faults -------------------------------------------------------------------
 
