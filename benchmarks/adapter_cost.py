@@ -56,6 +56,24 @@ CHILD = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
     "from harness.cli import main; sys.exit(main(sys.argv[2:]))"
 )
+#: the same under cProfile (the main thread of the parent only), its
+#: statistics dumped to the file named by the environment
+PROFILED_CHILD = (
+    "import cProfile, os, sys; sys.path.insert(0, sys.argv[1]); "
+    "from harness.cli import main; p = cProfile.Profile(); p.enable()\n"
+    "try: code = main(sys.argv[2:])\n"
+    "finally: p.disable(); p.dump_stats(os.environ['ADAPTER_COST_PROFILE'])\n"
+    "sys.exit(code)"
+)
+#: the parent's functions whose share of its profiled time --profile-parent
+#: prints (cumulative: each with what it calls)
+WATCHED = (
+    ("_recorder.py", "sync"),
+    ("_recorder.py", "observe"),
+    ("_adapter.py", "observe"),
+    ("_recorder.py", "record"),
+    ("_interpreter.py", "run"),
+)
 
 
 def _framework(adapter: str, app: str) -> tuple[list[str], bool]:
@@ -133,7 +151,24 @@ def server_cpu() -> dict[str, float]:
     return totals
 
 
-def run_row(tree: Path, args: list[str], budget: float | None, seed: int) -> dict[str, Any]:
+def profile_shares(path: Path) -> dict[str, float]:
+    """Of the profiled parent's time: each watched function's share (cumulative)."""
+    import pstats
+
+    stats: Any = pstats.Stats(str(path)).stats
+    total = sum(tt for _cc, _nc, tt, _ct, _callers in stats.values())
+    shares: dict[str, float] = {}
+    for (file, _line, func), (_cc, _nc, _tt, ct, _callers) in stats.items():
+        for suffix, name in WATCHED:
+            if func == name and file.endswith(suffix):
+                key = f"{Path(file).parent.name}/{suffix}:{name}"
+                shares[key] = shares.get(key, 0.0) + ct / total
+    return dict(sorted(shares.items(), key=lambda kv: -kv[1]))
+
+
+def run_row(
+    tree: Path, args: list[str], budget: float | None, seed: int, profile: bool = False
+) -> dict[str, Any]:
     """``harness run --profile ci ARGS`` with ``tree``'s harness: CPU, wall, the report."""
     work = Path(tempfile.mkdtemp(prefix="adapter-cost-"))
     try:
@@ -142,11 +177,14 @@ def run_row(tree: Path, args: list[str], budget: float | None, seed: int) -> dic
         argv = [*args, "--profile", "ci", "--seed", str(seed), "--report-dir", str(report)]
         if budget is not None:
             argv += ["--budget", str(budget)]
+        if profile:
+            env["ADAPTER_COST_PROFILE"] = str(work / "parent.prof")
         before = server_cpu()
         started = time.monotonic()
+        code = PROFILED_CHILD if profile else CHILD
         with open(work / "out.txt", "wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-c", CHILD, str(tree), "run", *argv],
+                [sys.executable, "-c", code, str(tree), "run", *argv],
                 cwd=work,
                 env=env,
                 stdout=out,
@@ -160,7 +198,9 @@ def run_row(tree: Path, args: list[str], budget: float | None, seed: int) -> dic
         if code not in (0, 1, 3) or not (report / "report.json").exists():
             return {"exit": code, "error": text[-2000:], "wall": wall}
         data = json.loads((report / "report.json").read_text())
+        shares = profile_shares(work / "parent.prof") if profile else None
         return {
+            "parent_profile": shares,
             "exit": code,
             "cpu": usage.ru_utime + usage.ru_stime,
             "wall": wall,
@@ -235,6 +275,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run REV's tree (git archive) instead of this checkout's working tree, which "
         "others may be editing",
     )
+    parser.add_argument(
+        "--profile-parent",
+        action="store_true",
+        help="run each harness parent under cProfile and print the share of its time in "
+        "observation and recording (the CPU figures then include the profiler's cost)",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON at the end")
     ns = parser.parse_args(argv)
     names = [n.strip() for n in ns.adapters.split(",") if n.strip()]
@@ -268,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             order = trees if i % 2 == 0 else list(reversed(trees))
             for tree_name, tree in order:
-                r = run_row(tree, args, ns.budget, ns.seed)
+                r = run_row(tree, args, ns.budget, ns.seed, ns.profile_parent)
                 results.append((name, tree_name, r))
                 brief = {k: v for k, v in r.items() if k != "error"}
                 print(f"  {name} [{tree_name}]: {json.dumps(brief)}", flush=True)
@@ -277,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
     budget = f" --budget {ns.budget:g}" if ns.budget else ""
     print(f"harness run --profile ci --seed {ns.seed}{budget}")
     print(render(results))
+    for name, tree_name, r in results:
+        if r.get("parent_profile"):
+            parts = ", ".join(f"{k} {v:.1%}" for k, v in r["parent_profile"].items())
+            print(f"parent profile, {LABELS[name]} ({tree_name}): {parts}")
     if ns.json:
         print(json.dumps([{"row": n, "tree": t, **r} for n, t, r in results]))
     return 0
