@@ -363,7 +363,9 @@ class StorageFault(_Frozen):
 #: goes on (a zombie by the network); ``latency``: the worker's store
 #: traffic delayed -- not available on the kernel backend (no netem): armed,
 #: never fired, and said why.
-NetworkKind = Literal["commit_ack_lost", "reset_mid_transaction", "partition", "latency"]
+NetworkKind = Literal[
+    "commit_ack_lost", "reset_mid_transaction", "partition", "latency", "slow_reply", "cut_reply"
+]
 
 
 class NetworkFault(_Frozen):
@@ -514,6 +516,8 @@ def describe_step(step: BaseModel) -> str:
             "partition": "partitioned from the store past its lease while another "
             "worker takes over, then healed",
             "latency": "its store traffic delayed",
+            "slow_reply": "its store's replies arrive in fragments",
+            "cut_reply": "its store's next reply is cut after a few bytes",
         }[step.kind]
         return f"network fault on paused worker {step.worker_id}: {what}; it goes on"
     if isinstance(step, Cancel):

@@ -27,10 +27,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .. import _netfilter
+from .. import _netfilter, _toxiproxy
 from ..adapters import Capability, Endpoint, WorkerHandle, tcp_connections
 from ..adapters._netinfo import network_gaps, offered_network_kinds
 from ..model import EventF, NetworkFault
+from . import _toxiproxy as _on_toxiproxy
 from ._clock import advance
 from ._context import StepContext
 
@@ -68,19 +69,61 @@ def _rule(kind: str, ep: Endpoint) -> _netfilter.Rule:
     )
 
 
+def _routes(ctx: StepContext, worker_id: str) -> dict[str, _toxiproxy.Route]:
+    """The worker's proxies, by service: it was routed through Toxiproxy
+    when it started (the contract's ``route_worker``), else none."""
+    if Capability.NETWORK_FAULTS not in ctx.capabilities:
+        return {}
+    return _toxiproxy.routes_of(ctx.env, worker_id)
+
+
+def _kernel_unavailable() -> str | None:
+    """Why the kernel backend cannot run here: with both backends' reasons
+    when neither can (the family is then not tested)."""
+    reason = _netfilter.unavailable()
+    if reason is None:
+        return None
+    try:
+        return _toxiproxy.choose().reason
+    except ValueError as exc:
+        return str(exc)
+
+
+#: what the kernel backend cannot do, by kind, and why
+_KERNEL_CANNOT = {
+    "slow_reply": "the kernel backend cannot fragment a reply (netfilter passes or drops "
+    "whole packets); run the network faults on Toxiproxy (HARNESS_TOXIPROXY_URL or "
+    "HARNESS_TOXIPROXY_BIN)",
+    "cut_reply": "the kernel backend cannot cut a reply after some bytes; run the network "
+    "faults on Toxiproxy (HARNESS_TOXIPROXY_URL or HARNESS_TOXIPROXY_BIN)",
+}
+
+
 def network_fault(ctx: StepContext, step: NetworkFault) -> None:
     """Drop what the server sends the paused worker's connection (its next
     COMMIT commits, unacknowledged) or reset that connection, let the worker
-    go on, wait for it to end, then heal."""
+    go on, wait for it to end, then heal. On Toxiproxy when the worker was
+    routed through it (:mod:`harness.nemesis._toxiproxy`), else on the
+    kernel's netfilter rules."""
+    routes = _routes(ctx, step.worker_id)
+    if routes:
+        handle = ctx.paused.pop(step.worker_id, None)
+        if handle is None:
+            _not_paused(ctx, step, {"network": step.kind, "worker_id": step.worker_id})
+            return
+        _on_toxiproxy.network_fault(ctx, step, handle, routes)
+        return
     if step.kind == "partition":
         partition(ctx, step)
         return
     value: dict[str, Any] = {"network": step.kind, "worker_id": step.worker_id}
+    value["backend"] = "kernel"
     handle = ctx.paused.pop(step.worker_id, None)
-    if step.kind == "latency":
+    if step.kind in ("latency", *_KERNEL_CANNOT):
         # Not built on the kernel backend: armed, never fired, said why
         # (the run is then inconclusive, never passed).
-        ctx.recorder.fault(step.kind, False, **value, reason=_netfilter.latency_unavailable())
+        cannot = _KERNEL_CANNOT.get(step.kind) or _netfilter.latency_unavailable()
+        ctx.recorder.fault(step.kind, False, **value, reason=cannot)
         if handle is not None:
             handle.cont()
             ctx.await_worker(handle)
@@ -89,7 +132,7 @@ def network_fault(ctx: StepContext, step: NetworkFault) -> None:
         # Its pause never fired (the site was not reached): nothing to act on.
         _not_paused(ctx, step, value)
         return
-    reason = _netfilter.unavailable() or _unreachable(ctx, step.kind)
+    reason = _kernel_unavailable() or _unreachable(ctx, step.kind)
     endpoints: Sequence[Endpoint] = ()
     if reason is None:
         endpoints = _endpoints(ctx, handle)
@@ -168,11 +211,12 @@ def partition(ctx: StepContext, step: NetworkFault) -> None:
     over), heal, and let the first worker go on: a zombie by the network,
     its connections dead, its lease gone."""
     value: dict[str, Any] = {"network": step.kind, "worker_id": step.worker_id}
+    value["backend"] = "kernel"
     handle = ctx.paused.pop(step.worker_id, None)
     if handle is None:
         _not_paused(ctx, step, value)
         return
-    reason = _netfilter.unavailable() or _unreachable(ctx, step.kind)
+    reason = _kernel_unavailable() or _unreachable(ctx, step.kind)
     if reason is None and Capability.CLOCK not in ctx.capabilities:
         reason = "a partition outlasts the lease on the clock: the adapter has no clock capability"
     eps: list[Endpoint] = []
@@ -249,6 +293,5 @@ def _not_paused(ctx: StepContext, step: NetworkFault, value: dict[str, Any]) -> 
         step.kind,
         False,
         **value,
-        reason="the worker never reached its pause point (the run ended or went another way "
-        "first)",
+        reason="the worker never reached its pause point (the run ended or went another way first)",
     )

@@ -12,19 +12,34 @@ from pathlib import Path
 
 import pytest
 
-from harness import _netfilter
+from harness import _netfilter, _toxiproxy
 from reference_runtime import service_urls
 
 
 @pytest.fixture
-def netfilter() -> None:
-    """iptables works here (skips, or fails in CI, when it does not)."""
+def netfilter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """iptables works here (skips, or fails in CI, when it does not), and the
+    network faults run on it (not on a Toxiproxy server the machine has)."""
+    monkeypatch.setenv(_toxiproxy.ENV_BACKEND, "kernel")
     reason = _netfilter.unavailable()
     if reason is None:
         return
     if service_urls.services_required():
         pytest.fail(f"{reason} (HARNESS_REQUIRE_SERVICES=1 forbids skipping)")
     pytest.skip(reason)
+
+
+@pytest.fixture
+def toxiproxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Toxiproxy server the harness can use (HARNESS_TOXIPROXY_URL, or a
+    binary it starts: skips, or fails in CI, when there is none), and the
+    network faults run on it."""
+    source = _toxiproxy.server_source()
+    if isinstance(source, str):
+        if service_urls.services_required():
+            pytest.fail(f"{source} (HARNESS_REQUIRE_SERVICES=1 forbids skipping)")
+        pytest.skip(source)
+    monkeypatch.setenv(_toxiproxy.ENV_BACKEND, "toxiproxy")
 
 
 def _listed(token: str) -> list[str]:

@@ -33,6 +33,8 @@ from .._contract import (
     RunView,
     WorkerHandle,
     WorkflowSpec,
+    release_routes,
+    route_worker,
 )
 from .._netinfo import tcp_connections
 from .._workers import ForkServerWorker
@@ -225,6 +227,7 @@ class ReferenceEnvironment:
             crash=spec, code_version=code_version, trace=self.trace_crash_points
         )
         env["RR_CONTEXT_LOG"] = str(self._context_log)
+        env.update(self._routed(worker_id, env))
         proc = self._server.spawn(
             WORKER_TARGET,
             args={"worker_id": worker_id, "env": env},
@@ -234,6 +237,16 @@ class ReferenceEnvironment:
         handle = ForkServerWorker(worker_id, proc)
         self._workers.append(handle)
         return handle
+
+    def _routed(self, worker_id: str, env: dict[str, str]) -> dict[str, str]:
+        """The worker's store URLs, through proxies of its own when the
+        network faults run on Toxiproxy (the contract's ``route_worker``)."""
+        if Capability.NETWORK_FAULTS not in self.adapter.capabilities:
+            return {}
+        keys = {"postgres": "RR_STORE", "redis": "RR_REDIS_URL"}
+        services = {s: env[k] for s, k in keys.items() if env.get(k)}
+        routed = route_worker(self, worker_id, services)
+        return {keys[s]: url for s, url in routed.items()}
 
     # -- ingress ----------------------------------------------------------------
 
@@ -537,6 +550,7 @@ class ReferenceEnvironment:
             if w.proc.exit is None:  # still running or stopped: no leaks
                 w.proc.kill()
                 w.proc.wait(10.0)
+        release_routes(self)  # no worker is left to use them
         self.d.close()
 
 
