@@ -17,7 +17,14 @@ from ._client import Clock, WorldClient
 from ._errors import WorldUsageError
 from ._faults import ArmedRule, arm, call_counter, list_rules
 from ._model import FaultMode, FaultRule, FiredFault, Outcome, RequestRecord, ServiceCounts
-from ._services import SERVICES, declare_services, record_services, rule_target, services_of_world
+from ._services import (
+    BUILTIN,
+    SERVICES,
+    declare_services,
+    record_services,
+    rule_target,
+    services_of_world,
+)
 from ._store import OnWorldFile, read_counter
 
 if TYPE_CHECKING:
@@ -54,8 +61,9 @@ class World(OnWorldFile):
         (:func:`~harness.world.declare_services`), so that every process that
         opens the world knows them."""
         self._store.create()
-        with self._store.transaction() as conn:
-            record_services(conn)
+        if any(spec not in BUILTIN for spec in SERVICES.values()):
+            with self._store.transaction() as conn:
+                record_services(conn)
         return self
 
     def open(self) -> World:
