@@ -9,7 +9,7 @@ from typing import Any
 from ..history import History
 from ..model import OPERATOR_ANSWER, Event, EventF, PropertyResult
 from ._base import Findings, every, guarded, plural, vstr
-from ._runs import fault_runs
+from ._excuses import excused_runs
 from ._state import _ABSENT, first_difference
 
 NAME = "context_rebuild"
@@ -22,8 +22,8 @@ _VOLATILE = ("attempt",)
 def check_context_rebuild(history: History, oracle: History | None) -> PropertyResult:
     """Every model context equals one the oracle built for the same run and step.
 
-    Promises: for each ``context`` event (of a run not named in a fault's
-    ``runs`` list), the oracle holds a ``context`` event of the same run and
+    Promises: for each ``context`` event (of a run no fault excuses: see
+    :mod:`harness.checkers._excuses`), the oracle holds a ``context`` event of the same run and
     ``step`` whose ``context`` object is equal once the top-level ``attempt``
     key is removed from both. Objects are compared, not fingerprints (a
     fingerprint may cover the attempt or be computed differently). A step
@@ -75,10 +75,10 @@ def check_context_rebuild(history: History, oracle: History | None) -> PropertyR
     if not wanted:
         f.unknown("the oracle holds no readable context events")
         return f.result("")
-    excluded = fault_runs(history)
+    excluded = excused_runs(history)
     repeated = _at_least_once_repeats(history)
     sharing = _sharing_concurrently(history)
-    shared_fault = _sharing_with(history, excluded)
+    shared_fault = _sharing_with(history, list(excluded.runs))
     answered = _operator_answers(history)
     for e in contexts:
         key, obj = _key(e), _stable(e)

@@ -16,9 +16,9 @@ from ._effects import (
     requests_of,
     stopped_for_operator,
 )
+from ._excuses import excused_runs
 from ._runs import (
     divergence,
-    fault_runs,
     migration_faults,
     migration_touched,
     parked_for_schema,
@@ -72,7 +72,7 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
     ofinals = oracle.finals() if oracle is not None else {}
     # Another fault (an approval left to expire, ...) may have changed a run's
     # outcome legitimately; only what migration alone explains is judged here.
-    elsewhere = fault_runs(history, except_kind="migration")
+    elsewhere = excused_runs(history, except_kind="migration")
     older = older_workers(history)
     for run_id, by in touched.items():
         if run_id in elsewhere:

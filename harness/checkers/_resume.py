@@ -12,9 +12,9 @@ from ._effects import (
     requests_of,
     stopped_for_operator,
 )
+from ._excuses import count_excuses, excused_runs
 from ._runs import (
     divergence,
-    fault_runs,
     known_runs,
     migration_touched,
     output_diff,
@@ -31,8 +31,11 @@ def check_resume_equivalence(history: History, oracle: History | None) -> Proper
     """Each run ends as its fault-free oracle run did: same state, output, effects.
 
     Promises, for every run the history submitted or saw end, except runs
-    named in any ``fault`` event's ``runs`` list (their outcome may
-    legitimately change; counted as ``excluded_by_fault``): the final
+    a fault excuses (named in a ``fault`` event's ``runs`` list *and* shown
+    by the history to be within the fault's reach: see
+    :mod:`harness.checkers._excuses`; counted as ``excluded_by_fault``, and
+    by the fault's kind as ``excused_by_KIND``; a run named without that
+    evidence is judged, counted as ``not_excused_KIND``): the final
     normalized ``state`` and the ``output`` equal the oracle's; the counted
     effects' (kind, request hash) are equal as multisets for exactly-once
     and at-most-once kinds and as sets for at-least-once kinds. An
@@ -66,10 +69,11 @@ def check_resume_equivalence(history: History, oracle: History | None) -> Proper
         )
     if obad:
         f.unknown(f"{plural(len(obad), 'oracle effect')} cannot be read")
-    excluded = fault_runs(history)
+    excluded = excused_runs(history)
     touched = migration_touched(history)
     finals, ofinals = history.finals(), oracle.finals()
     runs = known_runs(history)
+    count_excuses(excluded, runs, f)
     for run_id in runs:
         if run_id in excluded:
             f.count("excluded_by_fault")

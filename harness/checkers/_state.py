@@ -9,7 +9,8 @@ from ..history import History
 from ..model import Event, EventF, PropertyResult
 from ._base import Findings, guarded, plural, vstr, vstrs
 from ._effects import parse_effects
-from ._runs import RepeatRefs, fault_runs, repeat_refs
+from ._excuses import excused_runs
+from ._runs import RepeatRefs, repeat_refs
 
 NAME = "state_equivalence"
 
@@ -21,7 +22,7 @@ def check_state_equivalence(history: History, oracle: History | None) -> Propert
     Promises, for every run with a ``state`` event (the adapter's normalized
     snapshot of what the runtime keeps durably: conversation items,
     checkpoint channels, ledger entries, memory written) that no fault
-    names in its ``runs`` and whose final state equals the oracle's: the
+    excuses (:mod:`harness.checkers._excuses`) and whose final state equals the oracle's: the
     snapshot, with the keys listed in ``volatile`` removed at any depth,
     equals the oracle's snapshot of the same run. A worker killed and
     resumed must not leave a second copy of a message, a ledger entry stuck
@@ -51,7 +52,7 @@ def check_state_equivalence(history: History, oracle: History | None) -> Propert
         f.unknown("no oracle history was given, so there is nothing to compare with")
         return f.result("")
     ostates = _states(oracle)
-    excluded = fault_runs(history)
+    excluded = excused_runs(history)
     decl = history.declaration()
     effects, _ = parse_effects(history)
     oracle_effects, _ = parse_effects(oracle)
