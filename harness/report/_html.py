@@ -42,12 +42,16 @@ class CoverageRow:
     @property
     def status(self) -> str:
         """``broke`` (a property failed after it fired), ``held``, ``unfired``
-        (armed, never fired) or ``unarmed``."""
+        (armed, never fired), ``not_tested`` (never armed, for the reasons
+        in ``cov.unfired``: the runtime left it nothing to aim at) or
+        ``unarmed``."""
         if self.cov.failed_after:
             return "broke"
         if self.cov.fired:
             return "held"
-        return "unfired" if self.cov.armed else "unarmed"
+        if self.cov.armed:
+            return "unfired"
+        return "not_tested" if self.cov.unfired else "unarmed"
 
 
 def _env() -> Environment:
@@ -120,9 +124,7 @@ def _log(folder: Path, sub: str) -> str | None:
     return path if (folder / path).is_file() else None
 
 
-def _attach(
-    view: ScenarioView, history_path: Path, witness: tuple[int, ...], folder: Path
-) -> None:
+def _attach(view: ScenarioView, history_path: Path, witness: tuple[int, ...], folder: Path) -> None:
     history = load_history(history_path, folder)
     if history is None:
         return

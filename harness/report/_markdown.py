@@ -109,7 +109,12 @@ def render_markdown(report: Report) -> str:
         message = p.message
         if len(message) > 160:  # cut the raw text: a cut escape would break the row
             message = message[:157] + "..."
-        lines.append(f"| {_code(p.name)} | {_ICON[p.verdict]} {p.verdict} | {md_text(message)} |")
+        name = _code(p.name) + (" (your invariant)" if p.user else "")
+        lines.append(f"| {name} | {_ICON[p.verdict]} {p.verdict} | {md_text(message)} |")
+    for p in report.properties:
+        if p.traceback:  # a user's invariant raised: its traceback, below the table
+            lines += ["", f"**{_code(p.name)} raised** (a bug in the invariant):", ""]
+            lines += _block(p.traceback)
     ce = report.counterexample
     if ce is not None:
         serves = ", ".join(md_text(n) for n in ce.counterexample_for or ce.failed_properties)
@@ -135,6 +140,14 @@ def render_markdown(report: Report) -> str:
     ]
     if unfired:
         lines.append(f"Armed but never fired: {', '.join(unfired)}.")
+    # never armed, with why: the runtime left the fault nothing to aim at
+    moot = [
+        f"{md_text(k)} ({md_text('; '.join(c.unfired))})"
+        for k, c in sorted(report.faults.items())
+        if not c.armed and not c.fired and c.unfired
+    ]
+    if moot:
+        lines.append(f"Not tested: {', '.join(moot)}.")
     if report.crash_points:
         hit = sum(1 for c in report.crash_points.values() if c.fired)
         lines.append(f"Crash points fired: {hit} of {len(report.crash_points)}.")

@@ -9,6 +9,7 @@ final states (:meth:`HistoryRecorder.finish`).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,10 +44,16 @@ class Coverage:
     ) -> None:
         """Count one fault of ``kind`` (and of crash point ``site``, if given);
         ``armed=False`` for the firing of a fault already counted when it was
-        armed (a world rule). ``reason``: why one that did not fire did not."""
-        if armed and not fired and reason:
+        armed (a world rule). ``reason``: why one that did not fire did not.
+        Neither armed nor fired, with a ``reason``: a fault the runtime left
+        nothing to aim at (a barrier race it serialized before the site):
+        kept under its kind with 0 armed, so the report says it was not
+        tested and why, and no verdict counts it as armed and never fired."""
+        if not fired and reason:
             why = self.unfired.setdefault(kind, {})
             why[reason] = why.get(reason, 0) + 1
+            if not armed:
+                self.armed.setdefault(kind, 0)
         if armed:
             self.armed[kind] = self.armed.get(kind, 0) + 1
         if fired:
@@ -75,6 +82,10 @@ class HistoryRecorder:
         self.transitions = 0
         self._world_seen = 0
         self._fired_seen = 0
+        #: the environment's observation cursor when it was last observed,
+        #: and what that observation said (its news already handed out)
+        self._cursor: tuple[Environment, Hashable] | None = None
+        self._last: Observation | None = None
 
     def _env(self) -> Environment:
         assert self.env is not None, "the environment is not open"
@@ -161,8 +172,21 @@ class HistoryRecorder:
 
     def observe(self) -> Observation:
         """Observe the runtime, recording what is new. Every observation goes
-        through here: an adapter's observe() hands out each transition once."""
-        obs = self._env().observe()
+        through here: an adapter's observe() hands out each transition once.
+
+        An environment with ``observation_cursor()`` (see the contract) is
+        observed again only when its cursor moved: otherwise the last
+        observation stands, with nothing new in it. The cursor is read
+        before observing, so a change made meanwhile moves the next one."""
+        env = self._env()
+        cursor_of = getattr(env, "observation_cursor", None)
+        cursor = None if cursor_of is None else (env, cursor_of())
+        if cursor is not None and cursor[1] is not None and cursor == self._cursor:
+            assert self._last is not None
+            return self._last
+        obs = env.observe()
+        self._cursor = cursor
+        self._last = obs.model_copy(update={"transitions": (), "contexts": ()})
         for t in obs.transitions:
             self.record("info", EventF.TRANSITION, str(t.get("actor") or "runtime"), dict(t))
         self.transitions += len(obs.transitions)

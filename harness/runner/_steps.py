@@ -144,6 +144,15 @@ class RunContext:
             fired = (crash.action == "kill" and exit_.killed) or (
                 crash.action == "pause" and exit_.stopped
             )
+            held = sorted(w for w in self.paused if w != handle.worker_id)
+            why: dict[str, Any] = {}
+            if not fired and crash.action == "pause" and held:
+                # it ended while another worker was held at a crash point:
+                # the runtime made it wait for (or skip) what that one holds
+                why["reason"] = (
+                    f"the worker ended without reaching the site while {', '.join(held)} "
+                    "was held at a crash point: the runtime serialized it"
+                )
             rec.fault(
                 "crash_point",
                 fired,
@@ -151,6 +160,7 @@ class RunContext:
                 nth=crash.nth,
                 action=crash.action,
                 worker_id=handle.worker_id,
+                **why,
             )
         if exit_.killed:
             self._lease_wait()

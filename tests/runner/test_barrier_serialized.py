@@ -1,0 +1,96 @@
+"""A barrier race the runtime serializes before the site is not tested, with why (issue 34).
+
+Two workers are held at one crash point and released together. A correct
+runtime may take its lock, lease or claim *before* that site: the second
+worker then ends without reaching it, and nothing raced. That used to be
+"armed, never fired" -- an inconclusive run whose hint blamed the
+workflows' declarations. It is "not tested for that workflow", with the
+reason, and never makes the run inconclusive.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness._settings import load_settings
+from harness.adapters._loading import load_adapter
+from harness.model import CrashSpec, Quiesce, ReleaseWorkers, RunSpec, RunWorker, Scenario, Submit
+from harness.outcome import Example, Outcome
+from harness.outcome._verdicts import judge
+from harness.report import build_report, render_html, render_markdown
+from harness.runner import run_scenario
+
+ADAPTER = load_adapter("reference", {})
+REFUND = RunSpec(
+    run_id="r1",
+    tenant="acme",
+    workflow="refund",
+    input={"customer_id": "c-1", "amount_cents": 1250, "currency": "EUR"},
+)
+
+
+def _barrier(tmp: Path, site: str) -> Scenario:
+    return Scenario(
+        name="barrier",
+        steps=(
+            Submit(run=REFUND),
+            RunWorker(worker_id="b1", crash=CrashSpec(site=site, nth=1, action="pause")),
+            RunWorker(worker_id="b2", crash=CrashSpec(site=site, nth=1, action="pause")),
+            ReleaseWorkers(worker_ids=("b1", "b2")),
+            Quiesce(),
+        ),
+    )
+
+
+def test_a_race_serialized_before_the_site_is_not_tested_for_the_workflow(tmp_path: Path) -> None:
+    # after_lease_acquire: b1 holds the run's lease there, so b2 finds
+    # nothing to claim and ends without reaching the site
+    done = run_scenario(ADAPTER, _barrier(tmp_path, "after_lease_acquire"), tmp_path / "r")
+    cov = done.coverage
+    assert cov.fired.get("race", 0) == 0
+    assert cov.armed.get("race", 0) == 0, "a serialized race is not an armed fault"
+    [reason] = cov.unfired["race"]
+    assert "not tested for workflow refund" in reason
+    assert "serialized the racers before the site" in reason
+    assert "b2 ended without reaching it while b1 was held there" in reason
+    j = judge(
+        {},
+        capabilities=[c.value for c in ADAPTER.capabilities],
+        families=["race", "crash"],
+        faults_armed=cov.armed,
+        faults_fired=cov.fired,
+        unfired=cov.unfired,
+    )
+    assert j.inconclusive == [], j.inconclusive
+    assert not any("declared" in why for why in j.inconclusive)
+    # b2's own crash point names why it did not fire, too
+    assert any("serialized" in why for why in cov.unfired.get("crash_point", {}))
+
+
+def test_a_race_both_workers_reach_still_fires(tmp_path: Path) -> None:
+    done = run_scenario(ADAPTER, _barrier(tmp_path, "before_lease_acquire"), tmp_path / "r")
+    assert done.coverage.fired.get("race", 0) == 1
+    assert "race" not in done.coverage.unfired
+
+
+def test_the_report_says_not_tested_with_the_reason(tmp_path: Path) -> None:
+    scenario = _barrier(tmp_path, "after_lease_acquire")
+    done = run_scenario(ADAPTER, scenario, tmp_path / "r")
+    outcome = Outcome(
+        adapter="reference",
+        adapter_options={},
+        capabilities=sorted(c.value for c in ADAPTER.capabilities),
+        settings=load_settings("dev"),
+        seed=0,
+        families=["crash", "race"],
+    )
+    outcome.account(Example(scenario, [], tmp_path / "r", done.coverage, 0.1))
+    report = build_report(outcome, ADAPTER, "reference", {}, tmp_path / "report")
+    assert report.faults["race"].armed == 0
+    assert report.inconclusive == []
+    md = render_markdown(report)
+    line = next(x for x in md.splitlines() if x.startswith("Not tested:"))
+    assert "race" in line and "serialized the racers before the site" in line
+    html = render_html(report, tmp_path / "report")
+    assert "not tested</span>" in html or "not tested:" in html
+    assert "check the workflows" not in md + html
