@@ -7,7 +7,10 @@ The front door is :func:`run`::
     report = harness.run("reference", profile="ci", report_dir="reports/ci")
     assert report.verdict == "pass", report.inconclusive or report.failed
 
-From pytest, :func:`resilience_suite` gives one test per property. Your own
+From pytest, :func:`resilience_suite` gives one test per property. Your
+own rules (the refunds of an order never exceed its total) are
+:func:`invariant` functions, judged beside the built-in properties
+(``docs/invariants.md``). Your own
 runtime comes in through an :class:`Adapter` (see ``docs/adapters.md``).
 ``docs/architecture.md`` shows the packages below this one and how data flows
 through them.
@@ -25,6 +28,8 @@ from ._lazy import lazy_exports
 #: public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
     "PROFILES": "harness._settings",
+    "Property": "harness.checkers",
+    "ScenarioView": "harness.checkers",
     "Adapter": "harness.adapters",
     "AdapterError": "harness._errors",
     "BaseEnvironment": "harness.adapters",
@@ -55,12 +60,15 @@ _EXPORTS: dict[str, str] = {
     "WorkflowSpec": "harness.adapters",
     "World": "harness.world",
     "check_all": "harness.checkers",
+    "held": "harness.checkers",
+    "invariant": "harness.checkers",
     "load_adapter": "harness.adapters._loading",
     "load_report": "harness.report",
     "load_settings": "harness._settings",
     "probe_universe": "harness.scenarios",
     "resilience_suite": "harness.testing",
     "run": "harness._api",
+    "violated": "harness.checkers",
 }
 
 __all__ = [
@@ -80,11 +88,13 @@ __all__ = [
     "Interrupted",
     "Observation",
     "Outcome",
+    "Property",
     "Report",
     "RunSpec",
     "RunState",
     "RunView",
     "Scenario",
+    "ScenarioView",
     "Session",
     "Settings",
     "Universe",
@@ -95,12 +105,15 @@ __all__ = [
     "WorkflowSpec",
     "World",
     "check_all",
+    "held",
+    "invariant",
     "load_adapter",
     "load_report",
     "load_settings",
     "probe_universe",
     "resilience_suite",
     "run",
+    "violated",
 ]
 
 
@@ -125,7 +138,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         WorkflowSpec,
     )
     from .adapters._loading import load_adapter
-    from .checkers import CHECKERS, check_all
+    from .checkers import CHECKERS, Property, ScenarioView, check_all, held, invariant, violated
     from .history import History
     from .model import RunSpec, RunState, Scenario, Verdict
     from .outcome import Example, Outcome

@@ -28,11 +28,13 @@ from ._errors import AdapterError, Interrupted, UsageError
 from ._exampledb import ExampleDb, replay_step_cap
 from ._janitor import sweep_folders
 from ._jobs import run_jobs
+from ._properties import adapter_properties, resolve_properties, specs_of
 from ._settings import Settings, load_settings, resolve_jobs
 from ._signals import shielded
 from .adapters import Adapter, Capability
 from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import load_adapter, validate_adapter
+from .checkers import Property
 from .model import Scenario
 from .nemesis import resolve_worker_timeout, worker_timeout, worker_timeout_limit
 from .outcome import Outcome
@@ -72,6 +74,7 @@ def run(
     jobs: int | str | None = None,
     example_db: str | Path | None = None,
     worker_timeout: float | None = None,
+    properties: Sequence[Property | str] = (),
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
 ) -> Report:
@@ -117,7 +120,9 @@ def run(
         worker_timeout=worker_timeout,
     )
     _check_shard(settings, exhaustive)
-    n = _check_jobs(settings, exhaustive, spec_given=isinstance(adapter, str))
+    # Checked (and the specs imported) before anything runs: a bad one is exit 2.
+    mine = resolve_properties(properties, installed=False)
+    n = _check_jobs(settings, exhaustive, spec_given=isinstance(adapter, str), properties=mine)
     if settings.mode == "random-kill" and exhaustive:
         raise UsageError("--mode random-kill and --exhaustive exclude each other; pick one")
     regressions = [sc for _, sc in scenario_files([Path(p) for p in scenarios])]
@@ -134,9 +139,7 @@ def run(
     else:
         spec = f"{type(adapter).__module__}:{type(adapter).__qualname__}"
     db = (
-        None
-        if settings.example_db is None
-        else ExampleDb(settings.example_db, spec, opts, log=log)
+        None if settings.example_db is None else ExampleDb(settings.example_db, spec, opts, log=log)
     )
     # Bounded: a kept scenario longer than this profile's search writes is
     # skipped (anyone who can write the database chooses what is replayed),
@@ -184,7 +187,15 @@ def run(
         else:
             loaded = adapter
             validate_adapter(loaded, spec)
-        session = Session(loaded, settings, spec=spec, options=opts, log=log, progress=progress)
+        session = Session(
+            loaded,
+            settings,
+            spec=spec,
+            options=opts,
+            log=log,
+            progress=progress,
+            properties=mine,
+        )
         report = session.run(exhaustive=exhaustive, regressions=regressions)
     if db is not None and settings.shard is not None:
         # Every shard of a search must replay what the others replay: none
@@ -251,7 +262,13 @@ def _check_shard(settings: Settings, exhaustive: str | None) -> None:
         )
 
 
-def _check_jobs(settings: Settings, exhaustive: str | None, *, spec_given: bool) -> int:
+def _check_jobs(
+    settings: Settings,
+    exhaustive: str | None,
+    *,
+    spec_given: bool,
+    properties: Sequence[Property] = (),
+) -> int:
     """How many jobs the run takes. ``--jobs N`` splits a search's plan
     over N processes: asked for explicitly where there is none to split
     (exhaustive, random-kill), within a shard, or of an adapter object (a
@@ -267,6 +284,13 @@ def _check_jobs(settings: Settings, exhaustive: str | None, *, spec_given: bool)
         why = f"--shard {settings.shard[0]}/{settings.shard[1]} already runs one part of the plan"
     elif not spec_given:
         why = "the jobs import the adapter by its spec: pass it as 'package.module:attr'"
+    elif properties:
+        # The adapter's properties() and installed ones reach every job; the
+        # ones given to this run are not passed on yet.
+        why = (
+            f"the invariants given to the run ({', '.join(p.name for p in properties)}) are "
+            "not passed on to the jobs yet: return them from the adapter's properties()"
+        )
     if why is None:
         return n
     if settings.jobs is None:  # auto: one job where jobs do not apply
@@ -291,7 +315,25 @@ class Session:
         options: Mapping[str, str] | None = None,
         log: Log | None = None,
         progress: Callable[[Outcome], None] | None = None,
+        properties: Sequence[Property | str] = (),
     ) -> None:
+        mine = resolve_properties(properties, installed=False)
+        #: the user's invariants: given to the run, the adapter's, installed
+        #: ones (checked: a bad one is a UsageError before anything runs)
+        hooked = adapter_properties(adapter)
+        self.properties = resolve_properties([*mine, *hooked])
+        #: where each came from, as the report says it
+        self.property_sources = {
+            p.name: "run"
+            if any(m.name == p.name for m in mine)
+            else "adapter"
+            if any(h.name == p.name for h in hooked)
+            else "installed"
+            for p in self.properties
+        }
+        #: what a replay command names with --property (None: one of them
+        #: cannot be imported again: defined in __main__ or in a function)
+        self.property_specs = specs_of(mine)
         #: every call into the adapter is checked at the boundary (adapter errors)
         self.adapter = guard(adapter)
         self.settings = settings
@@ -422,6 +464,7 @@ class Session:
             log=self._log,
             shared=shared,
             queue=None if queue is None else PlanQueue(queue),
+            properties=self.properties,
         )
         try:
             try:
@@ -436,6 +479,7 @@ class Session:
                     findings, universe = given["findings"], given["universe"]
                     engine.fault_free_seconds.extend(given["fault_free_seconds"])
                 self._say_universe(universe, found=bool(findings))
+                self._say_properties()
                 self._log(
                     f"harness: seed {engine.seed} (repeat this run with --seed {engine.seed})"
                 )
@@ -464,6 +508,21 @@ class Session:
         finally:
             engine.close()
         return report
+
+    def _say_properties(self) -> None:
+        """Log the user's invariants the run judges, and one a replay
+        command cannot name."""
+        if not self.properties:
+            return
+        shown = ", ".join(f"{p.name} ({self.property_sources[p.name]})" for p in self.properties)
+        self._log(f"harness: your invariants: {shown}")
+        if self.property_specs is None:
+            lost = [p.name for p in self.properties if p.spec is None]
+            self._log(
+                f"harness: invariant {', '.join(lost)} is defined where nothing can import it "
+                "again (in __main__ or in a function): replay commands cannot name it; define "
+                "it at the top of an importable module"
+            )
 
     def _say_universe(self, universe: Universe, *, found: bool) -> None:
         """Log what the run tests (nothing when the probe ``found`` a
@@ -516,6 +575,15 @@ class Session:
         return universe
 
     def _write(self, outcome: Outcome, engine: Engine, report_dir: Path) -> Report:
-        report = build_report(outcome, self.adapter, self.spec, self.options, report_dir)
+        for name, info in outcome.user_properties.items():
+            info["source"] = self.property_sources.get(name, "run")
+        report = build_report(
+            outcome,
+            self.adapter,
+            self.spec,
+            self.options,
+            report_dir,
+            properties=self.property_specs or [],
+        )
         write_run(report, outcome, engine.last_example, report_dir, renderings=self._renderings)
         return report

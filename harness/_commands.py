@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from . import _api as api
 from ._errors import UsageError
+from ._properties import adapter_properties, resolve_properties, specs_of
 from ._settings import load_settings
 from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
@@ -61,6 +62,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
             jobs=getattr(ns, "jobs", None),
             example_db=getattr(ns, "example_db", None),
             worker_timeout=getattr(ns, "worker_timeout", None),
+            properties=getattr(ns, "properties", None) or (),
             log=progress.log,
             progress=progress.update,
         )
@@ -215,9 +217,7 @@ def _minimal(fully_shrunk: bool) -> str:
     return "counterexample (not fully shrunk: shrinking stopped at --shrink-budget)"
 
 
-def _summary(
-    out: TextIO, report: Report, report_dir: Path, *, wall: float | None = None
-) -> None:
+def _summary(out: TextIO, report: Report, report_dir: Path, *, wall: float | None = None) -> None:
     """The run's summary on ``out``; ``wall``: the seconds since the command
     started (loading the adapter and probing it before the search), when
     known."""
@@ -288,9 +288,10 @@ def _replays_as_data(stored: Report, folder: Path) -> Report:
     stored strings are data anyone may have written (a CI artifact), and a
     printed command names only code the user chose."""
     spec, opts = stored.adapter.spec, stored.adapter.options
+    given = _given_specs(stored)
 
     def command(where: Path) -> str:
-        return replay_command(where, spec, opts, chosen=False)
+        return replay_command(where, spec, opts, chosen=False, properties=given)
 
     ce = stored.counterexample
     others = [
@@ -305,6 +306,12 @@ def _replays_as_data(stored: Report, folder: Path) -> Report:
             "other_failures": others,
         }
     )
+
+
+def _given_specs(stored: Report) -> list[str]:
+    """The specs of the invariants ``stored``'s run was given (what its
+    replay command names with ``--property``)."""
+    return list(dict.fromkeys(p.spec for p in stored.properties if p.source == "run" and p.spec))
 
 
 def merge(ns: argparse.Namespace, out: TextIO) -> int:
@@ -351,6 +358,7 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
     file against ``--adapter``; exit 1 if a property fails again."""
     path: Path = ns.dir
     opts = parse_opts(ns.adapter_opt)
+    named: list[str] = list(getattr(ns, "properties", None) or [])
     as_file = path.is_file() or (path.suffix == ".json" and not path.is_dir())
     if as_file:
         if ns.adapter is None:
@@ -364,9 +372,13 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
     else:
         stored, scenario = load_run_folder(path)
         spec, opts = _replay_adapter(ns, stored, path, out)
+        named = _replay_properties(ns, stored, path, named, out)
         adapter = load_adapter(spec, opts)
         settings = load_settings(ns.profile or stored.profile)
-    engine = Engine(guard(adapter), settings)
+    # the invariants named, then the adapter's and the installed ones, as a run gathers them
+    mine = resolve_properties(named, installed=False)
+    properties = resolve_properties([*mine, *adapter_properties(adapter)])
+    engine = Engine(guard(adapter), settings, properties=properties)
     try:
         setup_adapter(adapter)
         with worker_timeout_limit(resolve_worker_timeout(settings.worker_timeout, adapter)):
@@ -397,18 +409,44 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
         _line(out, "minimal counterexample:")
         for i, step in enumerate(scenario.describe(), 1):
             _line(out, f"  {i}. {step}")
+        specs = specs_of(mine) or []
         if as_file:
             words = ["harness", "replay", str(path), "--adapter", ns.adapter]
             for opt in ns.adapter_opt:
                 words += ["--adapter-opt", opt]
-            needs = pythonpath_for(ns.adapter, opts)
+            words += [w for p in specs for w in ("--property", p)]
+            needs = pythonpath_for(ns.adapter, {**opts, **{f" {p}": p for p in specs}})
             _line(out, "replay: " + with_pythonpath(shlex.join(words), needs))
         else:
-            _line(out, f"replay: {replay_command(path, spec, opts)}")
+            _line(out, f"replay: {replay_command(path, spec, opts, properties=specs)}")
         return 1
     _line(out, "not reproduced: no property failed this time")
     sys.stdout.flush()
     return 0
+
+
+def _replay_properties(
+    ns: argparse.Namespace, stored: Report, folder: Path, named: list[str], out: TextIO
+) -> list[str]:
+    """The invariants to check on the replay of a run folder: those named
+    (``--property``), else, with ``--trust-adapter``, those the folder's run
+    was given (its report.json names them: code anyone may have written,
+    imported only when the user says so); else none, saying what to add."""
+    recorded = _given_specs(stored)
+    if named or not recorded:
+        return named
+    shown = " ".join(f"--property {shlex.quote(p)}" for p in recorded)
+    if getattr(ns, "trust_adapter", False):
+        _line(
+            out, f"harness: importing the recorded invariants ({shown}), as --trust-adapter allows"
+        )
+        return recorded
+    _line(
+        out,
+        f"harness: {folder / 'report.json'} was judged with your invariants too; this replay "
+        f"checks them only if you name them: add {shown} (or --trust-adapter)",
+    )
+    return []
 
 
 def _replay_adapter(

@@ -32,7 +32,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from ._errors import AdapterError, HarnessError, Interrupted, UsageError, is_adapter_fault
 from ._signals import exit_code, handling_signals, sigint_is_ours, signal_received
@@ -111,8 +111,7 @@ def _shard(value: str) -> tuple[int, int]:
 
     if not value.strip():
         raise UsageError(
-            f"--shard {value!r} is empty (an unset variable, such as $CI_NODE_INDEX?); "
-            f"{SHARD_FIX}"
+            f"--shard {value!r} is empty (an unset variable, such as $CI_NODE_INDEX?); {SHARD_FIX}"
         )
     shard = parse_shard(value)
     if shard is None:  # "none": leave --shard out instead
@@ -150,6 +149,19 @@ def _adapter_opts(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _property_opt(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--property",
+        dest="properties",
+        action="append",
+        default=[],
+        metavar="module:attr",
+        help=f"{what}: your own invariant, an @harness.invariant (or a list of them) "
+        "importable from PYTHONPATH, or a module to take every one it defines (repeatable; "
+        "see docs/invariants.md)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     from ._settings import PROFILES
 
@@ -183,6 +195,7 @@ def _parser() -> argparse.ArgumentParser:
         "'package.module:attr' importable from PYTHONPATH (harness list adapters)",
     )
     _adapter_opts(r, "the adapter")
+    _property_opt(r, "judge it in every scenario beside the built-in properties")
     r.add_argument(
         "--profile",
         choices=list(PROFILES),
@@ -331,11 +344,15 @@ def _parser() -> argparse.ArgumentParser:
         "it replaces the one recorded, options too: to replay against your fix)",
     )
     _adapter_opts(rp, "--adapter (only with --adapter: the recorded options go with it)")
+    _property_opt(
+        rp, "check it again on the kept scenario (the replay command a run prints names it)"
+    )
     rp.add_argument(
         "--trust-adapter",
         action="store_true",
-        help="import the adapter the run folder records even though it is not built in "
-        "(a report folder may come from anyone: only for folders you trust)",
+        help="import the adapter the run folder records even though it is not built in, "
+        "and the invariants its run was given (a report folder may come from anyone: only "
+        "for folders you trust)",
     )
     rp.add_argument(
         "--profile",
@@ -392,6 +409,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     ls = sub.add_parser("list", help="list what exists", allow_abbrev=False)
     ls.add_argument("what", choices=["adapters", "faults", "properties", "bugs", "services"])
+    _property_opt(ls, "with 'properties': list it too")
+    ls.add_argument(
+        "--adapter",
+        default=None,
+        metavar="NAME|module:attr",
+        help="with 'properties': list the invariants this adapter's properties() returns too",
+    )
+    _adapter_opts(ls, "--adapter")
     ls.add_argument(
         "--services",
         metavar="FILE",
@@ -490,6 +515,13 @@ def _main(argv: list[str] | None, *, out: TextIO | None) -> int:
         return EXIT_USAGE if exc.code else EXIT_OK
     try:
         if ns.command == "list":
+            if ns.what == "properties":
+                return _list_properties(ns, out)
+            if ns.properties or ns.adapter:
+                raise UsageError(
+                    "--property and --adapter go with 'harness list properties', not "
+                    f"'harness list {ns.what}'"
+                )
             return _list(ns.what, out, ns.services)
         if ns.command == "init":
             from ._scaffold import write_scaffold
@@ -630,12 +662,33 @@ def _list(what: str, out: TextIO, services: Path | None = None) -> int:
         )
         for bug in BUGS.values():
             print(f"{bug.name:28} breaks {bug.breaks:21} {bug.description}", file=out)
-    else:
-        from .checkers import CHECKERS
+    return EXIT_OK
 
-        for name, fn in CHECKERS.items():
-            doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-            print(f"{name:22} {doc}", file=out)
+
+def _list_properties(ns: argparse.Namespace, out: TextIO) -> int:
+    """``harness list properties``: the built-in ones, then the user's
+    invariants: those named (``--property``), the adapter's (``--adapter``)
+    and the installed ones (the ``harness.properties`` entry points)."""
+    from ._properties import adapter_properties, resolve_properties
+    from .checkers import BUILTIN
+
+    def needs(p: Any) -> str:
+        parts = [*p.needs, *([f"family {p.family}"] if p.family else [])]
+        return f" (needs {', '.join(parts)})" if parts else ""
+
+    for name, p in BUILTIN.items():
+        print(f"{name:22} {p.summary}{needs(p)}", file=out)
+    mine = resolve_properties(ns.properties, installed=False)
+    hooked: tuple[Any, ...] = ()
+    if ns.adapter is not None:
+        from .adapters._loading import load_adapter, parse_opts
+
+        hooked = adapter_properties(load_adapter(ns.adapter, parse_opts(ns.adapter_opt)))
+    for p in resolve_properties([*mine, *hooked]):
+        source = (
+            "--property" if p in mine else f"adapter {ns.adapter}" if p in hooked else "installed"
+        )
+        print(f"{p.name:22} {p.summary}{needs(p)} [your invariant: {source}, {p.origin}]", file=out)
     return EXIT_OK
 
 

@@ -12,6 +12,10 @@ runs once per suite, with the profile, seed and report folder taken from
 ``HARNESS_*`` variables, or ``[tool.harness]``). A failing property shows the
 checker's message, the witness events, the minimal counterexample and the
 command that replays it.
+
+Your own invariants get a test each too::
+
+    TestMyRuntime = resilience_suite("myproject.adapter:MyAdapter", properties=[refunds_capped])
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ import os
 import shlex
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ._errors import UsageError, is_adapter_fault
-from .checkers import CHECKERS
+from .checkers import CHECKERS, Property
 from .model import Verdict
 
 _CACHE: dict[str, dict[str, Any]] = {}
@@ -37,10 +42,16 @@ _ERRORS: dict[str, str] = {}
 PROPERTIES = tuple(CHECKERS)
 
 
-def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) -> dict[str, Any]:
-    """Run the search once for (adapter, options, settings) through
-    :func:`harness.run`; returns report.json's dict, with the run's log
-    (``_log``) and folder (``_folder``)."""
+def run_suite(
+    adapter: str,
+    opts: dict[str, str],
+    config: pytest.Config | None,
+    properties: Sequence[Property] = (),
+) -> dict[str, Any]:
+    """Run the search once for (adapter, options, settings, the user's
+    invariants ``properties``) through :func:`harness.run`; returns
+    report.json's dict, with the run's log (``_log``) and folder
+    (``_folder``)."""
     from ._api import run
 
     get = (lambda name: config.getoption(name, None)) if config is not None else (lambda _: None)
@@ -50,7 +61,8 @@ def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) 
     # The HARNESS_* environment is part of what is run (budget, plan size,
     # families): two suites of one adapter under other settings are two runs.
     env = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_")}
-    key = json.dumps([adapter, opts, profile, seed, report_root, env], sort_keys=True)
+    mine = [f"{p.name}={p.spec or id(p.check)}" for p in properties]
+    key = json.dumps([adapter, opts, profile, seed, report_root, env, mine], sort_keys=True)
     if key in _CACHE:
         return _CACHE[key]
     # One folder per adapter variant: two suites of one adapter with other
@@ -78,7 +90,13 @@ def run_suite(adapter: str, opts: dict[str, str], config: pytest.Config | None) 
         pytest.fail(_ERRORS[key], pytrace=False)
     try:
         report = run(
-            adapter, options=opts, profile=profile, seed=seed, report_dir=folder, log=log.append
+            adapter,
+            options=opts,
+            profile=profile,
+            seed=seed,
+            report_dir=folder,
+            properties=properties,
+            log=log.append,
         )
     except UsageError as exc:
         # One line per property test, as the CLI prints it, not pytest
@@ -170,18 +188,32 @@ def judge_property(report: dict[str, Any], name: str, config: pytest.Config | No
         )
 
 
-def resilience_suite(adapter: str, **opts: str) -> type:
-    """A test class with one test per property, checked against ``adapter``."""
+def resilience_suite(
+    adapter: str, *, properties: Sequence[Property | str] = (), **opts: str
+) -> type:
+    """A test class with one test per property, checked against ``adapter``:
+    the built-in ones, then each of your invariants ``properties``
+    (``@harness.invariant`` records, or ``"package.module:attr"`` specs,
+    checked now: a bad one raises :class:`~harness.UsageError` at import).
+    The invariants the adapter's ``properties()`` returns, and installed
+    ones, are judged too, and shown in the report (name them here to get a
+    test of their own)."""
+    from ._properties import resolve_properties
+
+    mine = resolve_properties(properties, installed=False)
+    options = {k: str(v) for k, v in opts.items()}
 
     def make(prop_name: str) -> Any:
         def test(self: Any, request: pytest.FixtureRequest) -> None:
-            report = run_suite(adapter, {k: str(v) for k, v in opts.items()}, request.config)
+            report = run_suite(adapter, options, request.config, mine)
             judge_property(report, prop_name, request.config)
 
         test.__name__ = f"test_{prop_name}"
         test.__doc__ = f"The runtime keeps {prop_name} under every generated fault."
         return test
 
-    attrs = {f"test_{p}": make(p) for p in PROPERTIES}
+    names = [*PROPERTIES, *(p.name for p in mine)]
+    attrs: dict[str, Any] = {f"test_{p}": make(p) for p in names}
+
     attrs["__doc__"] = f"Resilience properties of {adapter} {opts or ''}".strip()
     return type(f"Resilience_{adapter.replace(':', '_').replace('.', '_')}", (), attrs)

@@ -15,7 +15,10 @@ A three-line tour::
     results = check_all(history, oracle)
     overall = merge_verdicts(r.verdict for r in results)
 
-The properties, in report order, are the keys of :data:`CHECKERS`.
+The properties, in report order, are the keys of :data:`CHECKERS`; each is
+a :class:`Property` record in :data:`BUILTIN`. A user's own invariants are
+records of the same type (:func:`invariant`), judged on a
+:class:`ScenarioView` after the built-in ones (:func:`check_properties`).
 """
 
 from __future__ import annotations
@@ -28,14 +31,33 @@ from ._exactly_once import check_exactly_once_effects
 from ._memory import check_memory_safety
 from ._migration import check_migration_safety
 from ._progress import check_progress
-from ._registry import CHECKERS, check_all, merge_verdicts
+from ._property import (
+    Effect,
+    Held,
+    Property,
+    Run,
+    ScenarioView,
+    Violated,
+    held,
+    invariant,
+    split_traceback,
+    violated,
+)
+from ._registry import BUILTIN, CHECKERS, check_all, check_properties, merge_verdicts
 from ._resume import check_resume_equivalence
 from ._state import check_state_equivalence
 from ._transitions import check_legal_transitions
 
 __all__ = [
+    "BUILTIN",
     "CHECKERS",
     "Checker",
+    "Effect",
+    "Held",
+    "Property",
+    "Run",
+    "ScenarioView",
+    "Violated",
     "check_all",
     "check_approval_integrity",
     "check_context_rebuild",
@@ -45,7 +67,12 @@ __all__ = [
     "check_memory_safety",
     "check_migration_safety",
     "check_progress",
+    "check_properties",
     "check_resume_equivalence",
     "check_state_equivalence",
+    "held",
+    "invariant",
     "merge_verdicts",
+    "split_traceback",
+    "violated",
 ]

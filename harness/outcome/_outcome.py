@@ -127,6 +127,10 @@ class Outcome:
     #: (the run folder's ``scenarios.jsonl``): which scenarios ran, and
     #: whether a search spread over shards or jobs ran the same ones
     ledger: list[dict[str, Any]] = field(default_factory=list)
+    #: the properties judged besides the built-in ones (a user's invariants),
+    #: in order: name -> what the report says of it (``spec``, ``doc``,
+    #: ``needs``, ``family``); the verdict rules read ``needs`` and ``family``
+    user_properties: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def judgement(self) -> Judgement:
         """Every property's verdict over the search (see :mod:`harness.outcome._verdicts`)."""
@@ -149,6 +153,10 @@ class Outcome:
             ran=self.searched,
             budget_cut=self.cut_leaves_gaps(),
             complete_search=not self.stopped_on_first,
+            needs={
+                name: (tuple(info.get("needs") or ()), info.get("family"))
+                for name, info in self.user_properties.items()
+            },
         )
         if self.cut_leaves_gaps():
             judgement.inconclusive.append(self.not_exercised())

@@ -21,28 +21,22 @@ holds, else ``pass``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import get_args
 
 from ..adapters._contract import Capability
+from ..checkers import BUILTIN
 from ..model import NetworkKind, PropertyResult, Verdict
 
-#: The capability without which a property has nothing to judge.
+#: The capability without which a property has nothing to judge (from the
+#: built-in properties' records, ``harness.checkers.BUILTIN``).
 NEEDS_CAPABILITY: dict[str, Capability] = {
-    "approval_integrity": Capability.APPROVALS,
-    "memory_safety": Capability.MEMORY_INJECTION,
-    "migration_safety": Capability.VERSION_SWITCH,
-    "context_rebuild": Capability.CONTEXT,
-    "state_equivalence": Capability.DURABLE_STATE,
-    "effects_accounted": Capability.OPERATIONS,
+    p.name: Capability(p.needs[0]) for p in BUILTIN.values() if p.needs
 }
 
 #: The fault family (and the fault kind it arms) a property is exercised by.
-NEEDS_FAMILY: dict[str, str] = {
-    "memory_safety": "memory",
-    "migration_safety": "migration",
-}
+NEEDS_FAMILY: dict[str, str] = {p.name: p.family for p in BUILTIN.values() if p.family}
 
 
 #: The family each fault kind (report.json's ``faults``) belongs to. A family
@@ -187,6 +181,7 @@ def judge(
     ran: int | None = None,
     budget_cut: bool = False,
     complete_search: bool = True,
+    needs: Mapping[str, tuple[Sequence[str], str | None]] | None = None,
 ) -> Judgement:
     """Every property's verdict over the search, and why the run is
     inconclusive, if it is.
@@ -200,6 +195,9 @@ def judge(
     ``complete_search`` False (the search stopped at the first failure on
     request) leaves the properties no scenario failed as they are, and says
     they were judged only up to there.
+    ``needs``: per property that is not built in (a user's invariant), the
+    capabilities it needs and the fault family that exercises it, judged by
+    the same rules as the built-in ones'.
     """
     caps = set(capabilities)
     fams = set(families)
@@ -229,10 +227,11 @@ def judge(
                 Verdict.FAIL, f"{msg} (failed in {_of(t.failed, t.scenarios)} run)".strip()
             )
             continue
+        wants, family = (needs or {}).get(name, ((), NEEDS_FAMILY.get(name)))
         cap = NEEDS_CAPABILITY.get(name)
-        family = NEEDS_FAMILY.get(name)
-        if t.exercised == 0 and cap is not None and cap.value not in caps:
-            reason = f"the adapter does not declare the {cap.value} capability"
+        lacking = [c for c in ([cap.value] if cap is not None else list(wants)) if c not in caps]
+        if t.exercised == 0 and lacking:
+            reason = f"the adapter does not declare the {', '.join(lacking)} capability"
             out[name] = verdict(Verdict.NOT_TESTED, f"Not tested: {reason}.", reason)
             continue
         if t.exercised == 0 and family is not None and family not in fams:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,6 +13,7 @@ from ..adapters._contract import Adapter, Capability
 from ..adapters._loading import BUILTIN
 from ..adapters._netinfo import network_gaps, offered_network_kinds
 from ..adapters._specs import pythonpath_for, with_pythonpath
+from ..checkers import split_traceback
 from ..model import Verdict
 from ..outcome import Example, Outcome
 from ..outcome._verdicts import PropertyVerdict
@@ -125,8 +127,11 @@ def replay_command(
     opts: Mapping[str, str] | None = None,
     *,
     chosen: bool = True,
+    properties: Sequence[str] = (),
 ) -> str:
-    """The shell command that replays the run kept in ``report_dir``. An
+    """The shell command that replays the run kept in ``report_dir``, with
+    ``--property`` for each of the user's invariants (``properties``: their
+    specs), so that the replay checks them again. An
     adapter that is not built in is named on the command line: replay never
     imports code a report folder names (anyone may have written the folder);
     with the ``PYTHONPATH`` this process needed to import it, if any.
@@ -137,16 +142,36 @@ def replay_command(
     is shown as data, with how to replay it if the user trusts it: a printed
     command names only code the user chose."""
     words = ["harness", "replay", str(report_dir)]
-    if spec in BUILTIN:
-        return shlex.join(words)  # its recorded options are data: replay takes them
-    if not chosen:
-        shown = json.dumps({"adapter": spec, "options": dict(sorted((opts or {}).items()))})
+    named = [w for p in properties for w in ("--property", p)]
+    if not chosen and (spec not in BUILTIN or properties):
+        what = {"adapter": spec, "options": dict(sorted((opts or {}).items()))}
+        if properties:
+            what["properties"] = list(properties)
+        shown = json.dumps(what)
         return (
-            f"this report names adapter {shown}, which is not built in: replay it with "
+            f"this report names {shown}, code that is not built in: replay it with "
             f"{shlex.join([*words, '--trust-adapter'])} if you trust it"
         )
-    words += ["--adapter", spec, *_opt_words(opts)]
-    return with_pythonpath(shlex.join(words), pythonpath_for(spec, opts))
+    if spec in BUILTIN:
+        # its recorded options are data: replay takes them
+        return with_pythonpath(shlex.join([*words, *named]), _pythonpath(properties))
+    words += ["--adapter", spec, *_opt_words(opts), *named]
+    return with_pythonpath(shlex.join(words), _pythonpath(properties, spec, opts))
+
+
+def _pythonpath(
+    properties: Sequence[str], spec: str | None = None, opts: Mapping[str, str] | None = None
+) -> str | None:
+    """The ``PYTHONPATH`` a fresh ``harness`` needs for the adapter
+    ``spec`` (with ``opts``) and the invariants' specs, each folder once."""
+    roots: list[str] = []
+    found = [] if spec is None else [pythonpath_for(spec, opts)]
+    found += [pythonpath_for(p if ":" in p else f"{p}:_") for p in properties]
+    for got in found:
+        for root in (got or "").split(os.pathsep):
+            if root and root not in roots:
+                roots.append(root)
+    return os.pathsep.join(roots) if roots else None
 
 
 def _opt_words(opts: Mapping[str, str] | None) -> list[str]:
@@ -154,13 +179,20 @@ def _opt_words(opts: Mapping[str, str] | None) -> list[str]:
 
 
 def build_report(
-    outcome: Outcome, adapter: Adapter, spec: str, opts: dict[str, str], report_dir: Path
+    outcome: Outcome,
+    adapter: Adapter,
+    spec: str,
+    opts: dict[str, str],
+    report_dir: Path,
+    *,
+    properties: Sequence[str] = (),
 ) -> Report:
     """The report of ``outcome``: what ``harness run`` writes as ``report.json``.
 
     ``spec`` and ``opts`` are the adapter as the user named it (replay loads
     it again from them); ``report_dir`` is where the run is kept (it appears
-    in the replay command). Other failures are expected under
+    in the replay command, with ``--property`` for each of ``properties``,
+    the specs of the invariants given to the run). Other failures are expected under
     ``report_dir/failures/N`` in the order :func:`other_failures` gives.
     """
     failure = outcome.failure
@@ -183,7 +215,7 @@ def build_report(
     folder_of = {id(ex): f"failures/{n}" for n, (_, ex) in enumerate(others, 1)}
     if failure is not None:
         folder_of[id(failure)] = "."
-    properties = []
+    lines: list[PropertyReport] = []
     for name, pv in judgement.properties.items():
         ce = outcome.counterexamples.get(name)
         witness: list[int] = []
@@ -196,8 +228,14 @@ def build_report(
                 ),
                 [],
             )
-        properties.append(
-            property_report(name, pv, witness, None if ce is None else folder_of.get(id(ce)))
+        lines.append(
+            property_report(
+                name,
+                pv,
+                witness,
+                None if ce is None else folder_of.get(id(ce)),
+                outcome.user_properties.get(name),
+            )
         )
     return Report(
         verdict=judgement.verdict.value,
@@ -229,7 +267,7 @@ def build_report(
         else "measured"
         if outcome.scenario_cost == "measured"
         else None,
-        properties=properties,
+        properties=lines,
         other_failures=[
             OtherFailure(
                 failed_properties=_failed(ex),
@@ -237,7 +275,9 @@ def build_report(
                 steps=ex.scenario.describe(),
                 folder=f"failures/{n}",
                 fully_shrunk=not set(props) & set(outcome.not_fully_shrunk),
-                replay=replay_command(report_dir / "failures" / str(n), spec, opts),
+                replay=replay_command(
+                    report_dir / "failures" / str(n), spec, opts, properties=properties
+                ),
             )
             for n, (props, ex) in enumerate(others, 1)
         ],
@@ -263,7 +303,7 @@ def build_report(
             failed_properties=_failed(failure),
             counterexample_for=_serves(outcome, failure),
             fully_shrunk=not set(_serves(outcome, failure)) & set(outcome.not_fully_shrunk),
-            replay=replay_command(report_dir, spec, opts),
+            replay=replay_command(report_dir, spec, opts, properties=properties),
         ),
     )
 
@@ -304,20 +344,42 @@ def _failed(example: Example) -> list[str]:
 
 
 def property_report(
-    name: str, pv: PropertyVerdict, witness: list[int], counterexample: str | None
+    name: str,
+    pv: PropertyVerdict,
+    witness: list[int],
+    counterexample: str | None,
+    user: Mapping[str, object] | None = None,
 ) -> PropertyReport:
     """One property's entry of a report: its judged verdict ``pv``, witness
-    and counterexample folder (a single run's, or a merge's)."""
+    and counterexample folder (a single run's, or a merge's); ``user``: for
+    a user's invariant, what the outcome keeps of it (``source``, ``spec``,
+    ``doc``, ``needs``, ``family``). An invariant that raised has its
+    traceback moved out of the message into ``traceback``."""
+    message, tb = split_traceback(pv.message)
+    reason, tb2 = (None, None) if pv.reason is None else split_traceback(pv.reason)
+    info = dict(user or {})
+    extra: dict[str, object] = {}
+    if user is not None:
+        needs = info.get("needs") or []
+        extra = {
+            "source": info.get("source") or "run",
+            "spec": info.get("spec"),
+            "doc": info.get("doc") or None,
+            "needs": list(needs) if isinstance(needs, list | tuple) else [],
+            "family": info.get("family"),
+            "traceback": tb or tb2 or info.get("traceback"),
+        }
     return PropertyReport(
         name=name,
         verdict=pv.verdict.value,
-        message=pv.message,
+        message=message,
         witness=witness,
         counts=dict(pv.counts),
-        reason=pv.reason,
+        reason=reason,
         exercised=pv.exercised,
         scenarios=pv.scenarios,
         failed=pv.failed,
         unknown=pv.unknown,
         counterexample=counterexample,
+        **extra,
     )

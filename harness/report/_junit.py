@@ -110,6 +110,8 @@ def render_junit(report: Report, folder: Path) -> str:
         elif p.verdict == "unknown":
             reason = p.reason or p.message
             ET.SubElement(case, "skipped", {"message": f"could not be judged: {reason}"})
+            if p.traceback:  # a user's invariant raised: where, in its own code
+                ET.SubElement(case, "system-err").text = p.traceback
         elif p.verdict == "not_tested":
             ET.SubElement(case, "skipped", {"message": f"not tested: {p.reason or p.message}"})
     lines = []

@@ -188,6 +188,30 @@ def _add(total: Tally, t: Tally) -> None:
     total.unknowns.update(t.unknowns)
 
 
+def _needs(props: list[PropertyReport]) -> dict[str, tuple[list[str], str | None]]:
+    """The user's invariants among ``props``: what each needs, and the
+    fault family that exercises it (as the verdict rules take them)."""
+    return {p.name: (list(p.needs), p.family) for p in props if p.user}
+
+
+def _user_info(shards: list[Report]) -> dict[str, dict[str, object]]:
+    """What the shards' reports say of the user's invariants (the first
+    shard that has each), as a single run's outcome keeps it."""
+    out: dict[str, dict[str, object]] = {}
+    for r in shards:
+        for p in r.properties:
+            if p.user and p.name not in out:
+                out[p.name] = {
+                    "source": p.source,
+                    "spec": p.spec,
+                    "doc": p.doc,
+                    "needs": list(p.needs),
+                    "family": p.family,
+                    "traceback": p.traceback,
+                }
+    return out
+
+
 def _own_reasons(r: Report) -> list[str]:
     """The shard's reasons for being inconclusive that its evidence does not
     show (the budget, a signal): judging the summed evidence again decides
@@ -201,6 +225,7 @@ def _own_reasons(r: Report) -> list[str]:
         faults_armed=faults,
         faults_fired=fired,
         unfired={k: v.unfired for k, v in r.faults.items()},
+        needs=_needs(r.properties),
     )
     # A property it could not judge is said with the shard's own words, which
     # the tally above keeps only in part: know it by its name.
@@ -345,6 +370,11 @@ def merge_reports(
     ks = [r.shard.k for r in shards if r.shard is not None]
     missing = [k for k in range(1, n + 1) if k not in ks]
     spec, opts = first.adapter.spec, dict(first.adapter.options)
+    user = _user_info(shards)
+    # the invariants the run was given: a replay names them (--property)
+    given = list(
+        dict.fromkeys(str(u["spec"]) for u in user.values() if u["source"] == "run" and u["spec"])
+    )
 
     tallies: dict[str, Tally] = {}
     witness: dict[str, tuple[int, str, list[int]]] = {}  # property -> (k, folder, witness)
@@ -386,6 +416,7 @@ def merge_reports(
         faults_fired={k: v.fired for k, v in faults.items()},
         unfired={k: v.unfired for k, v in faults.items()},
         fail_messages=messages,
+        needs=_needs([p for r in shards for p in r.properties]),
     )
     inconclusive = list(judgement.inconclusive) + reasons
     why = dict(why_missing or {})
@@ -446,7 +477,9 @@ def merge_reports(
             steps=steps,
             failed_properties=failed,
             counterexample_for=serves,
-            replay=replay_command(out / where(k0, rel0), spec, opts, chosen=chosen),
+            replay=replay_command(
+                out / where(k0, rel0), spec, opts, chosen=chosen, properties=given
+            ),
             fully_shrunk=not set(serves) & unshrunk,
         )
         for k, rel, steps, failed, serves in kept[1:]:
@@ -456,7 +489,9 @@ def merge_reports(
                     counterexample_for=serves,
                     steps=steps,
                     folder=where(k, rel),
-                    replay=replay_command(out / where(k, rel), spec, opts, chosen=chosen),
+                    replay=replay_command(
+                        out / where(k, rel), spec, opts, chosen=chosen, properties=given
+                    ),
                     fully_shrunk=not set(serves) & unshrunk,
                 )
             )
@@ -467,7 +502,7 @@ def merge_reports(
         if name in witness:
             k, rel, prop_witness = witness[name]
             ce_folder = "." if kept and (k, rel) == kept[0][:2] else where(k, rel)
-        properties.append(property_report(name, pv, prop_witness, ce_folder))
+        properties.append(property_report(name, pv, prop_witness, ce_folder, user.get(name)))
     verdict = judgement.verdict.value
     if verdict == Verdict.PASS.value and inconclusive:
         verdict = Verdict.UNKNOWN.value

@@ -107,6 +107,34 @@ class PropertyReport(_Frozen):
         description="for a failed property: the folder of its counterexample, relative to "
         "the report ('.' for the main one, else 'failures/N')",
     )
+    source: Literal["builtin", "run", "adapter", "installed"] = Field(
+        "builtin",
+        description="where the property comes from: built in, or a user's invariant given to "
+        "the run (harness.run(properties=...), --property), returned by the adapter's "
+        "properties(), or installed (the harness.properties entry-point group)",
+    )
+    spec: str | None = Field(
+        None, description="for a user's invariant: the 'package.module:attr' it is imported by"
+    )
+    doc: str | None = Field(None, description="for a user's invariant: what it promises")
+    needs: list[str] = Field(
+        default_factory=list,
+        description="for a user's invariant: the capabilities it needs (without them it is "
+        "not_tested)",
+    )
+    family: str | None = Field(
+        None, description="for a user's invariant: the fault family that exercises it"
+    )
+    traceback: str | None = Field(
+        None,
+        description="for a user's invariant that raised (verdict unknown): the traceback of "
+        "its most common exception",
+    )
+
+    @property
+    def user(self) -> bool:
+        """Whether this is a user's invariant (not a built-in property)."""
+        return self.source != "builtin"
 
 
 class FaultCoverage(_Frozen):
@@ -269,9 +297,7 @@ class Report(_Frozen):
         """The canonical text of ``report.json`` (sorted keys, 2-space indent):
         the same report always gives the same bytes."""
         # (the free-form adapter description's non-finite floats dump as null)
-        return json.dumps(
-            self.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False
-        )
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False)
 
     @property
     def folder(self) -> Path | None:

@@ -31,7 +31,7 @@ from .._janitor import scratch_dir, sweep_folders
 from .._settings import Settings
 from .._signals import check_interrupted, shielded
 from ..adapters._contract import Adapter
-from ..checkers import check_all
+from ..checkers import Property, check_properties
 from ..history import History
 from ..model import RunSpec, Scenario, Verdict
 from ..nemesis import worker_timeout
@@ -171,8 +171,11 @@ class Engine:
         log: Callable[[str], None] | None = None,
         shared: SharedOracles | None = None,
         queue: PlanQueue | None = None,
+        properties: Sequence[Property] = (),
     ) -> None:
         self.adapter = adapter
+        #: the user's invariants, judged after the built-in properties
+        self.properties = tuple(properties)
         #: fault-free histories shared with the other jobs of the run (--jobs N)
         self._shared = shared
         #: the plan's scenarios handed out to the jobs of the run as they
@@ -289,7 +292,7 @@ class Engine:
         (folder / "scenario.json").write_text(scenario.model_dump_json(indent=2))
         history = History.load(result.history_path)
         oracle = History.load(oracle_path)
-        results = check_all(history, oracle)
+        results = check_properties(history, oracle, self.properties)
         return Example(
             scenario, results, folder, result.coverage, result.seconds, combinations(history)
         )
@@ -305,6 +308,7 @@ class Engine:
             seed=self.seed,
             crash_points=list(universe.crash_points),
             families=list(universe.enabled()),
+            user_properties={p.name: property_info(p) for p in self.properties},
         )
         return self.outcome
 
@@ -829,6 +833,11 @@ class Engine:
         if self._own_workdir:
             with shielded():
                 shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def property_info(p: Property) -> dict[str, Any]:
+    """What an outcome (and its report) keeps of a user's property."""
+    return {"spec": p.spec, "doc": p.doc, "needs": list(p.needs), "family": p.family}
 
 
 def _key(scenario: Scenario) -> str:
