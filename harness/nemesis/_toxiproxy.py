@@ -356,11 +356,11 @@ def _partition(
             # The worker runs on through the partition: every connection it
             # had is gone, every new one refused.
             handle.cont()
+            ctx.recorder.fault("continue", True, worker_id=step.worker_id)
             advance(ctx, float(getattr(ctx.adapter, "lease_seconds", 30.0)) + 1, kind="lease_wait")
             peer = ctx.start(f"{step.worker_id}-peer")
             ctx.await_worker(peer)
     except tp.ToxiproxyError as exc:
         ctx.recorder.fault(step.kind, False, **value, reason=str(exc))
         handle.cont()
-    ctx.recorder.fault("continue", True, worker_id=step.worker_id)
     ctx.await_worker(handle)

@@ -26,7 +26,6 @@ from harness.model import (
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.usefixtures("toxiproxy")]
 
 PROCUREMENT = {"item": "bolts", "quantity": 3}
-REFUND = {"customer_id": "c-1", "amount_cents": 1250, "currency": "EUR"}
 
 
 def _scenario(kind: NetworkKind, site: str, nth: int) -> Scenario:
@@ -36,7 +35,6 @@ def _scenario(kind: NetworkKind, site: str, nth: int) -> Scenario:
             Submit(
                 run=RunSpec(run_id="r1", tenant="acme", workflow="procurement", input=PROCUREMENT)
             ),
-            Submit(run=RunSpec(run_id="r2", tenant="globex", workflow="refund", input=REFUND)),
             RunWorker(worker_id="n0", crash=CrashSpec(site=site, nth=nth, action="pause")),
             NetworkFault(kind=kind, worker_id="n0"),
             Quiesce(),
@@ -79,4 +77,33 @@ def test_each_kind_fires_through_the_workers_own_proxy_and_every_property_holds(
     assert fault["backend"] == "toxiproxy", fault
     (proxy,) = fault["proxies"]
     assert proxy["service"] == "postgres" and proxy["server"].endswith(":5432"), fault
+    assert {v for v, _ in _verdicts(example).values()} == {"pass"}, _verdicts(example)
+
+
+@pytest.mark.parametrize(
+    ("site", "nth"),
+    [
+        # right before the effect's call: it makes the call during the partition
+        ("before_external_call", 1),
+        # inside a checkpoint transaction, holding the run's row lock
+        ("checkpoint_stmt_3", 2),
+    ],
+)
+def test_a_partitioned_worker_runs_on_while_another_takes_over_and_every_property_holds(
+    postgres_url: str, redis_url: str, tmp_path: Path, site: str, nth: int
+) -> None:
+    example = _run(postgres_url, redis_url, _scenario("partition", site, nth), tmp_path)
+    fault = _fault(example, "partition")
+    assert fault["fired"] is True, fault
+    assert {p["service"] for p in fault["proxies"]} == {"postgres", "redis"}, fault
+    # the store let go of the worker's sessions before the worker went on
+    assert fault["server_let_go"] >= 1, fault
+    (history,) = example.folder.rglob("history.jsonl")
+    order = [
+        ("continue" if e.value.get("kind") == "continue" else "start", e.value["worker_id"])
+        for e in History.load(history).events
+        if "crash" in e.value or e.value.get("kind") == "continue"
+    ]
+    # the partitioned worker went on before another took its run over: not held
+    assert order.index(("continue", "n0")) < order.index(("start", "n0-peer")), order
     assert {v for v, _ in _verdicts(example).values()} == {"pass"}, _verdicts(example)
