@@ -43,6 +43,14 @@ still satisfies the protocol):
     to offer every kind; a kind it cannot inflict then shows in the report as
     armed but never fired. See :func:`offered_storage_kinds`.
 
+``observation_cursor() -> Hashable``
+    Cheap to read, and moves whenever what ``observe()`` would report
+    changes (a commit counter of the store, the length of a log it
+    reads). The harness then calls ``observe()`` again only when the cursor
+    moved since the last call, and otherwise takes the last observation as
+    it stood (nothing new in it). None: no cursor this time, observe.
+    Without it, every observation reads everything.
+
 ``crash_point_trace() -> Sequence[tuple[Any, str, int]]`` and a
 ``trace_crash_points`` attribute (environment)
     With ``trace_crash_points`` set True, the workers record every crash

@@ -9,6 +9,7 @@ fork. Each environment is a :class:`~._deployment.Deployment`: its own store
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -413,6 +414,15 @@ class ReferenceEnvironment:
             approvals=tuple(approvals),
             operations=tuple(operations),
         )
+
+    def observation_cursor(self) -> Hashable:
+        """Moves whenever observe() would report something new: a commit to
+        the store, a context written to the log (optional in the contract)."""
+        try:
+            logged = self._context_log.stat().st_size
+        except FileNotFoundError:
+            logged = -1
+        return (self.d.change_cursor(), logged)
 
     def durable_state(self) -> DurableState:
         """Per run: its row's status and step, its working state, its ledger

@@ -14,9 +14,10 @@ import hashlib
 import importlib.util
 import os
 import secrets
+import sqlite3
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -240,6 +241,9 @@ class Deployment:
         self.worker_connection_name = f"rr-worker-{self.tag}"
         self.spawner: Spawner = spawner or ForkServerSpawner(backend, queue)
         self._crash_log = self.root / "crashpoints.log"
+        #: the harness's own connection for change_cursor(), opened on first use
+        self._observer: Any = None
+        self._cursor_sql: str | None = None
 
     # -- workers --------------------------------------------------------------
 
@@ -423,8 +427,57 @@ class Deployment:
     def deliver(self, message: Mapping[str, Any]) -> bool:
         return self.runtime.deliver(message)
 
+    def change_cursor(self) -> Hashable:
+        """A value that changes whenever a commit to the store changes what
+        it holds (every connection's: workers', the harness's own), cheap to
+        read: a change counter of the store, not its contents.
+
+        SQLite: ``PRAGMA data_version`` of a read-only connection of its own,
+        which moves at every commit of any other connection. Postgres: per
+        table of the schema, its row count and its newest row version's
+        transaction id (an insert or an update writes a row version with a
+        newer one; a delete lowers the count) -- one round trip, on a
+        connection of its own outside the workers' reach."""
+        if self._observer is None:
+            self._observer = self._open_observer()
+        if self.backend == "sqlite":
+            row = self._observer.execute("PRAGMA data_version").fetchone()
+            return int(row[0])
+        if self._cursor_sql is None:
+            tables = [
+                name
+                for (name,) in self._observer.execute(
+                    "SELECT tablename::text FROM pg_tables WHERE schemaname = %s ORDER BY 1",
+                    (self.schema,),
+                ).fetchall()
+            ]
+            if not tables:
+                return None  # no store yet (its setup comes with the first submit)
+            self._cursor_sql = "SELECT " + ", ".join(
+                f"(SELECT count(*) || ':' || coalesce(max(xmin::text::bigint), 0)"
+                f' FROM "{self.schema}"."{t}")'
+                for t in tables
+            )
+        return tuple(self._observer.execute(self._cursor_sql).fetchone())
+
+    def _open_observer(self) -> Any:
+        if self.backend == "sqlite":
+            db = sqlite3.connect(
+                f"file:{(self.root / 'runtime.db').resolve()}?mode=ro",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            return db
+        import psycopg
+
+        return psycopg.connect(self.config.store_url, autocommit=True)
+
     def close(self) -> None:
         try:
+            if self._observer is not None:
+                self._observer.close()
+                self._observer = None
             # A deployment is scratch: closing need not wait for the disk
             # (a process kill loses nothing either way; see Runtime.close).
             self.runtime.close(durable=False)
