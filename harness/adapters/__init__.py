@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "Capability": "harness.adapters._contract",
     "ConstantClock": "harness.adapters.kit",
     "ContextRecord": "harness.adapters._contract",
+    "CrashPoints": "harness.adapters._crashpoints",
     "CrashSpec": "harness.model",
     "Declarations": "harness.adapters._contract",
     "DedupInbox": "harness.adapters.kit",
@@ -56,6 +57,8 @@ _EXPORTS: dict[str, str] = {
     "WorkflowSpec": "harness.adapters._contract",
     "World": "harness.world",
     "WorldClient": "harness.world",
+    "crash_point_trace": "harness.adapters._crashpoints",
+    "read_crash_log": "harness.adapters._crashpoints",
     "release_routes": "harness.adapters._contract",
     "route_worker": "harness.adapters._contract",
     "shared_fork_server": "harness.adapters._workers",
@@ -74,6 +77,7 @@ __all__ = [
     "Capability",
     "ConstantClock",
     "ContextRecord",
+    "CrashPoints",
     "CrashSpec",
     "Declarations",
     "DedupInbox",
@@ -96,6 +100,8 @@ __all__ = [
     "WorkflowSpec",
     "World",
     "WorldClient",
+    "crash_point_trace",
+    "read_crash_log",
     "release_routes",
     "route_worker",
     "shared_fork_server",
@@ -133,6 +139,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         release_routes,
         route_worker,
     )
+    from ._crashpoints import CrashPoints, crash_point_trace, read_crash_log
     from ._netinfo import tcp_connections
     from ._workers import ForkServerWorker, shared_fork_server
     from .kit import (

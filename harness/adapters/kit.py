@@ -32,7 +32,11 @@ it, so that an adapter keeps only the mapping:
   harness leaves nothing the next run does not sweep;
 - :class:`AsyncBridge`, :func:`run_async`: an asyncio runtime's client
   called from the synchronous contract, on one background event loop per
-  process (a forked worker gets a fresh one).
+  process (a forked worker gets a fresh one);
+- :class:`CrashPoints`, :func:`crash_point_trace`, :func:`read_crash_log`
+  (from :mod:`harness.adapters._crashpoints`, light enough for workers):
+  a worker's crash points -- hits counted per site, a kill or a stop at the
+  ``CrashSpec``'s nth, every hit traced for ``crash_point_trace()``.
 
 Everything durable is a file in the environment's workdir (SQLite for the
 registry and the inbox, a text file for the clock), so a worker process
@@ -66,6 +70,7 @@ from ..procs import Exit, SpawnerLost
 from ..procs._wire import die_with_parent, prctl
 from ..world import ApprovalAuthority
 from ._contract import Observation, RunView
+from ._crashpoints import CrashPoints, crash_point_trace, read_crash_log
 from ._workers import ForkServerWorker, shared_fork_server
 
 __all__ = [
@@ -74,6 +79,7 @@ __all__ = [
     "WRONG_PARAMS",
     "AsyncBridge",
     "ConstantClock",
+    "CrashPoints",
     "DedupInbox",
     "FileClock",
     "IdlePolicy",
@@ -82,8 +88,10 @@ __all__ = [
     "RunRegistry",
     "UnsyncedSQLite",
     "WorkerSet",
+    "crash_point_trace",
     "other_tenant",
     "owned_folder",
+    "read_crash_log",
     "run_async",
     "signed_decision",
     "spawn_owned",
