@@ -125,7 +125,10 @@ class HttpFace:
         server = self._server = uvicorn.Server(config)
 
         def serve() -> None:
-            server.run(sockets=[sock])
+            try:
+                server.run(sockets=[sock])
+            finally:
+                self._client.close()  # this process's connections to the world
 
         self._thread = threading.Thread(target=serve, name="harness-world-http", daemon=True)
         self._thread.start()
@@ -139,16 +142,20 @@ class HttpFace:
             time.sleep(0.002)
         return self
 
-    def close(self) -> None:
-        """Stop serving (connections still open are closed) and close the world."""
+    def close(self, *, wait: bool = True) -> None:
+        """Stop serving (connections still open are closed) and close the
+        world's connections. uvicorn takes about 0.2 s to stop; ``wait=False``
+        returns at once and lets it stop in the background (for a deployment
+        whose callers are all dead already)."""
         server, thread = self._server, self._thread
         self._server = self._thread = None
         if server is not None:
             server.should_exit = True
             server.force_exit = True
-        if thread is not None:
+        if thread is not None and wait:
             thread.join(timeout=10.0)
-        self._client.close()
+        if thread is None:
+            self._client.close()
 
     def __enter__(self) -> HttpFace:
         return self.start()
