@@ -227,6 +227,15 @@ def _parser() -> argparse.ArgumentParser:
         "whose shrinking it stops is reported as not fully shrunk",
     )
     r.add_argument(
+        "--network-backend",
+        dest="network_backend",
+        choices=("auto", "toxiproxy", "kernel"),
+        help="where the network faults run: toxiproxy (a server at HARNESS_TOXIPROXY_URL, or "
+        "one the harness starts from HARNESS_TOXIPROXY_BIN or toxiproxy-server on PATH; no "
+        "root), kernel (netfilter rules: root and iptables), or auto (default, "
+        "HARNESS_NETWORK_BACKEND): Toxiproxy if a server can be had, else the kernel",
+    )
+    r.add_argument(
         "--worker-timeout",
         type=float,
         dest="worker_timeout",
@@ -594,6 +603,19 @@ def _check_before_imports(ns: argparse.Namespace) -> None:
         check_spec(spec)
     if getattr(ns, "shard", None) is not None:
         ns.shard = _shard(ns.shard)
+    if getattr(ns, "network_backend", None):
+        # Through the environment: --jobs children and shards choose alike.
+        os.environ["HARNESS_NETWORK_BACKEND"] = ns.network_backend
+    elif os.environ.get("HARNESS_NETWORK_BACKEND", "").strip().lower() not in (
+        "",
+        "auto",
+        "toxiproxy",
+        "kernel",
+    ):
+        raise UsageError(
+            f"HARNESS_NETWORK_BACKEND={os.environ['HARNESS_NETWORK_BACKEND']!r} is not auto, "
+            "toxiproxy or kernel: set one of those (or --network-backend)"
+        )
     if ns.command == "replay" and ns.adapter is None and ns.adapter_opt:
         raise UsageError(
             f"--adapter-opt {ns.adapter_opt[0]!r} without --adapter: the options go with the "

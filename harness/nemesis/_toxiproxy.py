@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import shutil
 import socket
 import subprocess
 import time
@@ -204,6 +205,13 @@ def network_fault(
     ctx: StepContext, step: NetworkFault, handle: WorkerHandle, routes: Mapping[str, tp.Route]
 ) -> None:
     """Fire ``step`` on the paused worker ``handle`` through its proxies."""
+    if shutil.which("ss") is None:
+        value = _value(step, list(routes.values()))
+        reason = "ss (iproute2) is not installed: the step cannot see its events on the sockets"
+        ctx.recorder.fault(step.kind, False, **value, reason=reason)
+        handle.cont()
+        ctx.await_worker(handle)
+        return
     srv = tp.server()
     if step.kind == "partition":
         _partition(ctx, step, handle, srv, list(routes.values()))

@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .. import _netfilter
+from .. import _toxiproxy
 from ..adapters._contract import Adapter, Capability
 from ..adapters._loading import BUILTIN
 from ..adapters._netinfo import network_gaps, offered_network_kinds
@@ -62,7 +62,11 @@ def not_tested(
         if cap not in adapter.capabilities
     ]
     if Capability.NETWORK_FAULTS in adapter.capabilities:
-        reason = _netfilter.unavailable()
+        try:
+            choice = _toxiproxy.choose()
+        except ValueError as exc:  # a bad HARNESS_NETWORK_BACKEND
+            choice = _toxiproxy.Choice(None, str(exc))
+        reason = None if choice.backend is not None else choice.reason
         if reason is not None:
             what = CAPABILITY_GAPS[Capability.NETWORK_FAULTS]
             gaps.append(

@@ -72,6 +72,9 @@ def test_a_run_whose_machine_lacks_iptables_reports_the_network_family_not_teste
             "1",
             "--report-dir",
             str(report_dir),
+            # the kernel's backend: a Toxiproxy server the machine has is not asked
+            "--network-backend",
+            "kernel",
         ],
         capture_output=True,
         text=True,
@@ -121,6 +124,7 @@ def test_a_rule_the_kernel_refuses_is_recorded_not_fired_and_the_worker_goes_on(
         (tools / name).write_text(REFUSING, encoding="utf-8")
         (tools / name).chmod(0o755)
     monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.setenv("HARNESS_NETWORK_BACKEND", "kernel")
     adapter = ReferenceAdapter("postgres", postgres_url=postgres_url)
     example = Engine(adapter, Settings(), workdir=tmp_path / "engine").execute(
         Scenario(
