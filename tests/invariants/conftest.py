@@ -1,0 +1,10 @@
+"""User invariant tests: ``examples`` lives at the repository root, put it on the path."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
