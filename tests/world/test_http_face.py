@@ -421,3 +421,50 @@ def test_a_wrong_path_or_body_is_answered_with_what_to_fix(world: World) -> None
     assert not_json.status_code == 400 and "not JSON" in not_json.json()["error"]["message"]
     assert a_list.status_code == 400 and "JSON object" in a_list.json()["error"]["message"]
     assert world.requests() == []
+
+
+# -- the example: an app that calls the payments API with httpx, unchanged -----------
+
+
+def _example(app: str, workdir: Path) -> dict[str, str]:
+    from examples.http_refund.adapter import HttpRefundAdapter
+    from harness import Engine, load_settings
+    from harness.model import ArmWorldFault, Quiesce, RunSpec, RunWorker, Scenario, Submit
+
+    run = RunSpec(
+        run_id="r1",
+        tenant="acme",
+        workflow="refund",
+        input={"customer_id": "c-1", "amount_cents": 1250, "currency": "EUR"},
+    )
+    scenario = Scenario(
+        name="kill-after-refund",
+        steps=(
+            Submit(run=run),
+            ArmWorldFault(service="payments", action="refund", mode="kill_after_apply"),
+            RunWorker(worker_id="w1"),
+            Quiesce(),
+        ),
+    )
+    engine = Engine(HttpRefundAdapter(app), load_settings("dev", start=workdir), workdir=workdir)
+    example = engine.execute(scenario)
+    return {r.name: r.verdict.value for r in example.results}
+
+
+@pytest.mark.slow
+def test_the_http_apps_worker_killed_after_the_refund_refunds_twice_without_a_key(
+    tmp_path: Path,
+) -> None:
+    """The world kills the worker it found from the socket right after the
+    refund is applied; the naive app runs the saved tool call again."""
+    verdicts = _example("naive", tmp_path)
+    assert verdicts["exactly_once_effects"] == "fail", verdicts
+
+
+@pytest.mark.slow
+def test_the_same_kill_is_harmless_to_the_app_that_sends_an_idempotency_key(
+    tmp_path: Path,
+) -> None:
+    verdicts = _example("careful", tmp_path)
+    assert verdicts["exactly_once_effects"] == "pass", verdicts
+    assert verdicts["resume_equivalence"] == "pass", verdicts
