@@ -17,9 +17,10 @@ the worker (:func:`route_worker`, the contract's hook): each store URL
 (Postgres, Redis) gets a proxy of that worker's own on a loopback port, and
 the worker connects through it -- every connection it opens, its pool's new
 ones included. A fault on one worker's proxy touches no other worker and
-none of the harness's own connections. :func:`release_routes` removes an
-environment's proxies when it closes. Without the Toxiproxy backend the URLs
-come back unchanged.
+none of the harness's own connections. :func:`release_routes` hands an
+environment's proxies back when it closes: kept for the next workers to the
+same store, unless a fault acted on them (those are deleted). Without the
+Toxiproxy backend the URLs come back unchanged.
 
 **Ownership.** A server the harness starts runs under a *keeper*: a small
 process (standard library only, ``python -I -S``) in a session of its own
@@ -280,6 +281,12 @@ class Server:
         self.keeper.stdout.close()
         self._mutex = threading.Lock()
         self._scopes: dict[int, _Scope] = {}
+        #: proxies no environment uses any more, by store, untouched by any
+        #: fault: the next worker to that store takes one (a proxy costs an
+        #: API call to make and one to delete; a run starts hundreds of workers)
+        self._spare: dict[str, list[Route]] = {}
+        #: proxies a fault acted on: deleted when released, never reused
+        self._touched: set[str] = set()
         self._seq = 0
         self._client: Any = None
         try:
@@ -387,7 +394,11 @@ class Server:
             if upstream is None:
                 out[service] = url  # a Unix socket or no server: not routable
                 continue
-            route = self.create(service, upstream, label)
+            with self._mutex:
+                spare = self._spare.get(upstream)
+                route = spare.pop() if spare else None
+            if route is None or route.service != service:
+                route = self.create(service, upstream, label)
             made[service] = route
             out[service] = rewrite(url, route.listen)
         with self._mutex:
@@ -401,10 +412,23 @@ class Server:
             sc = self._scopes.get(id(scope))
             return dict(sc.by_worker.get(worker_id, {})) if sc else {}
 
+    def touch(self, route: Route) -> None:
+        """Mark ``route`` as acted on by a fault: deleted, never reused."""
+        with self._mutex:
+            self._touched.add(route.name)
+
     def release(self, scope: object) -> None:
+        """The proxies of ``scope`` (its workers are gone): kept for reuse
+        unless a fault acted on them, which are deleted."""
         with self._mutex:
             sc = self._scopes.pop(id(scope), None)
-        for route in sc.all if sc else ():
+            routes = sc.all if sc else []
+            doomed = [r for r in routes if r.name in self._touched]
+            for route in routes:
+                if route.name not in self._touched:
+                    self._spare.setdefault(route.upstream, []).append(route)
+            self._touched.difference_update(r.name for r in doomed)
+        for route in doomed:
             self.destroy(route)
 
     # -- lifecycle ---------------------------------------------------------------
@@ -415,9 +439,9 @@ class Server:
             return
         with self._mutex:
             scopes, self._scopes = list(self._scopes.values()), {}
-        for sc in scopes:
-            for route in sc.all:
-                self.destroy(route)
+            spare, self._spare = [r for rs in self._spare.values() for r in rs], {}
+        for route in [*spare, *(r for sc in scopes for r in sc.all)]:
+            self.destroy(route)
         if self._pipe >= 0:
             os.close(self._pipe)
             self._pipe = -1

@@ -213,6 +213,8 @@ def network_fault(
         ctx.await_worker(handle)
         return
     srv = tp.server()
+    for route in routes.values():
+        srv.touch(route)  # never reused by another environment
     if step.kind == "partition":
         _partition(ctx, step, handle, srv, list(routes.values()))
         return
