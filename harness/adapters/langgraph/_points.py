@@ -23,18 +23,24 @@ log -- its pid, the site, the hit number, the action and the two ends of the
 TCP connection it writes on (the socket itself says so: no guess from
 ``/proc``) -- then stops (SIGSTOP) or kills itself (SIGKILL). With tracing on,
 every hit is appended with the action ``trace`` (the harness's site profile).
+The counting, the log and the signal are the kit's
+(:class:`harness.adapters.CrashPoints`); this module adds the sites.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import signal
 import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
+
+from .._crashpoints import CrashPoints as KitCrashPoints
+from .._crashpoints import read_crash_log
+
+#: The crash log's lines, in order (the environment reads them).
+read_log = read_crash_log
 
 #: Every crash point a worker on ``PostgresSaver`` passes, with where it is.
 SITES: dict[str, str] = {
@@ -73,62 +79,15 @@ def tcp_ends(conn: Any) -> list[Any] | None:
 
 
 class CrashPoints:
-    """One worker's crash points: hit counts, the armed site, the log."""
+    """One worker's crash points: the kit's (:class:`harness.adapters.CrashPoints`:
+    hit counts, the armed site, the log), each hit naming the TCP connection
+    the write is on."""
 
     def __init__(self, log: str, crash: dict[str, Any] | None, trace: bool) -> None:
-        if crash is not None and crash["site"] not in SITES:
-            raise ValueError(
-                f"crash point {crash['site']!r}: the LangGraph adapter's sites are "
-                f"{', '.join(sorted(SITES))}"
-            )
-        self.log = log
-        self.crash = crash
-        self.trace = trace
-        self._counts: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def _append(self, line: dict[str, Any]) -> None:
-        data = (json.dumps(line) + "\n").encode()
-        fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, data)  # one write: a line survives a SIGKILL after it
-        finally:
-            os.close(fd)
+        self._points = KitCrashPoints(log, crash, trace=trace, sites=SITES)
 
     def hit(self, site: str, conn: Any) -> None:
-        with self._lock:
-            n = self._counts[site] = self._counts.get(site, 0) + 1
-        base = {"pid": os.getpid(), "site": site, "hit": n}
-        if self.trace:
-            self._append({**base, "action": "trace"})
-        crash = self.crash
-        if crash is None or crash["site"] != site or int(crash["nth"]) != n:
-            return
-        self._append({**base, "action": crash["action"], "tcp": tcp_ends(conn)})
-        # Sent to this thread, not the process: a process-directed SIGSTOP may
-        # be taken by another thread (LangGraph writes on background threads),
-        # and this one would run on until that thread stops the group -- long
-        # enough, measured, to send the Sync the pause is meant to hold back.
-        signal.pthread_kill(
-            threading.get_ident(),
-            signal.SIGSTOP if crash["action"] == "pause" else signal.SIGKILL,
-        )
-
-
-def read_log(path: str) -> list[dict[str, Any]]:
-    """The crash log's lines, in order (a line torn by a SIGKILL is skipped)."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            raw = fh.read().splitlines()
-    except FileNotFoundError:
-        return []
-    out = []
-    for line in raw:
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+        self._points.hit(site, details=lambda: {"tcp": tcp_ends(conn)})
 
 
 class _Statements:
