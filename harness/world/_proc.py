@@ -87,6 +87,8 @@ def socket_holder(inode: int, *, only: int | None = None) -> tuple[int, int] | N
             for name in os.listdir(f"/proc/{pid}/fd"):
                 with contextlib.suppress(OSError):
                     if os.readlink(f"/proc/{pid}/fd/{name}") == link:
+                        if len(_FOUND) > 4096:  # inodes of closed connections
+                            _FOUND.clear()
                         _FOUND[inode] = (pid, int(name))
                         return pid, int(name)
     return None
