@@ -42,6 +42,8 @@ from ..world import FaultRule
 
 #: worker rounds a profile runs at most (a workflow with one approval needs 2)
 ROUNDS = 6
+#: the kinds of commit a fault-free run makes (see :meth:`WorkflowProfile.commit_kinds`)
+COMMIT_KINDS = ("decision", "intent", "sent_mark", "result", "checkpoint", "inbox_ack", "last")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,12 @@ class EffectSite:
     #: the (site, hit) pairs that worker passed on its way there, in order,
     #: ending with (site, nth): where else a fault just before the effect lands
     approach: tuple[tuple[str, int], ...] = ()
+    #: whether the runtime marked the call as possibly sent before making it
+    #: (its ledger entry was ``in_doubt``, not ``pending``, when the world
+    #: stopped the call): the last commit before the call is then a
+    #: *sent-mark*, and the one before it the intent. None: the adapter
+    #: shows no ledger (the ``operations`` capability)
+    sent_mark: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,85 @@ class WorkflowProfile:
                 )
                 out.append(Commit(r, trace[i], after, handoff))
         return tuple(out)
+
+    def commit_kinds(self, in_txn: frozenset[str], *, gated: bool) -> dict[str, list[Commit]]:
+        """The commits of the fault-free run by kind (:data:`COMMIT_KINDS`),
+        each kind's commits in run order; a commit may be of several kinds.
+        Told apart by where they sit, never by a site's name:
+
+        - ``decision``: the first commit after the approver's decision was
+          delivered (``gated``: the workflow waits for one);
+        - ``inbox_ack``: a commit that takes a message: the first commit of
+          a worker's pass that comes back to a run after two hand-offs (a
+          child spawned, then its completion delivered), then the decision's;
+        - ``intent``, ``sent_mark``: the commits between an effect's call
+          and the one before it (or the round's start): the last is the
+          sent-mark when the ledger showed the call marked as possibly
+          sent (:attr:`EffectSite.sent_mark`), the intent the one before
+          it; else the last is the intent;
+        - ``result``: the first commit after an effect's call;
+        - ``last``: the commit that ends the run (its last);
+        - ``checkpoint``: the first commit that is none of those.
+        """
+        commits = self.commits(in_txn)
+        kinds: dict[str, list[Commit]] = {k: [] for k in COMMIT_KINDS}
+        if not commits:
+            return kinds
+        at_of = {(c.round, c.last): self.rounds[c.round].index(c.last) for c in commits}
+        decided = None
+        if gated and self.resume_round > 0:
+            decided = next((c for c in commits if c.round == self.resume_round), None)
+        kinds["decision"] += [decided] if decided is not None else []
+        calls: dict[int, list[int]] = {}
+        effect_calls: list[tuple[EffectSite, int]] = []
+        for es in self.effect_sites:
+            trace = self.rounds[es.round] if es.round < len(self.rounds) else ()
+            at = len(es.approach) - 1
+            if at >= 0 and tuple(trace[: at + 1]) == es.approach:
+                calls.setdefault(es.round, []).append(at)
+                effect_calls.append((es, at))
+        for es, at in effect_calls:
+            earlier = [p for p in calls[es.round] if p < at]
+            since = max(earlier, default=-1)
+            pre = [
+                c
+                for c in commits
+                if c.round == es.round and since < at_of[(c.round, c.last)] < at and c != decided
+            ]
+            if earlier and pre:
+                pre = pre[1:]  # the earlier call's result
+            if es.sent_mark and len(pre) >= 2:
+                kinds["sent_mark"].append(pre[-1])
+                kinds["intent"].append(pre[-2])
+            elif es.sent_mark:
+                kinds["sent_mark"] += pre[-1:]
+            else:
+                kinds["intent"] += pre[-1:]
+            after = [c for c in commits if c.round == es.round and at_of[(c.round, c.last)] > at]
+            kinds["result"] += after[:1]
+        kinds["inbox_ack"] = [*self._returns(commits, at_of), *kinds["decision"]]
+        kinds["last"].append(commits[-1])
+        named = {c for cs in kinds.values() for c in cs}
+        kinds["checkpoint"] += [c for c in commits if c not in named and not c.handoff][:1]
+        return {k: list(dict.fromkeys(v)) for k, v in kinds.items()}
+
+    def _returns(
+        self, commits: tuple[Commit, ...], at_of: Mapping[tuple[int, tuple[str, int]], int]
+    ) -> list[Commit]:
+        """The first commit of each worker pass that follows two passes
+        ending in a hand-off: the run handed a child's completion takes it."""
+        out: list[Commit] = []
+        for r, trace in enumerate(self.rounds):
+            if not trace:
+                continue
+            starts = [i for i, (site, _) in enumerate(trace) if site == trace[0][0]]
+            bounds = list(zip(starts, [*starts[1:], len(trace)], strict=True))
+            mine = [c for c in commits if c.round == r]
+            passes = [[c for c in mine if a <= at_of[(r, c.last)] < b] for a, b in bounds]
+            for k in range(2, len(passes)):
+                if passes[k] and all(any(c.handoff for c in passes[j]) for j in (k - 1, k - 2)):
+                    out.append(passes[k][0])
+        return out
 
     def resume_sites(self) -> tuple[tuple[str, int], ...]:
         """The (site, hit) pairs of the worker that resumes after the decision."""
@@ -182,11 +269,22 @@ def _effect_site(
         rounds, _ = _drive(env, workflow, timeout)
         if not env.world.fired():
             return None
+        # What the ledger says of the call the world stopped: marked as
+        # possibly sent (a sent-mark commit came before it), or pending.
+        ops = [
+            o
+            for o in env.observe().operations
+            if o.get("run_id") == "p1" and o.get("kind") == effect
+        ]
+        status = ops[-1].get("status") if ops else None
+        sent_mark = None if status is None else status == "in_doubt"
         # The kill ends the profile: the killed worker is the last that traced.
         for i in reversed(range(len(rounds))):
             if rounds[i]:
                 site, n = rounds[i][-1]
-                return EffectSite(effect, i, site, n, approach=tuple(rounds[i]))
+                return EffectSite(
+                    effect, i, site, n, approach=tuple(rounds[i]), sent_mark=sent_mark
+                )
         return None
     finally:
         env.close()

@@ -24,6 +24,16 @@ Jepsen's nemeses are aimed the same way; Hypothesis's
 explicit ``@example`` runs before generation for the same reason: the schedules
 that matter most should not wait for the dice.
 
+Right after every kind's first schedule come the *commit-fault pairs*
+(:func:`commit_fault_pairs`): for every kind of commit the fault-free run
+made (decision, intent, sent-mark, result, checkpoint, inbox
+acknowledgement, the last) and every fault that can hit a commit (a kill
+inside it, an operator's write and a delivery while the worker holds the
+run at its door, a storage cut, a reset, a lost acknowledgement), one
+schedule, so a short plan covers every pair once; an earlier category's
+schedule with the same steps serves its pair. :func:`commit_fault_plan`
+says which schedule covers each pair, and why a pair has none.
+
 The list is built only from what the adapter declares (workflows, effects,
 capabilities, crash points) and from the profile's site order, never from a
 runtime's site names. Every scenario is already minimal (one run, one fault),
@@ -45,6 +55,7 @@ twelve seeded bugs fail within its first ten (``python benchmarks/detection.py``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..adapters import Capability, WorkflowSpec
 from ..model import (
@@ -66,7 +77,7 @@ from ..model import (
     Submit,
 )
 from ..world import LOOKUP, LOOKUP_FAULT_MODES, SERVICES
-from ._profile import Commit, EffectSite, WorkflowProfile
+from ._profile import COMMIT_KINDS, Commit, EffectSite, WorkflowProfile
 from ._strategies import offers_lookup
 from ._universe import TENANTS, Universe
 
@@ -216,11 +227,20 @@ def targeted(u: Universe) -> list[Scenario]:
         if schedule_kind(s.name) not in kinds:
             kinds.add(schedule_kind(s.name))
             kind_firsts.add(s.name)
-    ordered = (
-        [s for s in ordered if s.name in firsts]
-        + [s for s in ordered if s.name in kind_firsts]
-        + [s for s in ordered if s.name not in firsts | kind_firsts]
-    )
+    # Every (commit kind x fault) pair the trace offers, once, right after
+    # every kind's first: a short plan still covers each pair. A pair whose
+    # schedule the list already holds (the same steps) adds nothing.
+    # An earlier category's schedule with the same steps is moved up to
+    # serve the pair (a kill in the decision's commit, say), not repeated.
+    head = [s for s in ordered if s.name in firsts | kind_firsts]
+    by_steps: dict[str, Scenario] = {}
+    for s in ordered:
+        by_steps.setdefault(_steps(s), s)
+    pairs: list[Scenario] = []
+    for pair in commit_fault_pairs(u):
+        if pair.scenario is not None:
+            pairs.append(by_steps.setdefault(_steps(pair.scenario), pair.scenario))
+    ordered = head + pairs + [s for s in ordered if s.name not in firsts | kind_firsts]
     out: list[Scenario] = []
     seen: set[str] = set()
     for s in ordered:
@@ -228,6 +248,10 @@ def targeted(u: Universe) -> list[Scenario]:
             seen.add(s.name)
             out.append(s)
     return out
+
+
+def _steps(s: Scenario) -> str:
+    return "".join(step.model_dump_json() for step in s.steps)
 
 
 def schedule_kind(name: str) -> str:
@@ -1250,3 +1274,212 @@ def _interleave(groups: list[list[Scenario]]) -> list[Scenario]:
     """Round-robin: the first of each group, then the second of each, ..."""
     longest = max((len(g) for g in groups), default=0)
     return [g[i] for i in range(longest) for g in groups if i < len(g)]
+
+
+# -- faults at every commit ------------------------------------------------------
+
+#: every fault that can hit a commit, in the order a plan tries them
+COMMIT_FAULTS = (
+    "kill_inside",
+    "operator_write",
+    "delivery_while_held",
+    "storage_cut",
+    "reset",
+    "ack_lost",
+)
+
+
+@dataclass(frozen=True)
+class CommitFaultPair:
+    """One (commit kind x fault) pair of a plan: the schedule that aims the
+    fault at a commit of that kind (None: not offered, and ``why``)."""
+
+    kind: str
+    fault: str
+    scenario: Scenario | None = None
+    #: why no schedule aims it: "capability: ..." (the adapter or this
+    #: deployment lacks what the fault needs) or "trace: ..." (no fault-free
+    #: run made a commit of that kind)
+    why: str | None = None
+
+
+def commit_fault_pairs(u: Universe) -> list[CommitFaultPair]:
+    """Every (commit kind x fault) pair (:data:`~harness.scenarios._profile.COMMIT_KINDS`
+    x :data:`COMMIT_FAULTS`), each with one schedule aimed at the first
+    workflow whose fault-free run made a commit of that kind, or with why
+    none is. Per commit, where each fault lands:
+
+    - ``kill_inside``: the worker killed at the commit's middle in-transaction
+      crash point (the transaction must die whole);
+    - ``operator_write``: an operator cancels the run while the worker holds
+      it at the commit's door (the last pause point before the transaction:
+      the run read, its commit not begun), and the worker goes on; its
+      commit must not write over the cancellation. Inside the transaction
+      is not offered: the cancel would wait on the worker's lock, and the
+      worker on the harness;
+    - ``delivery_while_held``: the approver's decision delivered while the
+      worker holds the run at the door of the commit that acknowledges what
+      it read (after a forged decision it must ignore): only where the run
+      reads a decision (``decision``, ``inbox_ack``);
+    - ``storage_cut``: the store's connections cut under the worker held at
+      the middle in-transaction crash point;
+    - ``reset``: the worker's storage connection reset there;
+    - ``ack_lost``: the commit's acknowledgement lost (the worker held at
+      its last in-transaction crash point).
+
+    Pairs come breadth-first: each fault's pairs interleaved with every
+    other fault's, so a plan cut short has tried every fault."""
+    a = _aim(u)
+    storage = u.offered_storage_kinds() if "storage" in a.families else ()
+    network = u.offered_network_kinds() if "network" in a.families else ()
+    needs: dict[str, str | None] = {
+        "kill_inside": None
+        if "crash" in a.families and a.in_txn
+        else "crash points inside a transaction (crash family)",
+        "operator_write": None
+        if "operator" in a.families
+        else "an operator's cancel and pause points (operator family)",
+        "delivery_while_held": None
+        if "message" in a.families and a.pausable
+        else "approvals and pause points (message family)",
+        "storage_cut": None
+        if storage
+        else "storage faults this deployment offers (a server's sessions to cut: Postgres, Redis)",
+        "reset": None
+        if "reset_mid_transaction" in network
+        else "network faults on a TCP storage connection (reset_mid_transaction)",
+        "ack_lost": None
+        if "commit_ack_lost" in network
+        else "network faults on a TCP storage connection (commit_ack_lost)",
+    }
+    by_fault: list[list[CommitFaultPair]] = []
+    for fault in COMMIT_FAULTS:
+        mine = []
+        for kind in COMMIT_KINDS:
+            missing = needs[fault]
+            if missing is not None:
+                mine.append(CommitFaultPair(kind, fault, why=f"capability: {missing}"))
+                continue
+            if fault == "delivery_while_held" and kind not in ("decision", "inbox_ack"):
+                mine.append(
+                    CommitFaultPair(
+                        kind, fault, why="trace: the run reads no message at this commit"
+                    )
+                )
+                continue
+            found = _pair_schedule(a, kind, fault, storage)
+            if isinstance(found, str):
+                mine.append(CommitFaultPair(kind, fault, why=found))
+            else:
+                mine.append(CommitFaultPair(kind, fault, scenario=found))
+        by_fault.append(mine)
+    longest = max(len(g) for g in by_fault)
+    return [g[i] for i in range(longest) for g in by_fault if i < len(g)]
+
+
+def commit_fault_plan(
+    u: Universe, plan: list[Scenario] | None = None
+) -> list[tuple[str, str, str | None, str | None]]:
+    """(kind, fault, schedule, why) for every pair: ``schedule`` names the
+    schedule of ``plan`` (default: :func:`targeted`) that aims it, which
+    may be another category's with the same steps; ``why`` says why none
+    does."""
+    plan = targeted(u) if plan is None else plan
+    names: dict[str, str] = {}
+    for s in plan:
+        names.setdefault(_steps(s), s.name)
+    out: list[tuple[str, str, str | None, str | None]] = []
+    for p in commit_fault_pairs(u):
+        if p.scenario is None:
+            out.append((p.kind, p.fault, None, p.why))
+            continue
+        name = names.get(_steps(p.scenario))
+        out.append((p.kind, p.fault, name, None if name else "not in the plan"))
+    return out
+
+
+def _aim(u: Universe) -> _Aim:
+    return _Aim(
+        u=u,
+        workflows=tuple(sorted(u.workflows, key=lambda w: not w.needs_approval)),
+        families=frozenset(u.enabled()),
+        in_txn=frozenset(u.in_transaction_points()),
+        pausable=frozenset(u.pause_points),
+    )
+
+
+def _pair_schedule(a: _Aim, kind: str, fault: str, storage: tuple[str, ...]) -> Scenario | str:
+    """The schedule aiming ``fault`` at the first commit of ``kind``, or why
+    there is none ("trace: ...")."""
+    candidates: list[tuple[WorkflowSpec, Commit, bool]] = []
+    for wf in a.workflows:
+        kinds = a.profile(wf).commit_kinds(a.in_txn, gated=wf.needs_approval)
+        candidates += [(wf, c, c in kinds["decision"]) for c in kinds.get(kind, [])]
+    if kind == "inbox_ack":
+        # a message that is not the decision first: the decision has its own kind
+        candidates.sort(key=lambda x: x[2])
+    for wf, c, _ in candidates:
+        p = a.profile(wf)
+        trace = p.rounds[c.round]
+        end = trace.index(c.last)
+        start = end
+        while start > 0 and trace[start - 1][0] in a.in_txn:
+            start -= 1
+        span = trace[start : end + 1]
+        mid = span[(len(span) - 1) // 2]
+        door = trace[start - 1] if start > 0 and trace[start - 1][0] in a.pausable else None
+        name = f"{wf.name}/commit_fault/{kind}/{fault}/r{c.round}"
+        if fault == "kill_inside":
+            crash = CrashSpec(site=mid[0], nth=mid[1])
+            return _scenario(
+                f"{name}/{mid[0]}@{mid[1]}",
+                _run(wf),
+                *_rounds(c.round),
+                RunWorker(worker_id="w1", crash=crash),
+            )
+        if fault in ("reset", "ack_lost"):
+            at = c.last if fault == "ack_lost" else mid
+            net: Literal["commit_ack_lost", "reset_mid_transaction"] = (
+                "commit_ack_lost" if fault == "ack_lost" else "reset_mid_transaction"
+            )
+            return _scenario(
+                f"{name}/{at[0]}@{at[1]}",
+                _run(wf),
+                *_rounds(c.round),
+                _paused("n1", *at),
+                NetworkFault(kind=net, worker_id="n1"),
+            )
+        if fault == "storage_cut":
+            return _scenario(
+                f"{name}/{mid[0]}@{mid[1]}",
+                _run(wf),
+                *_rounds(c.round),
+                _paused("s1", *mid),
+                *(StorageFault(kind=k) for k in storage),
+                ContinueWorker(worker_id="s1"),
+            )
+        if door is None:
+            continue  # nowhere to hold the worker before this commit
+        if fault == "operator_write":
+            return _scenario(
+                f"{name}/{door[0]}@{door[1]}",
+                _run(wf),
+                *_rounds(c.round),
+                _paused("o1", *door),
+                Cancel(run_id="r1"),
+                ContinueWorker(worker_id="o1"),
+            )
+        if fault == "delivery_while_held" and wf.needs_approval and c.round >= 1:
+            return _scenario(
+                f"{name}/{door[0]}@{door[1]}",
+                _run(wf),
+                *_rounds(c.round - 1),
+                RunWorker(worker_id=f"p{c.round - 1}"),
+                Approve(run_id="r1", variant="forged"),
+                _paused("h1", *door),
+                Approve(run_id="r1"),
+                ContinueWorker(worker_id="h1"),
+            )
+    if not candidates:
+        return f"trace: no fault-free run made a {kind.replace('_', '-')} commit"
+    return f"trace: no {kind.replace('_', '-')} commit has a pause point before it"

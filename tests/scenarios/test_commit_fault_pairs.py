@@ -1,0 +1,253 @@
+"""Faults at every commit: each (commit kind x fault) pair the fault-free
+trace offers gets one targeted schedule, early in the plan, and the plan
+says why it has none for the others.
+
+A made-up runtime's profile first (sites a..h pausable, t1/t2 inside a
+transaction), then the reference runtime: a mistake of our own making at the
+intent commit (its audit line written first, in a transaction of its own)
+is caught by the plan's (intent x kill inside) schedule, within the ci
+plan's targeted share; the plan before the pairs never killed a worker
+inside an intent's transaction.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from harness.adapters._contract import Capability, WorkflowSpec
+from harness.adapters.reference import ReferenceAdapter
+from harness.model import Cancel, ContinueWorker, CrashSpec, RunWorker, Scenario
+from harness.scenarios import EffectSite, Universe, WorkflowProfile, probe_universe, targeted
+from harness.scenarios._profile import COMMIT_KINDS
+from harness.scenarios._targeted import (
+    COMMIT_FAULTS,
+    commit_fault_pairs,
+    commit_fault_plan,
+    schedule_kind,
+)
+
+PAY = WorkflowSpec(name="pay", inputs=({"x": 1},), needs_approval=True, effects=("mail.send",))
+
+#: round 0: a checkpoint, the intent, the sent mark, the call (after d), the
+#: result, the approval's request; round 1 (after the decision): the
+#: decision's commit, then the last
+ROUND0 = (
+    ("a", 1),
+    ("t1", 1),
+    ("t2", 1),
+    ("b", 1),
+    ("t1", 2),
+    ("t2", 2),
+    ("c", 1),
+    ("t1", 3),
+    ("t2", 3),
+    ("d", 1),
+    ("e", 1),
+    ("t1", 4),
+    ("t2", 4),
+    ("f", 1),
+    ("t1", 5),
+    ("t2", 5),
+)
+ROUND1 = (("a", 1), ("g", 1), ("t1", 1), ("t2", 1), ("h", 1), ("t1", 2), ("t2", 2))
+PROFILE = WorkflowProfile(
+    "pay",
+    hits={"a": 1, "b": 1, "c": 1, "d": 1, "e": 1, "f": 1, "g": 1, "h": 1, "t1": 5, "t2": 5},
+    rounds=(ROUND0, ROUND1),
+    resume_round=1,
+    effect_sites=(EffectSite("mail.send", 0, "d", 1, approach=ROUND0[:10], sent_mark=True),),
+)
+IN_TXN = frozenset({"t1", "t2"})
+
+
+def _universe(caps: frozenset[Capability]) -> Universe:
+    return Universe(
+        workflows=(PAY,),
+        crash_points=("a", "b", "c", "d", "e", "f", "g", "h", "t1", "t2"),
+        pause_points=("a", "b", "c", "d", "e", "f", "g", "h"),
+        capabilities=caps,
+        profiles={"pay": PROFILE},
+        site_hits={"pay": PROFILE.hits},
+    )
+
+
+def test_commits_are_told_apart_by_where_they_sit() -> None:
+    kinds = PROFILE.commit_kinds(IN_TXN, gated=True)
+    ends = {k: [(c.round, c.last) for c in cs] for k, cs in kinds.items()}
+    assert ends == {
+        "decision": [(1, ("t2", 1))],
+        "intent": [(0, ("t2", 2))],
+        "sent_mark": [(0, ("t2", 3))],
+        "result": [(0, ("t2", 4))],
+        "checkpoint": [(0, ("t2", 1))],
+        "inbox_ack": [(1, ("t2", 1))],
+        "last": [(1, ("t2", 2))],
+    }
+    # without a ledger to say the call was marked sent, the last commit
+    # before it is the intent
+    plain = WorkflowProfile(
+        "pay",
+        rounds=PROFILE.rounds,
+        resume_round=1,
+        effect_sites=(EffectSite("mail.send", 0, "d", 1, approach=ROUND0[:10]),),
+    )
+    kinds = plain.commit_kinds(IN_TXN, gated=True)
+    assert [c.last for c in kinds["intent"]] == [("t2", 3)]
+    assert kinds["sent_mark"] == []
+
+
+@pytest.mark.parametrize(
+    "caps",
+    [
+        frozenset(Capability),
+        frozenset(Capability)
+        - {Capability.CANCEL, Capability.STORAGE_FAULTS, Capability.NETWORK_FAULTS},
+    ],
+    ids=["all", "no-cancel-no-server"],
+)
+def test_the_plan_covers_every_pair_the_trace_offers_once(caps: frozenset[Capability]) -> None:
+    u = _universe(caps)
+    plan = targeted(u)
+    names = [s.name for s in plan]
+    rows = commit_fault_plan(u, plan)
+    # every pair once, each fault's first kinds before any fault's later ones
+    assert sorted((k, f) for k, f, _, _ in rows) == sorted(
+        (k, f) for k in COMMIT_KINDS for f in COMMIT_FAULTS
+    )
+    assert [f for _, f, _, _ in rows[: len(COMMIT_FAULTS)]] == list(COMMIT_FAULTS)
+    offered = {(k, f): name for k, f, name, why in rows if why is None}
+    refused = {(k, f): why for k, f, name, why in rows if why is not None}
+    assert set(offered) | set(refused) == {(k, f) for k in COMMIT_KINDS for f in COMMIT_FAULTS}
+    # every kind the trace made, under every fault the deployment offers
+    server = Capability.STORAGE_FAULTS in caps
+    for kind in COMMIT_KINDS:
+        assert offered.get((kind, "kill_inside")), kind
+        assert ((kind, "operator_write") in offered) is (Capability.CANCEL in caps), kind
+        for fault in ("storage_cut", "reset", "ack_lost"):
+            assert ((kind, fault) in offered) is server, (kind, fault)
+    assert offered[("decision", "delivery_while_held")]
+    assert refused[("intent", "delivery_while_held")].startswith("trace:")
+    if not server:
+        # no server's sessions to cut, no TCP connection: said, not skipped silently
+        assert refused[("result", "storage_cut")].startswith("capability:")
+        assert refused[("intent", "ack_lost")].startswith("capability:")
+        assert refused[("last", "operator_write")].startswith("capability:")
+    # every offered pair runs before any kind of schedule runs a second
+    # time: a short plan covers each
+    wanted = set(offered.values())
+    last = max(names.index(n) for n in wanted)
+    kinds = [schedule_kind(n) for n in names[: last + 1]]
+    for i, n in enumerate(names[: last + 1]):
+        assert n in wanted or kinds[i] not in kinds[:i], n
+    # where the faults land: a kill inside the intent's transaction, a
+    # cancel while held at the sent mark's door
+    by_name = {s.name: s for s in plan}
+    intent = by_name[offered[("intent", "kill_inside")]]
+    assert RunWorker(worker_id="w1", crash=CrashSpec(site="t1", nth=2)) in intent.steps
+    if Capability.CANCEL in caps:
+        cancel = by_name[offered[("sent_mark", "operator_write")]]
+        assert cancel.steps[-4:-1] == (
+            RunWorker(worker_id="o1", crash=CrashSpec(site="c", nth=1, action="pause")),
+            Cancel(run_id="r1"),
+            ContinueWorker(worker_id="o1"),
+        )
+
+
+def test_a_trace_without_commits_offers_no_pair_and_says_so() -> None:
+    u = Universe(
+        workflows=(PAY,),
+        crash_points=("a",),
+        pause_points=("a",),
+        capabilities=frozenset(Capability),
+        profiles={},
+        site_hits={},
+    )
+    for pair in commit_fault_pairs(u):
+        assert pair.scenario is None
+        assert pair.why is not None and pair.why.startswith(("trace:", "capability:"))
+
+
+# -- a mistake of our own making at the sent-mark commit ---------------------------
+
+
+def _load_mutants() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_mutants.py"
+    spec = importlib.util.spec_from_file_location("benchmarks_mutants_pairs", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+#: "an effect's intent goes to the audit log first, in a transaction of its
+#: own: the log shows every attempt at an effect, even one whose
+#: checkpoint fails" -- two edits to the store's checkpoint
+INTENT_AUDITED_FIRST = (
+    (
+        "store/_sql/_checkpoint.py",
+        "        with self._write() as tx:\n            stored = self._locked_run(tx, run_id)\n",
+        '        audited = any(op.status.value == "prepared" for op in commit.operations)\n'
+        "        if audited:\n"
+        "            with self._write() as tx:\n"
+        "                first = self._locked_run(tx, run_id)\n"
+        "                assert first is not None\n"
+        "                self._commit_steps(commit, first)[4](tx)\n"
+        "        with self._write() as tx:\n            stored = self._locked_run(tx, run_id)\n",
+    ),
+    (
+        "store/_sql/_checkpoint.py",
+        '                crashpoints.hit(f"checkpoint_stmt_{n}")\n                step(tx)\n'
+        '            crashpoints.hit("checkpoint_stmt_commit")\n        if split',
+        '                crashpoints.hit(f"checkpoint_stmt_{n}")\n'
+        "                if not (audited and n == 5):\n"
+        "                    step(tx)\n"
+        '            crashpoints.hit("checkpoint_stmt_commit")\n        if split',
+    ),
+)
+
+#: the ci profile's targeted share (150 planned, a fifth kept for sampling)
+CI_TARGETED = 120
+
+
+@pytest.fixture(scope="module")
+def reference_plan() -> tuple[Universe, list[Scenario]]:
+    u = probe_universe(ReferenceAdapter())
+    return u, targeted(u)
+
+
+def test_a_kill_inside_the_intent_commit_catches_a_split_intent(
+    reference_plan: tuple[Universe, list[Scenario]], tmp_path: Path
+) -> None:
+    mutants = _load_mutants()
+    u, plan = reference_plan
+    rows = {(k, f): name for k, f, name, _ in commit_fault_plan(u, plan)}
+    name = rows[("intent", "kill_inside")]
+    assert name is not None and "/commit_fault/intent/kill_inside/" in name
+    assert [s.name for s in plan].index(name) < CI_TARGETED
+    scenario = next(s for s in plan if s.name == name).model_dump(mode="json")
+    failed = {}
+    for label, edits in (("correct", ()), ("mutant", INTENT_AUDITED_FIRST)):
+        copy = mutants.mutated_copy(tmp_path / label / "src", [mutants.Edit(*e) for e in edits])
+        failed[label] = mutants.execute(copy, scenario, tmp_path / label / "work").failed
+    # the dead worker's intent is in the log; the next worker's intent takes
+    # the same state version: a fork in the run's history
+    assert failed == {"correct": [], "mutant": ["legal_transitions"]}
+
+
+def test_every_pair_sqlite_offers_is_within_the_ci_plans_targeted_share(
+    reference_plan: tuple[Universe, list[Scenario]],
+) -> None:
+    u, plan = reference_plan
+    names = [s.name for s in plan]
+    rows = commit_fault_plan(u, plan)
+    covered = [name for _, _, name, why in rows if why is None]
+    assert covered and all(n is not None and names.index(n) < CI_TARGETED for n in covered)
+    # what SQLite cannot offer is named with its reason
+    missing = {(k, f): why for k, f, _, why in rows if why is not None}
+    assert missing[("intent", "ack_lost")].startswith("capability:")
