@@ -428,7 +428,7 @@ class Session:
                 # What killed runs left (their adapters' servers too) goes
                 # first; then the adapter's run-level hook, before the probe.
                 sweep_folders()
-                setup_adapter(self.adapter)
+                setup_adapter(self.adapter, log=self._log)
                 limit = resolve_worker_timeout(self.settings.worker_timeout, self.adapter)
                 with worker_timeout_limit(limit):
                     result = body()

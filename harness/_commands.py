@@ -380,7 +380,7 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
     properties = resolve_properties([*mine, *adapter_properties(adapter)])
     engine = Engine(guard(adapter), settings, properties=properties)
     try:
-        setup_adapter(adapter)
+        setup_adapter(adapter, log=lambda line: _line(out, line))
         with worker_timeout_limit(resolve_worker_timeout(settings.worker_timeout, adapter)):
             # a fault-free probe's counterexample is judged as the probe judged it
             example = judge_probe(engine.adapter, engine.execute(scenario))
@@ -489,7 +489,7 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     _line(out, f"  capabilities: {', '.join(caps) or 'none declared'}")
     engine = Engine(adapter, load_settings(ns.profile))
     try:
-        setup_adapter(adapter)
+        setup_adapter(adapter, log=lambda line: _line(out, line))
         limit = resolve_worker_timeout(engine.settings.worker_timeout, adapter)
         with worker_timeout_limit(limit):
             checks = check_workflows(adapter, engine)

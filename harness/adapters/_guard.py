@@ -415,16 +415,21 @@ def _hook(adapter: Any, which: str) -> tuple[str, Any]:
     return name, hook
 
 
-def setup_adapter(adapter: Any) -> None:
+def setup_adapter(adapter: Any, log: Callable[[str], None] | None = None) -> None:
     """Call ``adapter``'s optional ``setup()`` hook, once, before the run
     touches anything else of it (probe, site profile, search; a replay; a
     check). An adapter without one is left alone. What ``setup()`` raises is
     an :class:`AdapterError` (exit 2); the run then still calls ``close()``
     (:func:`close_adapter`), which must cope with a setup that stopped
-    halfway.
+    halfway. ``log`` gets a line before the hook runs: a setup that starts
+    a server may take a minute, and a silent minute reads as a hang.
     """
     name, hook = _hook(adapter, "setup")
     if hook is not None:
+        if log is not None:
+            shown = getattr(adapter, "name", None)
+            shown = shown if isinstance(shown, str) and shown else name
+            log(f"harness: starting {shown}: setup() (a server it starts may take a while) ...")
         call(f"{name}.setup()", hook)
 
 
