@@ -668,13 +668,15 @@ def _list(what: str, out: TextIO, services: Path | None = None) -> int:
             "worker's next write must not undo it (needs cancel)",
             "network": "a worker's storage connections: its commit acknowledgement lost, "
             "reset mid-transaction, or partitioned past its lease while another worker "
-            "takes over (needs network_faults; the kernel backend needs iptables and root; "
-            "latency is not available on it: no netem)",
+            "takes over; on Toxiproxy also latency, slow and cut replies (needs "
+            f"network_faults; here: {_network_backend()})",
         }
         for fam in FAMILIES:
             print(f"{fam:14} {docs[fam]}", file=out)
     elif what == "services":
-        return _list_services(out, services)
+        code = _list_services(out, services)
+        print(f"network faults run on: {_network_backend()}", file=out)
+        return code
     elif what == "bugs":
         from reference_runtime._bugs import BUGS
 
@@ -712,6 +714,16 @@ def _list_properties(ns: argparse.Namespace, out: TextIO) -> int:
         )
         print(f"{p.name:22} {p.summary}{needs(p)} [your invariant: {source}, {p.origin}]", file=out)
     return EXIT_OK
+
+
+def _network_backend() -> str:
+    """Which backend the network faults would run on here, and why."""
+    from . import _toxiproxy
+
+    try:
+        return _toxiproxy.choose().describe()
+    except ValueError as exc:
+        return str(exc)
 
 
 def _list_services(out: TextIO, file: Path | None) -> int:
