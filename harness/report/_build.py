@@ -20,6 +20,7 @@ from ..outcome._verdicts import PropertyVerdict
 from ..scenarios._universe import NETWORK_KINDS
 from ._schema import (
     AdapterInfo,
+    CommitFaultPair,
     Counterexample,
     FaultCoverage,
     NotTested,
@@ -148,12 +149,13 @@ def replay_command(
     words = ["harness", "replay", str(report_dir)]
     named = [w for p in properties for w in ("--property", p)]
     if not chosen and (spec not in BUILTIN or properties):
-        what = {"adapter": spec, "options": dict(sorted((opts or {}).items()))}
+        shown = json.dumps({"adapter": spec, "options": dict(sorted((opts or {}).items()))})
+        what = f"adapter {shown}, which is not built in"
         if properties:
-            what["properties"] = list(properties)
-        shown = json.dumps(what)
+            code = json.dumps(list(properties))
+            what = f"invariants {code}" if spec in BUILTIN else f"{what}, and invariants {code}"
         return (
-            f"this report names {shown}, code that is not built in: replay it with "
+            f"this report names {what}: replay it with "
             f"{shlex.join([*words, '--trust-adapter'])} if you trust it"
         )
     if spec in BUILTIN:
@@ -263,6 +265,8 @@ def build_report(
         not_run=outcome.not_exercised()
         if outcome.budget_cut and outcome.planned is not None
         else None,
+        commit_faults=[CommitFaultPair.model_validate(r) for r in outcome.commit_pair_coverage()],
+        excused=outcome.excused(),
         scenario_seconds=None
         if outcome.scenario_seconds is None
         else round(outcome.scenario_seconds, 3),
