@@ -148,6 +148,15 @@ def test_the_catalogue_and_harness_list_services_show_the_users_services(
     assert [k.kind for k in service_catalogue()][-2:] == ["billing.refund", "billing.balance"]
 
 
+def test_harness_list_services_reads_the_file_harness_services_file_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARNESS_SERVICES_FILE", str(write(tmp_path, BILLING)))
+    out = io.StringIO()
+    assert main(["list", "services"], out=out) == 0
+    assert "billing.refund" in out.getvalue()
+
+
 def test_a_declaration_the_cli_cannot_use_exits_2_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -384,6 +384,28 @@ def test_a_declared_service_answers_its_status_fields_and_key_from_a_body_field(
     assert effect.idempotency_key == "rq-1"
 
 
+def test_a_requests_client_gets_the_same_answers_as_httpx(world: World) -> None:
+    """Nothing in the face depends on the client library: ``requests``, as a
+    LangGraph tool would use it, is answered and identified the same way."""
+    requests = pytest.importorskip("requests")
+    world.client().attribute(CALLER)
+    world.arm(FaultRule("payments", nth=2, mode="apply_then_timeout"))
+    with world.serve_http() as face:
+        url, key = face.url + "/payments/charges", {"Idempotency-Key": "k1"}
+        first = requests.post(url, json={"amount": 5}, headers=key, timeout=60)
+        with pytest.raises(requests.ConnectionError):
+            requests.post(url, json={"amount": 6}, headers={"Idempotency-Key": "k2"}, timeout=60)
+        again = requests.post(url, json={"amount": 5}, headers=key, timeout=60)
+
+    assert first.status_code == again.status_code == 200
+    assert again.json() == first.json() and again.headers["Idempotent-Replayed"] == "true"
+    assert [(r.outcome, r.pid, r.run_id) for r in world.requests()] == [
+        ("applied", os.getpid(), "r1"),
+        ("unknown_applied", os.getpid(), "r1"),
+        ("deduplicated", os.getpid(), "r1"),
+    ]
+
+
 def test_a_request_from_a_process_nobody_attributed_is_recorded_as_unattributed(
     world: World,
 ) -> None:
