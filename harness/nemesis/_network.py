@@ -74,7 +74,10 @@ def _routes(ctx: StepContext, worker_id: str) -> dict[str, _toxiproxy.Route]:
     when it started (the contract's ``route_worker``), else none."""
     if Capability.NETWORK_FAULTS not in ctx.capabilities:
         return {}
-    return _toxiproxy.routes_of(ctx.env, worker_id)
+    # The environment asked for them as itself, not as the harness's guard
+    # around it (harness.adapters._guard).
+    env = getattr(ctx.env, "unguarded", ctx.env)
+    return _toxiproxy.routes_of(env, worker_id)
 
 
 def _kernel_unavailable() -> str | None:
