@@ -231,7 +231,8 @@ def judge(
         cap = NEEDS_CAPABILITY.get(name)
         lacking = [c for c in ([cap.value] if cap is not None else list(wants)) if c not in caps]
         if t.exercised == 0 and lacking:
-            reason = f"the adapter does not declare the {', '.join(lacking)} capability"
+            noun = "capability" if len(lacking) == 1 else "capabilities"
+            reason = f"the adapter does not declare the {' and '.join(lacking)} {noun}"
             out[name] = verdict(Verdict.NOT_TESTED, f"Not tested: {reason}.", reason)
             continue
         if t.exercised == 0 and family is not None and family not in fams:
