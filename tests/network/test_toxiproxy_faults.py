@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from harness import Engine, Example, Settings
+from harness.adapters._guard import guard
 from harness.adapters.reference import ReferenceAdapter
 from harness.history import History
 from harness.model import (
@@ -44,7 +45,9 @@ def _scenario(kind: NetworkKind, site: str, nth: int) -> Scenario:
 
 def _run(postgres_url: str, redis_url: str, scenario: Scenario, tmp_path: Path) -> Example:
     adapter = ReferenceAdapter("postgres", "redis", postgres_url=postgres_url, redis_url=redis_url)
-    engine = Engine(adapter, Settings(), workdir=tmp_path / "engine")
+    # guarded, as the command line runs it (the nemesis finds the worker's
+    # proxies behind the guard)
+    engine = Engine(guard(adapter), Settings(), workdir=tmp_path / "engine")
     return engine.execute(scenario)
 
 
