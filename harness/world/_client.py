@@ -106,6 +106,32 @@ class WorldClient(OnWorldFile):
                 ),
             )
 
+    def record_model_call(
+        self,
+        who: CallerLike,
+        *,
+        pid: int,
+        model: str,
+        step: int,
+        request: Mapping[str, Any],
+        reply: Mapping[str, Any],
+    ) -> tuple[int, int]:
+        """Record a call of the world's scripted model; its (prompt,
+        completion) token counts. Never an effect."""
+        from ._chat import record_call
+
+        with self._store.transaction() as conn:
+            return record_call(
+                conn,
+                who=who,
+                pid=pid,
+                model=model,
+                step=step,
+                request=request,
+                reply=reply,
+                at=float(self._clock()),
+            )
+
     def attributed(self, pid: int) -> Caller | None:
         """The caller process ``pid`` was attributed to (:meth:`attribute`), if any."""
         row = (

@@ -44,6 +44,7 @@ imports it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import signal
@@ -54,6 +55,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._chat import ChatScript
 from ._client import Clock, WorldClient
 from ._declare import Action, ServiceSpec
 from ._errors import WorldUsageError
@@ -91,8 +93,16 @@ class HttpFace:
     :attr:`url`; :meth:`close` stops the server and closes its connections.
     """
 
-    def __init__(self, path: str | os.PathLike[str], clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        clock: Clock | None = None,
+        *,
+        model: ChatScript | None = None,
+    ) -> None:
         self._client = WorldClient(path, clock=clock)
+        self._model = model
+        self._clock: Clock = clock if clock is not None else time.time
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._port = 0
@@ -115,7 +125,7 @@ class HttpFace:
         sock.listen(128)
         self._port = sock.getsockname()[1]
         config = uvicorn.Config(
-            _app(self._client),
+            _app(self._client, self._model, self._clock),
             log_level="warning",
             access_log=False,
             lifespan="off",
@@ -352,8 +362,66 @@ def _lookup_endpoint(client: WorldClient, spec: ServiceSpec) -> Callable[[Reques
     return endpoint
 
 
-def _app(client: WorldClient) -> Starlette:
+def _chat_endpoint(
+    client: WorldClient, script: ChatScript, clock: Clock
+) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        try:
+            body = await _body(request)
+            if body.get("stream"):
+                raise WorldUsageError(
+                    "the scripted model does not stream yet: call it with stream=False"
+                )
+            messages = body.get("messages")
+            if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+                raise WorldUsageError("messages must be a list of message objects")
+            step, message = script.reply(messages)
+        except WorldUsageError as exc:
+            return _error(400, "invalid_request_error", str(exc))
+        caller = await anyio.to_thread.run_sync(_find_caller, client, request.scope)
+        model = str(body.get("model") or "scripted")
+        prompt, completion = await anyio.to_thread.run_sync(
+            lambda: client.record_model_call(
+                caller.who,
+                pid=caller.pid or 0,
+                model=model,
+                step=step,
+                request=body,
+                reply=message,
+            )
+        )
+        digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{digest[:24]}",
+                "object": "chat.completion",
+                "created": int(clock()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
+            }
+        )
+
+    return endpoint
+
+
+def _app(client: WorldClient, model: ChatScript | None, clock: Clock) -> Starlette:
     routes = []
+    if model is not None:
+        routes.append(
+            Route("/v1/chat/completions", _chat_endpoint(client, model, clock), methods=["POST"])
+        )
     for spec in SERVICES.values():
         for action in spec.endpoints:
             routes.append(

@@ -85,6 +85,20 @@ CREATE TABLE callers (
     worker_id TEXT,
     fencing_token INTEGER
 );
+CREATE TABLE model_calls (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    tenant TEXT NOT NULL,
+    run_id TEXT,
+    worker_id TEXT,
+    pid INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    request TEXT NOT NULL,
+    reply TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    at REAL NOT NULL
+);
 CREATE TABLE fired (
     rule_id INTEGER PRIMARY KEY,
     service TEXT NOT NULL,

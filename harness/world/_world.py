@@ -28,6 +28,7 @@ from ._services import (
 from ._store import OnWorldFile, read_counter
 
 if TYPE_CHECKING:
+    from ._chat import ChatScript
     from ._http import HttpFace
 
 #: Environment variable :func:`open_world` reads when given no path.
@@ -76,13 +77,32 @@ class World(OnWorldFile):
         """A client for this world (same clock), for in-process callers."""
         return WorldClient(self._store.path, clock=self._clock)
 
-    def serve_http(self) -> HttpFace:
+    def serve_http(self, *, model: ChatScript | None = None) -> HttpFace:
         """Serve this world's services over HTTP on a loopback port (same
         clock), started; ``.url`` is its base URL, ``.close()`` stops it.
-        Needs the ``http`` extra; see ``harness.world._http``."""
+        ``model``: also answer ``POST /v1/chat/completions`` from that script
+        (``harness.world._chat``). Needs the ``http`` extra; see
+        ``harness.world._http``."""
         from ._http import HttpFace
 
-        return HttpFace(self._store.path, clock=self._clock).start()
+        return HttpFace(self._store.path, clock=self._clock, model=model).start()
+
+    def model_calls(self) -> list[dict[str, Any]]:
+        """Every call of the scripted model, in order: who made it (tenant,
+        run, worker, pid), the step that answered, the request and reply,
+        and token counts."""
+        rows = self._store.conn().execute(
+            "SELECT seq, tenant, run_id, worker_id, pid, model, step, request, reply, "
+            "prompt_tokens, completion_tokens, at FROM model_calls ORDER BY seq"
+        )
+        names = ("seq", "tenant", "run_id", "worker_id", "pid", "model", "step", "request",
+                 "reply", "prompt_tokens", "completion_tokens", "at")  # fmt: skip
+        out = []
+        for row in rows:
+            call = dict(zip(names, row, strict=True))
+            call["request"], call["reply"] = json.loads(row[7]), json.loads(row[8])
+            out.append(call)
+        return out
 
     # -- faults -------------------------------------------------------------------
 

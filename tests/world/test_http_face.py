@@ -490,3 +490,75 @@ def test_the_same_kill_is_harmless_to_the_app_that_sends_an_idempotency_key(
     verdicts = _example("careful", tmp_path)
     assert verdicts["exactly_once_effects"] == "pass", verdicts
     assert verdicts["resume_equivalence"] == "pass", verdicts
+
+
+# -- the scripted model: an OpenAI-compatible endpoint -----------------------------------
+
+SCRIPT = {
+    "steps": [{"tool": "refund", "arguments": "$user"}, {"content": "Refunded: $tool_output"}]
+}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "refund", "parameters": {"type": "object", "properties": {}}},
+    }
+]
+
+
+def test_the_openai_client_gets_the_scripts_tool_call_then_its_answer(world: World) -> None:
+    openai = pytest.importorskip("openai")
+    from harness.world._chat import parse_chat_script
+
+    world.client().attribute(CALLER)
+    user = {"role": "user", "content": json.dumps({"customer_id": "c-1", "amount_cents": 5})}
+    with world.serve_http(model=parse_chat_script(SCRIPT)) as face:
+        model = openai.OpenAI(base_url=face.url + "/v1", api_key="none", max_retries=0)
+        first = model.chat.completions.create(model="m", messages=[user], tools=TOOLS)
+        (call,) = first.choices[0].message.tool_calls
+        conversation = [
+            user,
+            first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "pay-1"},
+        ]
+        answer = model.chat.completions.create(model="m", messages=conversation, tools=TOOLS)
+        # A worker that resumes the conversation gets the same reply.
+        again = model.chat.completions.create(model="m", messages=[user], tools=TOOLS)
+        with pytest.raises(openai.BadRequestError, match="does not stream"):
+            model.chat.completions.create(model="m", messages=[user], stream=True)
+
+    assert (call.function.name, json.loads(call.function.arguments)) == (
+        "refund",
+        {"customer_id": "c-1", "amount_cents": 5},
+    )
+    assert first.choices[0].finish_reason == "tool_calls"
+    assert answer.choices[0].message.content == "Refunded: pay-1"
+    assert again.choices[0].message.tool_calls[0].id == call.id
+    calls = world.model_calls()
+    assert [(c["step"], c["pid"], c["run_id"]) for c in calls] == [
+        (0, os.getpid(), "r1"),
+        (1, os.getpid(), "r1"),
+        (0, os.getpid(), "r1"),
+    ]
+    assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 for c in calls)
+    assert first.usage is not None and first.usage.total_tokens == (
+        calls[0]["prompt_tokens"] + calls[0]["completion_tokens"]
+    )
+    assert world.requests() == []  # a model call is never an effect
+
+
+@pytest.mark.parametrize(
+    ("script", "says"),
+    [
+        ({"steps": []}, "at least one step"),
+        ({"steps": [{"tool": "refund", "content": "x"}]}, "exactly one"),
+        ({"steps": [{"tool": "refund", "arguments": [1]}]}, "JSON object or"),
+        ({"steps": [{"content": 3}]}, "content is a text"),
+        ({"steps": [{"tool": "refund", "arguments": {}, "colour": 1}]}, "a table with tool"),
+    ],
+)
+def test_a_model_script_that_cannot_work_is_refused(script: dict[str, Any], says: str) -> None:
+    from harness.world import WorldUsageError
+    from harness.world._chat import parse_chat_script
+
+    with pytest.raises(WorldUsageError, match=says):
+        parse_chat_script(script)

@@ -1,0 +1,207 @@
+"""A scripted model behind an OpenAI-compatible endpoint of the world.
+
+An app that reaches its model through the ``openai`` client (or any client of
+``POST /v1/chat/completions``) is pointed at the world's HTTP face by its base
+URL (``OPENAI_BASE_URL=<face url>/v1``), and a :class:`ChatScript` answers:
+no network, the same reply to the same conversation. A script is data, a
+list of steps; which step answers is the number of tool results the
+conversation holds after its last user message, so a worker that resumes a
+conversation gets the reply a fault-free run got at the same point::
+
+    {"steps": [
+        {"tool": "refund", "arguments": "$user"},        # the user's message, as JSON
+        {"content": "Refunded: $tool_output"}            # the last tool result
+    ]}
+
+``arguments`` is a JSON object, or ``"$user"`` (the last user message parsed
+as a JSON object). ``content`` may hold ``$tool_output``. A conversation past
+the last step is answered by the last step.
+
+Every call is recorded in the world's file (:meth:`World.model_calls`): the
+caller's process and run (as for a service call), the step, and token counts
+(about four characters a token) for a cost figure. A model call changes
+nothing outside: it is never an effect.
+
+Streaming (``"stream": true``), the Responses API (``/v1/responses``) and
+model faults are not served yet (issue 31's next steps): a streaming request
+is answered 400 saying so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._errors import WorldUsageError
+from ._model import CallerLike, canonical_json
+
+
+@dataclass(frozen=True)
+class ChatStep:
+    """One reply: a call of ``tool`` with ``arguments``, or ``content``."""
+
+    tool: str | None = None
+    arguments: Mapping[str, Any] | str | None = None
+    content: str | None = None
+
+
+@dataclass(frozen=True)
+class ChatScript:
+    """What the scripted model answers, step by step (module docstring)."""
+
+    steps: tuple[ChatStep, ...]
+
+    def step_for(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """The step that answers ``messages``: the tool results after the
+        last user message, capped at the last step."""
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        if not users:
+            raise WorldUsageError("the conversation has no user message for the model to answer")
+        tools = sum(1 for m in messages[users[-1] :] if m.get("role") == "tool")
+        return min(tools, len(self.steps) - 1)
+
+    def reply(self, messages: Sequence[Mapping[str, Any]]) -> tuple[int, dict[str, Any]]:
+        """(step, the assistant message) that answers ``messages``."""
+        n = self.step_for(messages)
+        step = self.steps[n]
+        last_user = [m for m in messages if m.get("role") == "user"][-1]
+        outputs = [m for m in messages if m.get("role") == "tool"]
+        if step.tool is not None:
+            if step.arguments == "$user":
+                try:
+                    arguments = json.loads(_text(last_user))
+                except ValueError as exc:
+                    raise WorldUsageError(
+                        f"step {n} takes its arguments from the user's message ($user), which "
+                        f"is not JSON: {_text(last_user)[:80]!r}"
+                    ) from exc
+                if not isinstance(arguments, dict):
+                    raise WorldUsageError(
+                        f"step {n} takes its arguments from the user's message ($user), which "
+                        f"is JSON but not an object: {_text(last_user)[:80]!r}"
+                    )
+            elif isinstance(step.arguments, Mapping):
+                arguments = dict(step.arguments)
+            else:
+                arguments = {}
+            call_id = (
+                "call_"
+                + hashlib.sha256(canonical_json([n, list(messages)]).encode()).hexdigest()[:16]
+            )
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": step.tool, "arguments": canonical_json(arguments)},
+                    }
+                ],
+            }
+            return n, message
+        output = _text(outputs[-1]) if outputs else ""
+        content = (step.content or "").replace("$tool_output", output)
+        return n, {"role": "assistant", "content": content}
+
+
+def _text(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # content parts
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return "" if content is None else str(content)
+
+
+def parse_chat_script(data: Any) -> ChatScript:
+    """A script from data (``{"steps": [...]}``), checked: each step a tool
+    call or content, never both, never neither."""
+    steps = data.get("steps") if isinstance(data, Mapping) else None
+    if not isinstance(steps, list) or not steps:
+        raise WorldUsageError(
+            'a model script is {"steps": [...]}, at least one step: {"tool": NAME, '
+            '"arguments": {...} or "$user"} or {"content": TEXT}'
+        )
+    out = []
+    for i, raw in enumerate(steps):
+        if not isinstance(raw, Mapping) or not set(raw) <= {"tool", "arguments", "content"}:
+            raise WorldUsageError(
+                f"model script step {i}: a table with tool and arguments, or content; got {raw!r}"
+            )
+        tool, arguments, content = raw.get("tool"), raw.get("arguments"), raw.get("content")
+        if (tool is None) == (content is None):
+            raise WorldUsageError(
+                f"model script step {i}: give a tool (with its arguments) or a content, "
+                f"exactly one; got {dict(raw)!r}"
+            )
+        if tool is not None:
+            if not isinstance(tool, str) or not tool:
+                raise WorldUsageError(f"model script step {i}: tool is a name; got {tool!r}")
+            if arguments != "$user" and not isinstance(arguments, Mapping):
+                raise WorldUsageError(
+                    f'model script step {i}: arguments is a JSON object or "$user"; '
+                    f"got {arguments!r}"
+                )
+        elif not isinstance(content, str) or arguments is not None:
+            raise WorldUsageError(
+                f"model script step {i}: content is a text, with no arguments; got {dict(raw)!r}"
+            )
+        out.append(ChatStep(tool=tool, arguments=arguments, content=content))
+    return ChatScript(tuple(out))
+
+
+def load_chat_script(path: str | Path) -> ChatScript:
+    """A script from a JSON file."""
+    p = Path(path)
+    try:
+        return parse_chat_script(json.loads(p.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise WorldUsageError(f"cannot read the model script {str(p)!r} ({exc})") from exc
+    except ValueError as exc:
+        if isinstance(exc, WorldUsageError):
+            raise WorldUsageError(f"{str(p)!r}: {exc}") from exc
+        raise WorldUsageError(f"{str(p)!r} is not valid JSON: {exc}") from exc
+
+
+def tokens(text: str) -> int:
+    """About four characters a token (at least one for a non-empty text)."""
+    return (len(text) + 3) // 4
+
+
+def record_call(
+    conn: sqlite3.Connection,
+    *,
+    who: CallerLike,
+    pid: int,
+    model: str,
+    step: int,
+    request: Mapping[str, Any],
+    reply: Mapping[str, Any],
+    at: float,
+) -> tuple[int, int]:
+    """Record one model call (inside the caller's transaction); returns its
+    (prompt, completion) token counts."""
+    prompt = tokens(canonical_json(request.get("messages", [])))
+    completion = tokens(canonical_json(reply))
+    conn.execute(
+        "INSERT INTO model_calls (tenant, run_id, worker_id, pid, model, step, request, reply, "
+        "prompt_tokens, completion_tokens, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            who.tenant,
+            who.run_id,
+            who.worker_id,
+            pid,
+            model,
+            step,
+            canonical_json(request),
+            canonical_json(reply),
+            prompt,
+            completion,
+            at,
+        ),
+    )
+    return prompt, completion
