@@ -22,6 +22,7 @@ This package imports nothing from the runtimes it tests.
 from __future__ import annotations
 
 from ._approvals import DECISIONS, ApprovalAuthority, sign
+from ._chat import ChatScript, load_chat_script, parse_chat_script
 from ._client import WorldClient
 from ._declare import ServiceSpec, load_services
 from ._errors import NotSupported, Rejected, ServiceFault, Unknown, WorldError, WorldUsageError
@@ -70,6 +71,7 @@ __all__ = [
     "Caller",
     "CallerLike",
     "Capabilities",
+    "ChatScript",
     "FaultMode",
     "FaultRule",
     "FiredFault",
@@ -89,8 +91,10 @@ __all__ = [
     "WorldUsageError",
     "canonical_json",
     "declare_services",
+    "load_chat_script",
     "load_services",
     "open_world",
+    "parse_chat_script",
     "request_hash",
     "service_catalogue",
     "service_spec",
