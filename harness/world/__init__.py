@@ -16,6 +16,13 @@ A five-line tour::
                 caller=Caller(tenant="t1", run_id="r1"))   # raises Unknown, but applied
     assert len(world.effects("payments")) == 1
 
+Services are declarations (data: :class:`ServiceSpec`); the four built-in
+ones are four of them, and a user declares more (:func:`load_services`,
+:func:`declare_services`). An app that calls its providers over HTTP reaches
+the same world, with the same semantics, through :meth:`World.serve_http`
+(``harness.world._http``, the ``http`` extra), which can also answer as a
+scripted model (:class:`ChatScript`).
+
 This package imports nothing from the runtimes it tests.
 """
 
