@@ -245,7 +245,8 @@ def build_report(
         )
     return Report(
         verdict=judgement.verdict.value,
-        inconclusive=list(judgement.inconclusive),
+        # an invariant's traceback has its own field (its property's)
+        inconclusive=[split_traceback(r)[0] for r in judgement.inconclusive],
         interrupted=outcome.interrupted,
         seed=outcome.seed,
         profile=outcome.settings.profile,

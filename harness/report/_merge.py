@@ -35,6 +35,7 @@ from typing import Any
 
 from .._artifacts import loads_json, read_artifact, size_limit
 from .._errors import UsageError
+from ..checkers import split_traceback
 from ..model import Verdict
 from ..outcome import Tally, judge
 from ._build import property_report, replay_command
@@ -418,7 +419,7 @@ def merge_reports(
         fail_messages=messages,
         needs=_needs([p for r in shards for p in r.properties]),
     )
-    inconclusive = list(judgement.inconclusive) + reasons
+    inconclusive = [split_traceback(r)[0] for r in judgement.inconclusive] + reasons
     why = dict(why_missing or {})
     unexplained = [k for k in missing if k not in why]
     inconclusive += [f"shard {k}/{n}: {why[k]}" for k in missing if k in why]
