@@ -247,6 +247,11 @@ def _summary(out: TextIO, report: Report, report_dir: Path, *, wall: float | Non
         _line(out, f"  {p.verdict:10} {p.name}{seen}{why}")
     fired = {k: v.fired for k, v in report.faults.items()}
     _line(out, "  faults fired: " + (", ".join(f"{k}={v}" for k, v in fired.items()) or "none"))
+    excused = report.excused_line()
+    if excused is not None:
+        _line(out, f"  {excused}")
+    for i, text in enumerate(report.commit_fault_lines()):
+        _line(out, f"  {'  ' if i else ''}{text}")
     for reason in report.inconclusive:
         _line(out, f"inconclusive: {reason}")
     ce = report.counterexample

@@ -131,6 +131,11 @@ class Outcome:
     #: in order: name -> what the report says of it (``spec``, ``doc``,
     #: ``needs``, ``family``); the verdict rules read ``needs`` and ``family``
     user_properties: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: every (commit kind x fault) pair of the targeted plan: ``kind``,
+    #: ``fault``, the ``schedule`` that aims it (None: none does) and ``why``
+    #: not ("capability: ...", "trace: ...", "not in the plan"); see
+    #: :meth:`commit_pair_coverage`
+    commit_pairs: list[dict[str, str | None]] = field(default_factory=list)
 
     def judgement(self) -> Judgement:
         """Every property's verdict over the search (see :mod:`harness.outcome._verdicts`)."""
@@ -211,6 +216,45 @@ class Outcome:
             need = math.ceil(self.settings.budget_seconds * planned / self.searched)
             text += f"; about --budget {need} would run them all"
         return text
+
+    def commit_pair_coverage(self) -> list[dict[str, str | None]]:
+        """Each (commit kind x fault) pair with its ``status``: ``covered``
+        (its schedule ran), ``budget`` (the budget cut it), ``shard``
+        (another shard's or job's part), ``not_offered`` (no schedule can
+        aim it: ``why``), ``not_planned`` (its schedule is past the plan's
+        targeted share)."""
+        ran = {e.get("name") for e in self.ledger}
+        cut = set(self.not_run_targeted)
+        out: list[dict[str, str | None]] = []
+        for pair in self.commit_pairs:
+            name, why = pair.get("schedule"), pair.get("why")
+            if name is None:
+                status = "not_planned" if why == "not in the plan" else "not_offered"
+            elif name in ran:
+                status = "covered"
+            elif name in cut:
+                status = "budget"
+            else:
+                status = "shard"
+            out.append({**pair, "status": status})
+        return out
+
+    def excused(self) -> dict[str, int]:
+        """Runs the comparisons with the fault-free run left out, by the
+        fault that excused them (``resume_equivalence``'s ``excused_by_KIND``
+        counts), and those a fault named without the evidence
+        (``not_excused``), summed over the scenarios."""
+        prefix = "resume_equivalence."
+        out: dict[str, int] = {}
+        for key, n in sorted(self.counts.items()):
+            if not key.startswith(prefix) or not n:
+                continue
+            key = key[len(prefix) :]
+            if key.startswith("excused_by_"):
+                out[key.removeprefix("excused_by_")] = n
+            elif key.startswith("not_excused_"):
+                out["not_excused"] = out.get("not_excused", 0) + n
+        return out
 
     def account(self, example: Example) -> None:
         """Add one executed example to the sums."""

@@ -25,13 +25,15 @@ inconclusive (``inconclusive`` says why), the plan (``planned_scenarios``,
 joined from shards) and each property's ``failed`` and ``unknown`` counts,
 then what fits the budget (``fit_scenarios``, ``scenario_seconds``,
 ``scenario_cost``) and whether each counterexample was fully shrunk
-(``fully_shrunk``) (all optional). Older reports still load (the new fields
-default).
+(``fully_shrunk``), then the (commit kind x fault) pairs of the plan
+(``commit_faults``) and the runs excused by evidence (``excused``) (all
+optional). Older reports still load (the new fields default).
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
@@ -149,6 +151,25 @@ class FaultCoverage(_Frozen):
         default_factory=dict,
         description="why it did not fire when armed, as the history recorded it, with how often",
     )
+
+
+class CommitFaultPair(_Frozen):
+    """One (commit kind x fault) pair of the targeted plan, and whether a
+    schedule aimed it."""
+
+    kind: str = Field(
+        description="the commit: decision, intent, sent_mark, result, checkpoint, inbox_ack, last"
+    )
+    fault: str = Field(
+        description="kill_inside, operator_write, delivery_while_held, storage_cut, reset, ack_lost"
+    )
+    status: Literal["covered", "budget", "shard", "not_offered", "not_planned"] = Field(
+        description="covered: its schedule ran; budget: the budget cut it; shard: another "
+        "shard's or job's part; not_offered: no schedule can aim it (why); not_planned: its "
+        "schedule is past the plan's targeted share"
+    )
+    schedule: str | None = Field(None, description="the targeted schedule that aims it")
+    why: str | None = Field(None, description="why none does: 'capability: ...' or 'trace: ...'")
 
 
 class NotTested(_Frozen):
@@ -286,6 +307,17 @@ class Report(_Frozen):
     )
     not_tested: list[NotTested]
     counterexample: Counterexample | None
+    commit_faults: list[CommitFaultPair] = Field(
+        default_factory=list,
+        description="every (commit kind x fault) pair of the targeted plan and whether it ran; "
+        "empty: no targeted plan (or a merged report)",
+    )
+    excused: dict[str, int] = Field(
+        default_factory=dict,
+        description="runs the comparisons with the fault-free run left out, by the fault kind "
+        "whose evidence excused them, and not_excused: runs a fault named without the "
+        "evidence (judged), summed over the scenarios",
+    )
     shard: ShardInfo | None = Field(
         None, description="a --shard K/N run: which part of the search it ran; null: all of it"
     )
@@ -303,6 +335,60 @@ class Report(_Frozen):
     def folder(self) -> Path | None:
         """The run folder this report was written to or loaded from."""
         return self._folder
+
+    def excused_line(self) -> str | None:
+        """ "excused: N runs, by what", in words (None: no fault excused or
+        named a run)."""
+        by = {k: n for k, n in self.excused.items() if k != "not_excused"}
+        judged = self.excused.get("not_excused", 0)
+        if not by and not judged:
+            return None
+        shown = ", ".join(f"{k} {n}" for k, n in sorted(by.items(), key=lambda kv: -kv[1]))
+        text = f"excused: {sum(by.values())} runs" + (f" (by {shown})" if shown else "")
+        if judged:
+            text += f"; {judged} named by a fault without the evidence, and judged"
+        return text
+
+    def commit_fault_lines(self) -> list[str]:
+        """Which (commit kind x fault) pairs the plan covered, and which it
+        did not, grouped by why (empty: no targeted plan)."""
+        pairs = self.commit_faults
+        if not pairs:
+            return []
+        covered = sum(1 for p in pairs if p.status == "covered")
+        lines = [f"commit x fault pairs: {covered} of {len(pairs)} covered"]
+        words = {
+            "budget": "cut by the budget",
+            "shard": "in another shard's part",
+            "not_planned": "past the plan's targeted share",
+        }
+        groups: dict[str, dict[str, list[str]]] = {}
+        for p in pairs:
+            if p.status == "covered":
+                continue
+            why = words.get(p.status) or f"not offered ({p.why})"
+            groups.setdefault(why, {}).setdefault(p.fault, []).append(p.kind)
+        for why, faults in groups.items():
+            shown = "; ".join(f"{f} at {', '.join(kinds)}" for f, kinds in faults.items())
+            lines.append(f"{why}: {shown}")
+        return lines
+
+    def commit_fault_summary(self) -> str | None:
+        """The pairs in one line: covered, and why the others are not."""
+        if not self.commit_faults:
+            return None
+        status = Counter(p.status for p in self.commit_faults)
+        words = {
+            "budget": "cut by the budget",
+            "shard": "in another shard",
+            "not_planned": "past the targeted share",
+            "not_offered": "not offered (capability or trace)",
+        }
+        rest = [f"{n} {words[k]}" for k, n in sorted(status.items()) if k in words]
+        covered = status.get("covered", 0)
+        return f"commit x fault pairs: {covered} of {len(self.commit_faults)} covered" + (
+            f"; {', '.join(rest)}" if rest else ""
+        )
 
     def plan_line(self) -> str | None:
         """How much of the search's plan ran, and how much was expected to

@@ -17,7 +17,7 @@ from ._exhaustive import exhaustive
 from ._files import ScenarioFileError, load_scenario_file, scenario_files
 from ._profile import Commit, EffectSite, WorkflowProfile, profile_workflow
 from ._strategies import episode, run_specs, scenarios
-from ._targeted import schedule_kind, targeted
+from ._targeted import commit_pair_rows, schedule_kind, targeted
 from ._universe import FAMILIES, PLANTED_KEY, TENANTS, Universe, probe_universe
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "ScenarioFileError",
     "Universe",
     "WorkflowProfile",
+    "commit_pair_rows",
     "episode",
     "exhaustive",
     "load_scenario_file",

@@ -1398,6 +1398,18 @@ def commit_fault_plan(
     return out
 
 
+def commit_pair_rows(u: Universe, share: int) -> list[dict[str, str | None]]:
+    """:func:`commit_fault_plan` of a plan that runs the first ``share``
+    targeted schedules (none: ``--no-targeted``), as the report's rows:
+    ``kind``, ``fault``, ``schedule``, ``why``."""
+    if share <= 0:
+        return []
+    return [
+        {"kind": k, "fault": f, "schedule": name, "why": why}
+        for k, f, name, why in commit_fault_plan(u, targeted(u)[:share])
+    ]
+
+
 def _aim(u: Universe) -> _Aim:
     return _Aim(
         u=u,

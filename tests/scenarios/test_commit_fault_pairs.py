@@ -186,8 +186,9 @@ def _load_mutants() -> ModuleType:
 
 
 #: "an effect's intent goes to the audit log first, in a transaction of its
-#: own: the log shows every attempt at an effect, even one whose
-#: checkpoint fails" -- two edits to the store's checkpoint
+#: own (fenced and version-checked like the checkpoint): the log shows every
+#: attempt at an effect, even one whose checkpoint fails" -- two edits to
+#: the store's checkpoint
 INTENT_AUDITED_FIRST = (
     (
         "store/_sql/_checkpoint.py",
@@ -197,6 +198,13 @@ INTENT_AUDITED_FIRST = (
         "            with self._write() as tx:\n"
         "                first = self._locked_run(tx, run_id)\n"
         "                assert first is not None\n"
+        "                check_lease(\n"
+        "                    run_id, first, commit.worker_id, commit.fencing_token, commit.now\n"
+        "                )\n"
+        "                if first.state_version != commit.expected_version:\n"
+        "                    raise StaleWriteError(\n"
+        "                        run_id, commit.expected_version, first.state_version\n"
+        "                    )\n"
         "                self._commit_steps(commit, first)[4](tx)\n"
         "        with self._write() as tx:\n            stored = self._locked_run(tx, run_id)\n",
     ),
@@ -251,3 +259,39 @@ def test_every_pair_sqlite_offers_is_within_the_ci_plans_targeted_share(
     # what SQLite cannot offer is named with its reason
     missing = {(k, f): why for k, f, _, why in rows if why is not None}
     assert missing[("intent", "ack_lost")].startswith("capability:")
+
+
+def test_the_report_says_which_pairs_ran_and_why_the_others_did_not() -> None:
+    from harness import load_settings
+    from harness.outcome import Outcome
+    from harness.report._schema import CommitFaultPair, Report
+
+    outcome = Outcome("x", {}, [], load_settings("ci"), 0)
+    outcome.commit_pairs = [
+        {"kind": "intent", "fault": "kill_inside", "schedule": "targeted/a", "why": None},
+        {"kind": "result", "fault": "kill_inside", "schedule": "targeted/b", "why": None},
+        {"kind": "last", "fault": "kill_inside", "schedule": "targeted/c", "why": None},
+        {"kind": "intent", "fault": "reset", "schedule": None, "why": "capability: tcp"},
+        {"kind": "result", "fault": "reset", "schedule": None, "why": "capability: tcp"},
+        {"kind": "last", "fault": "ack_lost", "schedule": None, "why": "not in the plan"},
+    ]
+    outcome.ledger = [{"name": "targeted/a"}]
+    outcome.not_run_targeted = ["targeted/b"]
+    rows = outcome.commit_pair_coverage()
+    assert [r["status"] for r in rows] == [
+        "covered",
+        "budget",
+        "shard",
+        "not_offered",
+        "not_offered",
+        "not_planned",
+    ]
+    # only the field the lines read
+    report = Report.model_construct(commit_faults=[CommitFaultPair.model_validate(r) for r in rows])
+    assert report.commit_fault_lines() == [
+        "commit x fault pairs: 1 of 6 covered",
+        "cut by the budget: kill_inside at result",
+        "in another shard's part: kill_inside at last",
+        "not offered (capability: tcp): reset at intent, result",
+        "past the plan's targeted share: ack_lost at last",
+    ]
