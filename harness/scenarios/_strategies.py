@@ -18,6 +18,16 @@ which is where combination bugs are (a kill during the recovery of a kill, a
 second reject after a retried timeout). A swarm shrinks towards one family
 and one kind (the first enabled), so a counterexample also says which
 faults it needs.
+
+The swarm also picks workload *shapes* (issue 28), as kinds of the families
+they belong to, so an adapter without the family draws what it drew before:
+identical twin runs of one tenant and decisions signed for a twin's approval
+(``message``: ``misdirected``), a decision delivered while a worker holds
+the run between its read and its commit (``message``: ``while_held``),
+a verified memory version under a newer one that lapsed or only a user
+supplied (``memory``), a rollback order of code versions (``migration``:
+``rollback``), and runs left down past every deadline after a crash
+(:data:`DOWNTIME`).
 """
 
 from __future__ import annotations
@@ -67,16 +77,52 @@ FAMILY_KINDS: dict[str, tuple[str, ...]] = {
         # the answer to) the lookup the next worker reconciles with
         "lookup_refused",
     ),
-    "memory": ("poisoned", "cross_tenant", "expired", "stale"),
-    "message": ("valid", "forged", "wrong_role", "wrong_params", "cross_tenant", "changed_mind"),
+    # lapsed_newest, untrusted_newest: a verified version under a newer one
+    # that lapsed, or that only a user supplied (the key must read absent)
+    "memory": ("poisoned", "cross_tenant", "expired", "stale", "lapsed_newest", "untrusted_newest"),
+    # misdirected: a decision genuinely signed for another run's approval
+    # (its identical twin's, drawn with it: see ``run_specs``); while_held: the
+    # decision delivered while a worker holds the run paused, after its read
+    "message": (
+        "valid",
+        "forged",
+        "wrong_role",
+        "wrong_params",
+        "cross_tenant",
+        "changed_mind",
+        "misdirected",
+        "while_held",
+    ),
     "network": NETWORK_KINDS,
+    # forward: old code, then this one (the final quiesce); rollback: this
+    # code, then the older release, then this one again
+    "migration": ("forward", "rollback"),
 }
+
+#: memory kinds planted where they could waive an approval (a verified
+#: waiver under a newer version that must hide it), as ``poisoned`` is
+GATED_MEMORY_KINDS = frozenset({"poisoned", "lapsed_newest", "untrusted_newest"})
+
+#: Where a swarm allows misdirected decisions, one run in this many after
+#: the first is the identical twin of the run before it (same tenant,
+#: workflow, input and decision): the decision a twin's approver signed is
+#: the one to misdirect, and each twin must have effects of its own (a
+#: runtime that keys an effect by its content answers the second with the
+#: first's). Drawn only in such swarms, so that the stream of an adapter
+#: without approvals is unchanged.
+TWIN_ODDS = 2
 
 #: Families a scenario draws one episode of at most: a lost acknowledgement
 #: costs the worker its network timeout (seconds), where other episodes
 #: cost tenths; a second one in the same scenario finds little the first
 #: and the targeted schedules do not.
 ONCE_PER_SCENARIO = frozenset({"network"})
+
+#: Seconds a crash episode's runs may stay down (one episode in
+#: ``DOWNTIME_ODDS``): past the default approval lifetime and wait deadlines
+#: of an hour.
+DOWNTIME = 4000.0
+DOWNTIME_ODDS = 4
 
 #: A swarm gives each of its families a weight from 1 to this: how often an
 #: episode is of that family, relative to the others in the swarm.
@@ -207,10 +253,15 @@ def offers_lookup(service: str) -> bool:
 
 
 @st.composite
-def run_specs(draw: st.DrawFn, u: Universe) -> tuple[RunSpec, ...]:
+def run_specs(draw: st.DrawFn, u: Universe, twins: bool = False) -> tuple[RunSpec, ...]:
+    """1 to ``u.max_runs`` runs; with ``twins``, sometimes one the identical
+    twin of the run before (see :data:`TWIN_ODDS`; shrinks to no twin)."""
     n = draw(st.integers(min_value=1, max_value=u.max_runs))
-    runs = []
+    runs: list[RunSpec] = []
     for i in range(n):
+        if twins and runs and draw(st.integers(0, TWIN_ODDS - 1)) == TWIN_ODDS - 1:
+            runs.append(runs[-1].model_copy(update={"run_id": f"r{i + 1}"}))
+            continue
         wf = draw(st.sampled_from(u.workflows))
         payload = draw(st.sampled_from(wf.inputs))
         tenant = draw(st.sampled_from(TENANTS))
@@ -278,6 +329,15 @@ def episode(
         for k in range(chain):
             tag = "r" * (k + 1)
             steps.append(RunWorker(worker_id=f"w{n}{tag}", crash=_crash(draw, u, runs=runs)))
+        # Sometimes the runs stay down past every deadline before anyone
+        # resumes them: what was decided or delivered before the crash meets
+        # a clock that moved on (an approval that expired meanwhile, a wait
+        # whose answer came before its deadline). Shrinks to no downtime.
+        if (
+            Capability.CLOCK in u.capabilities
+            and draw(st.integers(0, DOWNTIME_ODDS - 1)) == DOWNTIME_ODDS - 1
+        ):
+            steps.append(AdvanceClock(seconds=DOWNTIME))
         return steps
     if family == "zombie":
         # A paused worker outlives its lease; another takes over; it wakes up.
@@ -296,6 +356,10 @@ def episode(
         ]
     if family == "message":
         variant = _kind(draw, swarm, "message")
+        if variant == "while_held":
+            return _held_delivery(draw, u, runs, n)
+        if variant == "misdirected":
+            return _misdirected(draw, u, runs, n)
         # An invalid message may carry the opposite of the approver's
         # decision: a runtime that trusts it then does what was refused.
         opposite = variant not in ("valid", "changed_mind") and draw(st.booleans())
@@ -350,7 +414,7 @@ def episode(
         gated = tuple(
             r for r in aimed for wf in u.workflows if wf.name == r.workflow and wf.needs_approval
         )
-        run = draw(st.sampled_from(gated if kind == "poisoned" and gated else aimed))
+        run = draw(st.sampled_from(gated if kind in GATED_MEMORY_KINDS and gated else aimed))
         namespace, key, value = draw(st.sampled_from(u.memory_targets(run)))
         provenance = "user_supplied" if kind == "poisoned" else "system_verified"
         return [
@@ -368,7 +432,14 @@ def episode(
         return _storage_episode(draw, u, runs, n)
     if family == "network":
         return _network_episode(draw, u, runs, n, _kind(draw, swarm, "network"))
-    # migration: crash under old code, resume under the current one
+    # migration: crash under old code, resume under the current one; or
+    # (rollback) this code first, then the older release meets what it wrote
+    rollback = _kind(draw, swarm, "migration") == "rollback"
+    if rollback and u.crash_points:
+        return [
+            RunWorker(worker_id=f"u{n}", crash=_crash(draw, u, runs=runs)),
+            RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u, runs=runs)),
+        ]
     if not u.crash_points:
         # No crash points: old code runs until its runs wait or end, or until
         # the world kills it at an effect boundary.
@@ -381,6 +452,66 @@ def episode(
             )
         return [*old, RunWorker(worker_id=f"v{n}", code_version=1)]
     return [RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u, runs=runs))]
+
+
+def _gated(u: Universe, runs: tuple[RunSpec, ...]) -> list[RunSpec]:
+    """The runs whose workflow waits for an approval."""
+    return [r for r in runs for wf in u.workflows if wf.name == r.workflow and wf.needs_approval]
+
+
+def _misdirected(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> list[Step]:
+    """A decision genuinely signed for another run's approval, addressed to
+    a run of the same tenant: its identical twin's (same role and
+    parameters: only the approval differs), submitted here when the
+    workload has none, or another gated run of the tenant's. Its decision
+    may be the opposite of the addressee's approver's. Without a gated
+    run, a valid decision."""
+    gated = _gated(u, runs)
+    if not gated:
+        return [RunWorker(worker_id=f"w{n}"), Approve(run_id=draw(st.sampled_from(runs)).run_id)]
+    pairs = [(a, b) for a in gated for b in gated if a.run_id != b.run_id and a.tenant == b.tenant]
+    twins = [(a, b) for a, b in pairs if (a.workflow, a.input) == (b.workflow, b.input)]
+    submit: list[Step] = []
+    if twins or (pairs and bool(draw(st.booleans()))):
+        to, signer = draw(st.sampled_from(twins or pairs))
+    else:
+        to = draw(st.sampled_from(gated))
+        # A run id no other step uses: the workload's are r1..rN.
+        signer = to.model_copy(update={"run_id": f"r{len(runs) + 1}x{n}"})
+        submit = [Submit(run=signer)]
+    return [
+        *submit,
+        RunWorker(worker_id=f"w{n}"),
+        Approve(
+            run_id=to.run_id,
+            variant="misdirected",
+            decision="opposite" if draw(st.booleans()) else "planned",
+            signed_for=signer.run_id,
+        ),
+    ]
+
+
+def _held_delivery(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> list[Step]:
+    """The approver's decision delivered while a worker holds the run
+    between its inbox read and the commit that acknowledges what it read
+    (as the targeted ``deliver_while_held``): the runs brought to their
+    waits, a message to ignore (a forged decision) makes the run claimable,
+    the next worker is paused at a pause point the runs pass, the valid
+    decision arrives, the worker goes on. Without pause points, a valid
+    decision."""
+    run_id = draw(st.sampled_from([r.run_id for r in _gated(u, runs)] or [runs[0].run_id]))
+    reached = u.reached(runs, u.pause_points)
+    if not reached:
+        return [RunWorker(worker_id=f"w{n}"), Approve(run_id=run_id)]
+    site = draw(st.sampled_from(sorted(reached)))
+    nth = draw(st.integers(min_value=1, max_value=min(reached[site], 3)))
+    return [
+        RunWorker(worker_id=f"w{n}"),
+        Approve(run_id=run_id, variant="forged"),
+        RunWorker(worker_id=f"h{n}", crash=CrashSpec(site=site, nth=nth, action="pause")),
+        Approve(run_id=run_id),
+        ContinueWorker(worker_id=f"h{n}"),
+    ]
 
 
 def _approved_first(draw: st.DrawFn, u: Universe, run_ids: list[str], n: int) -> list[Step]:
@@ -511,7 +642,8 @@ def scenarios(draw: st.DrawFn, u: Universe, swarm: Swarm | None = None) -> Scena
     first, unless given), then a quiesce. The scenario's name is its swarm.
     With no family enabled, the workload alone runs (and quiesces)."""
     swarm = swarm if swarm is not None else draw(swarms(u))
-    runs = draw(run_specs(u))
+    twins = "message" in swarm.families and "misdirected" in swarm.kinds_of("message")
+    runs = draw(run_specs(u, twins=twins))
     steps: list[Step] = [Submit(run=r) for r in runs]
     if swarm.families:
         n_episodes = draw(st.integers(min_value=1, max_value=u.max_episodes))
