@@ -82,10 +82,24 @@ def phase_args(phase: str, budget: float, backend: str, seed: int) -> list[str]:
     return _mutants.ci_args(*extra, budget=budget)
 
 
+def tree_digest(root: Path) -> str:
+    """A digest of every file under ``root/harness`` (a folder's revision)."""
+    digest = hashlib.sha256()
+    for p in sorted((root / "harness").rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            digest.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes())
+    return f"dir-{digest.hexdigest()[:16]}"
+
+
 @contextlib.contextmanager
 def exported(rev: str) -> Iterator[tuple[Path, str]]:
     """``harness/`` of git revision ``rev`` in a temporary folder: (the
-    folder, the full commit id)."""
+    folder, the full commit id). A folder holding a ``harness/`` package is
+    used as it is (its revision a digest of its files): a tree assembled by
+    hand, when the commit to measure cannot be checked out alone."""
+    if (Path(rev) / "harness" / "__init__.py").is_file():
+        yield Path(rev).resolve(), tree_digest(Path(rev))
+        return
     commit = subprocess.run(
         ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"],
         cwd=_mutants.REPO,
@@ -261,13 +275,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--baseline",
         metavar="REV",
-        help="also run the sampled phase with the harness of git revision REV",
+        help="also run the sampled phase with the harness of git revision REV "
+        "(or of a folder holding a harness/ package)",
     )
     ap.add_argument(
         "--harness",
         metavar="REV",
-        help="run the harness of git revision REV (exported), not this working tree's: "
-        "a checkout others are editing measures their unfinished changes too",
+        help="run the harness of git revision REV (exported; or of a folder holding a "
+        "harness/ package), not this working tree's: a checkout others are editing "
+        "measures their unfinished changes too",
     )
     ap.add_argument("--only", help="comma-separated mistake names (default: every one)")
     ap.add_argument("--seed", type=int, default=0, help="harness --seed (default 0)")
