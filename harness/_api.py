@@ -40,8 +40,9 @@ from .nemesis import resolve_worker_timeout, worker_timeout, worker_timeout_limi
 from .outcome import Outcome
 from .report import Report, build_report, claim_report_folder, not_tested, write_run
 from .report._folder import RENDERINGS, keep_file
-from .scenarios import Universe, probe_universe, scenario_files
+from .scenarios import Universe, commit_pair_rows, probe_universe, scenario_files
 from .session import Engine, check_declarations, run_exhaustive, run_random_kill
+from .session._engine import targeted_cap
 from .session._probe import probe_outcome
 from .session._shared import PlanQueue, SharedOracles
 
@@ -496,6 +497,9 @@ class Session:
                     outcome = run_random_kill(engine, universe)
                 else:
                     outcome = engine.run(universe, regressions)
+                    outcome.commit_pairs = commit_pair_rows(
+                        universe, targeted_cap(settings) if settings.targeted else 0
+                    )
             except Interrupted as exc:
                 # What ran so far is still worth a report, marked as such.
                 partial = engine.partial(signal.Signals(exc.signum).name)

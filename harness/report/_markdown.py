@@ -133,6 +133,12 @@ def render_markdown(report: Report) -> str:
             lines += ["", *_block(other.replay)]
     fired = [f"{md_text(k)} {c.fired}" for k, c in sorted(report.faults.items()) if c.fired]
     lines += ["", "Faults fired: " + (", ".join(fired) or "none") + "."]
+    excused = report.excused_line()
+    if excused is not None:
+        lines.append(md_text(excused[0].upper() + excused[1:]) + ".")
+    pairs = report.commit_fault_summary()
+    if pairs is not None:
+        lines.append(md_text(pairs[0].upper() + pairs[1:]) + " (report.html shows which).")
     unfired = [
         f"{md_text(k)} ({md_text(never_fired([k], c.armed, {k: c.unfired}))})"
         for k, c in sorted(report.faults.items())
