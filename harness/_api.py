@@ -124,6 +124,8 @@ def run(
     # Checked (and the specs imported) before anything runs: a bad one is exit 2.
     mine = resolve_properties(properties, installed=False)
     n = _check_jobs(settings, exhaustive, spec_given=isinstance(adapter, str), properties=mine)
+    # what the jobs of --jobs N import them by (None: one cannot be; refused above)
+    given = specs_of(mine) or []
     if settings.mode == "random-kill" and exhaustive:
         raise UsageError("--mode random-kill and --exhaustive exclude each other; pick one")
     regressions = [sc for _, sc in scenario_files([Path(p) for p in scenarios])]
@@ -167,7 +169,13 @@ def run(
             # every job, then its share; an adapter's traceback is kept in
             # the run's report folder (the share's own is scratch).
             session = Session(
-                load_adapter(spec, opts), mine, spec=spec, options=opts, log=say, progress=shown
+                load_adapter(spec, opts),
+                mine,
+                spec=spec,
+                options=opts,
+                log=say,
+                progress=shown,
+                properties=given,
             )
             ran = [sc for _, sc in scenario_files(list(files))]
             return session.run_share(prepared, queue, ran, errors=Path(settings.report_dir))
@@ -181,6 +189,7 @@ def run(
             regressions=regressions,
             log=log,
             progress=progress,
+            properties=given,
         )
     else:
         if isinstance(adapter, str):
@@ -227,6 +236,7 @@ def run_job(
     ready: Callable[[], bool] | None = None,
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
+    properties: Sequence[str] = (),
 ) -> Report:
     """One job of ``--jobs N`` (:mod:`harness._job`): shard
     ``settings.shard`` of the search its parent checked and planned, with
@@ -241,7 +251,15 @@ def run_job(
     loaded = load_adapter(spec, dict(options))
     if ready is not None and not ready():
         raise UsageError("the harness run that started this job is gone: nothing to run")
-    session = Session(loaded, settings, spec=spec, options=options, log=log, progress=progress)
+    session = Session(
+        loaded,
+        settings,
+        spec=spec,
+        options=options,
+        log=log,
+        progress=progress,
+        properties=properties,
+    )
     return session.run(regressions=regressions, prepared=prepared, queue=queue)
 
 
@@ -285,12 +303,12 @@ def _check_jobs(
         why = f"--shard {settings.shard[0]}/{settings.shard[1]} already runs one part of the plan"
     elif not spec_given:
         why = "the jobs import the adapter by its spec: pass it as 'package.module:attr'"
-    elif properties:
-        # The adapter's properties() and installed ones reach every job; the
-        # ones given to this run are not passed on yet.
+    elif specs_of(properties) is None:
+        # A job imports each invariant by its spec, as it imports the adapter.
+        lost = [p.name for p in properties if p.spec is None]
         why = (
-            f"the invariants given to the run ({', '.join(p.name for p in properties)}) are "
-            "not passed on to the jobs yet: return them from the adapter's properties()"
+            f"the jobs import each invariant by its spec, and {', '.join(lost)} has none "
+            "(defined in __main__ or in a function): define it at the top of a module"
         )
     if why is None:
         return n

@@ -103,11 +103,10 @@ def main(argv: list[str]) -> int:
                     prepared=prepared,
                     queue=None if args.get("queue") is None else Path(args["queue"]),
                     # the adapter loads while the parent probes; then wait for it
-                    ready=None
-                    if prepared is None
-                    else lambda: _wait_for(prepared, args["parent"]),
+                    ready=None if prepared is None else lambda: _wait_for(prepared, args["parent"]),
                     log=lambda text: _send({"log": text}),
                     progress=_progress,
+                    properties=args.get("properties") or (),
                 )
             except (UsageError, AdapterError) as exc:
                 _send({"error": str(exc)})

@@ -334,10 +334,12 @@ def run_jobs(
     regressions: Sequence[Scenario] = (),
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
+    properties: Sequence[str] = (),
 ) -> Report:
     """Run the search ``settings`` describe in ``n`` jobs (shards 1..n of
     its plan) and merge them into ``settings.report_dir``; returns the
-    merged report. ``regressions`` run first, as ``--scenario`` files do
+    merged report. ``properties``: the specs of the invariants given to
+    the run, which every job imports. ``regressions`` run first, as ``--scenario`` files do
     (every job gets them all: the plan splits them). Job 1 is ``share``
     (:data:`Share`), run in this process while jobs 2..n start: it
     probes, once for every job (they wait for it), then runs its share.
@@ -375,6 +377,7 @@ def run_jobs(
             args["prepared"] = str(prepared)
             args["parent"] = os.getpid()
             args["queue"] = str(plan_queue)
+            args["properties"] = list(properties)  # the user's invariants, by spec
             job = _Job(k, n, folder, args)
             jobs.append(job)
             assert job.proc.stdout is not None

@@ -16,6 +16,8 @@ import io
 import json
 import os
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from examples.invariants.test_refund_desk import refunds_never_exceed_the_order_
 from harness.checkers import BUILTIN
 from harness.cli import main
 from harness.history import History
-from harness.report import Report, report_schema
+from harness.report import Report, load_report, report_schema
 from harness.testing import resilience_suite
 
 SPEC = "examples.invariants.refund_desk:RefundDesk"
@@ -181,6 +183,27 @@ def test_every_report_format_has_the_invariants_line(found: Report) -> None:
     assert f"`{NAME}` (your invariant) | ❌ fail" in (folder / "summary.md").read_text()
     html = (folder / "report.html").read_text()
     assert f"<code>{NAME}</code><br><span" in html and "your invariant" in html
+
+
+def test_the_jobs_of_a_split_search_judge_it_and_the_merge_keeps_its_line(
+    tmp_path: Path, many_runs: None
+) -> None:
+    # the command line (a fresh process): --jobs 2 imports the invariant in each job
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--adapter", SPEC,
+         "--adapter-opt", "mistake=true", "--property", PROPERTY, "--seed", "0",
+         "--max-examples", "6", "--jobs", "2", "--report-dir", str(tmp_path / "report")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = load_report(tmp_path / "report")
+    mine = _by_name(report)[NAME]
+    assert report.merged is not None and mine.verdict == "fail"  # two jobs, merged
+    assert mine.source == "run" and mine.spec == PROPERTY
+    assert report.counterexample is not None
+    assert f"--property {PROPERTY}" in report.counterexample.replay
+    assert "replay: PYTHONPATH=. harness replay" in proc.stdout
 
 
 # -- without the mistake: earned, with its count -------------------------------------
