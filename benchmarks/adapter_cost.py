@@ -24,8 +24,9 @@ live backends; ``redis-server``) before and after the row, and shown in a
 column of its own. Other users of the same servers add to it, so on a
 shared machine it is an upper bound.
 
-``--this REV`` measures REV's tree instead of this checkout's working tree
-(which other people may be editing at the time). ``--baseline REV`` runs
+``--this REV`` (a commit, or a folder holding a harness tree) measures
+that tree instead of this checkout's working tree (which other people may
+be editing at the time). ``--baseline REV`` (the same) runs
 each row twice, REV's tree (``git archive``) and
 this checkout alternately, so that a change is measured before and after
 in the same run. Rows needing Postgres and Redis read
@@ -299,13 +300,18 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(HERE))
         from _baseline import baseline_tree, describe
 
+        def tree_of(name: str, rev: str) -> Path:
+            if (Path(rev) / "harness").is_dir():  # a folder holding a harness tree
+                print(f"{name}: the tree in {rev}", flush=True)
+                return Path(rev).resolve()
+            print(f"{name}: {describe(rev)}", flush=True)
+            return stack.enter_context(baseline_tree(rev))
+
         trees: list[tuple[str, Path]] = [("this", ROOT)]
         if ns.this:
-            print(f"this: {describe(ns.this)}", flush=True)
-            trees = [("this", stack.enter_context(baseline_tree(ns.this)))]
+            trees = [("this", tree_of("this", ns.this))]
         if ns.baseline:
-            print(f"baseline: {describe(ns.baseline)}", flush=True)
-            trees.insert(0, ("baseline", stack.enter_context(baseline_tree(ns.baseline))))
+            trees.insert(0, ("baseline", tree_of("baseline", ns.baseline)))
         print(f"load average at start: {os.getloadavg()}", flush=True)
         for i, name in enumerate(names):
             args, needs_services = ROWS[name]
