@@ -185,6 +185,7 @@ def test_every_report_format_has_the_invariants_line(found: Report) -> None:
     assert f"<code>{NAME}</code><br><span" in html and "your invariant" in html
 
 
+@pytest.mark.slow
 def test_the_jobs_of_a_split_search_judge_it_and_the_merge_keeps_its_line(
     tmp_path: Path, many_runs: None
 ) -> None:
