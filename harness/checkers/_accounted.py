@@ -57,6 +57,10 @@ class _Entry:
 def check_effects_accounted(history: History, oracle: History | None) -> PropertyResult:
     """A completed run's ledger names every effect the world applied for it, and no other.
 
+    A failure usually means: the runtime's ledger and the world disagree:
+    an entry left prepared after the call, a reference never recorded, a
+    call held as done that the world refused.
+
     Every effect the world applied for a completed run is in the runtime's
     account, and the account names no effect the world did not apply.
 

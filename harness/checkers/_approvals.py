@@ -23,6 +23,10 @@ NAME = "approval_integrity"
 def check_approval_integrity(history: History, oracle: History | None) -> PropertyResult:
     """Every applied effect that needs approval was approved, exactly as performed.
 
+    A failure usually means: an effect ran without the approval it needed,
+    or with other parameters than approved: a duplicated, forged, expired,
+    stale or other tenant's decision was accepted.
+
     Promises: each counted effect (``applied`` and ``side_effect``) whose
     kind is in ``declaration.needs_approval`` has an ``approval`` event of
     the same run with ``decision == "approved"``, ``action`` equal to the

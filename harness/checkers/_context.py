@@ -22,6 +22,10 @@ _VOLATILE = ("attempt",)
 def check_context_rebuild(history: History, oracle: History | None) -> PropertyResult:
     """Every model context equals one the oracle built for the same run and step.
 
+    A failure usually means: a resumed worker built the model's input from
+    something other than durable records (a cache in process memory), or
+    rebuilt it in another order or shape.
+
     Promises: for each ``context`` event (of a run no fault excuses: see
     :mod:`harness.checkers._excuses`), the oracle holds a ``context`` event of the same run and
     ``step`` whose ``context`` object is equal once the top-level ``attempt``

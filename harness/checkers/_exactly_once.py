@@ -24,6 +24,11 @@ NAME = "exactly_once_effects"
 def check_exactly_once_effects(history: History, oracle: History | None) -> PropertyResult:
     """Each logical effect happened in the world as often as the runtime declared.
 
+    A failure usually means: a call was sent again after a crash, a timeout
+    or a lost reply without an idempotency key the service honours, or
+    before the intent to make it was durable (nothing to reconcile
+    against).
+
     Promises, judged from the world's ``effect`` records only (never the
     runtime's): counted effects (``applied`` and ``side_effect``) grouped by
     logical operation (tenant, run, kind, request hash) number at most one for

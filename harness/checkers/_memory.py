@@ -17,6 +17,10 @@ _FORBIDDEN = ("cross_tenant", "expired", "stale")
 def check_memory_safety(history: History, oracle: History | None) -> PropertyResult:
     """Planted memory faults neither leak into contexts nor authorize actions.
 
+    A failure usually means: memory the run should not trust reached the
+    model or stood in for an approval: reads that do not filter by tenant,
+    expiry, version or provenance.
+
     Promises: (1) no ``context`` event lists, in ``memory_ids``, a planted
     record (``memory`` event, matched by ``memory_id``, which names one
     version of a record) of kind ``expired`` or ``stale``, nor one of kind

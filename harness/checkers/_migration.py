@@ -33,6 +33,10 @@ NAME = "migration_safety"
 def check_migration_safety(history: History, oracle: History | None) -> PropertyResult:
     """Runs touched by a code-version switch lose nothing silently.
 
+    A failure usually means: one release misread what another wrote: a
+    payload not upgraded on read, a step renamed, added or reordered
+    between releases while runs were in flight.
+
     Promises, for every run touched by a fired ``migration`` fault (named in
     its ``runs``; a fault without ``runs`` touches every run): either the run
     ends ``parked`` with an ``error`` that mentions the schema or version (it

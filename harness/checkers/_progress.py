@@ -13,6 +13,11 @@ NAME = "progress"
 def check_progress(history: History, oracle: History | None) -> PropertyResult:
     """Every run made progress: none lost, none stuck.
 
+    A failure usually means: a run was left behind: stuck in a status
+    nothing will move it out of (a lease no worker reclaims, a timer no one
+    fires, a run only a supervisor would restart), lost, or retried
+    forever.
+
     Promises: every run whose ``submit`` certainly succeeded (an ``ok``
     completion) has a ``final`` event (missing = *lost*), and every run with
     a ``final`` event -- submitted or spawned, e.g. a child run -- is in a
@@ -131,13 +136,13 @@ def lease_hint(clock: bool, wake_at: float | None) -> str | None:
             "environment and its workers one FileClock (harness.adapters.kit) that "
             "advance_clock() moves, and report the run as RunView(state=RUNNING, "
             "wake_at=<lease expiry>): the harness moves the clock there when nothing else "
-            "moves (docs/adapters.md, \"Leases and timers\")"
+            'moves (docs/adapters.md, "Leases and timers")'
         )
     if wake_at is None:
         return (
             "if the runtime holds a lease on it or waits on a timer, the harness cannot know "
             "when that expires: report the run as RunView(state=RUNNING, wake_at=<lease "
             "expiry>), and the harness moves the clock there when nothing else moves "
-            "(docs/adapters.md, \"Leases and timers\")"
+            '(docs/adapters.md, "Leases and timers")'
         )
     return None

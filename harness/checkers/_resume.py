@@ -30,6 +30,10 @@ NAME = "resume_equivalence"
 def check_resume_equivalence(history: History, oracle: History | None) -> PropertyResult:
     """Each run ends as its fault-free oracle run did: same state, output, effects.
 
+    A failure usually means: a resumed run redid or skipped work, or ended
+    with another state or output than an uninterrupted run: a step repeated
+    after a crash, a decision lost with the message that carried it.
+
     Promises, for every run the history submitted or saw end, except runs
     a fault excuses (named in a ``fault`` event's ``runs`` list *and* shown
     by the history to be within the fault's reach: see

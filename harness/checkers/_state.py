@@ -19,6 +19,11 @@ NAME = "state_equivalence"
 def check_state_equivalence(history: History, oracle: History | None) -> PropertyResult:
     """Every run's durable state ends as in the oracle.
 
+    A failure usually means: durable state differs after a resume: a
+    message appended twice, a record left half written. When the differing
+    path is an id or a time, it belongs in the adapter's
+    DurableState.volatile.
+
     Promises, for every run with a ``state`` event (the adapter's normalized
     snapshot of what the runtime keeps durably: conversation items,
     checkpoint channels, ledger entries, memory written) that no fault

@@ -29,6 +29,10 @@ class _Transition:
 def check_legal_transitions(history: History, oracle: History | None) -> PropertyResult:
     """The runtime's checkpointed transitions obey its own state machine.
 
+    A failure usually means: two writers committed over one another (a
+    write without a version check or a fencing token), or one change was
+    split over two commits or applied twice.
+
     Promises, per run and in history order: each ``transition`` goes from a
     status to one of its declared successors (``declaration.transitions``,
     raw statuses; ``from`` null is a creation and always allowed; an action

@@ -11,6 +11,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from ..model import Verdict
 from ._schema import FaultCoverage, Report
+from ._start import start_here
 from ._store import load_history, load_results
 from ._timeline import Timeline, build_timeline, describe_event
 
@@ -140,6 +141,7 @@ def render_html(report: Report, folder: Path) -> str:
     template = _env().get_template("report.html.j2")
     return template.render(
         report=report,
+        start=start_here(report),
         views=scenario_views(report, folder),
         coverage=coverage_rows(report),
     )

@@ -15,6 +15,7 @@ import re
 
 from ..outcome._verdicts import never_fired
 from ._schema import Report
+from ._start import start_here
 
 _ICON = {"pass": "✅", "fail": "❌", "unknown": "❔", "not_tested": "⚪"}
 
@@ -74,6 +75,44 @@ def _part(report: Report) -> str:
     return text + missing + "."
 
 
+def _start_here(report: Report) -> list[str]:
+    """The failing report's first block: what failed, the shortest
+    counterexample and its replay, each failure by property with its hint."""
+    start = start_here(report)
+    if start is None:
+        return []
+    g = start.first
+    also = ", ".join(_code(p.name) for p in g.also)
+    # GitHub's Markdown: a trailing backslash breaks the line, and a list may
+    # follow a paragraph without a blank line (a step summary stays short)
+    head = (
+        f"**Start here:** {_code(g.first.name)} failed"
+        + (f"; in the same scenario, probably as consequences, so did {also}" if also else "")
+        + f". {md_text(g.first.message)}"
+    )
+    lines = [head + ("\\" if g.first.hint else "")]
+    if g.first.hint:
+        lines.append(f"*What it usually means:* {md_text(g.first.hint)}")
+    n = len(g.steps)
+    where = f", kept in {_code(g.folder)}" if g.folder != "." else ""
+    shrunk = "" if g.fully_shrunk else " (not fully shrunk)"
+    lines += ["", f"The shortest counterexample, {n} step{'' if n == 1 else 's'}{shrunk}{where}:"]
+    lines += [f"{i}. {md_text(s)}" for i, s in enumerate(g.steps, 1)]
+    if g.replay:
+        lines += ["", *_block(g.replay)]
+    lines += ["", "**Every failure, by property:**"]
+    for i, grp in enumerate(start.groups):
+        where = f", in {_code(grp.folder)}" if grp.folder != "." else ""
+        replay = f": {_code(grp.replay)}" if grp.replay and i > 0 else ""
+        for j, p in enumerate(grp.properties):
+            hint = f" -- {md_text(p.hint)}" if p.hint else ""
+            if j == 0:
+                lines.append(f"- {_code(p.name)}{hint} ({len(grp.steps)} steps{where}{replay})")
+            else:
+                lines.append(f"  - {_code(p.name)}, same scenario{hint}")
+    return [*lines, ""]
+
+
 def render_markdown(report: Report) -> str:
     """A few lines: verdict, the properties, the counterexample and its replay
     command, the faults that fired, what was not tested."""
@@ -84,6 +123,7 @@ def render_markdown(report: Report) -> str:
         f"### {_ICON[report.verdict]} harness: {title} -- {md_text(a.name)}"
         f"{f' ({opts})' if opts else ''}",
         "",
+        *_start_here(report),
         f"{report.scenarios} scenarios in {report.duration_seconds:.1f} s, profile "
         f"{_code(report.profile)}, seed {_code(report.seed)}; {report.absorbed_duplicates} "
         "attempted duplicate effects absorbed by idempotency.",
@@ -116,12 +156,17 @@ def render_markdown(report: Report) -> str:
             lines += ["", f"**{_code(p.name)} raised** (a bug in the invariant):", ""]
             lines += _block(p.traceback)
     ce = report.counterexample
-    if ce is not None:
+    start = start_here(report)
+    # the start-here block shows its shortest counterexample in full already
+    shown = start.first.folder if start is not None else None
+    if ce is not None and shown != ".":
         serves = ", ".join(md_text(n) for n in ce.counterexample_for or ce.failed_properties)
         lines += ["", f"**Minimal counterexample** ({serves}):", ""]
         lines += [f"{i}. {md_text(s)}" for i, s in enumerate(ce.steps, 1)]
         lines += ["", *_block(ce.replay)]
-    for other in report.other_failures:
+    for n, other in enumerate(report.other_failures, 1):
+        if shown is not None and shown == (other.folder or f"failures/{n}"):
+            continue
         serves = ", ".join(md_text(n) for n in other.counterexample_for or other.failed_properties)
         lines += [
             "",

@@ -22,6 +22,31 @@ TOP = 34
 
 FIXED_LANES = ("runner", "nemesis", "world")
 
+#: What each fixed lane shows (the timeline's legend).
+LANE_ROLES = {
+    "runner": "the harness's runner: runs submitted, messages delivered, final states",
+    "nemesis": "the faults: each one armed and fired (or not)",
+    "world": "the external services: every effect applied, absorbed or refused",
+}
+
+#: Workers the harness starts on its own, by the first letter of their id.
+_WORKER_ROLES = {
+    "q": "a worker of the final quiesce (faults stopped, run until nothing moves)",
+    "p": "a worker that brought the run to the round under test, fault-free",
+    "b": "a worker held at a crash point with another, then released with it (a race)",
+}
+
+
+def lane_role(name: str, workers: frozenset[str] = frozenset()) -> str:
+    """What lane ``name`` of a timeline shows (``workers``: the lanes that
+    are worker processes)."""
+    if name in LANE_ROLES:
+        return LANE_ROLES[name]
+    if name in workers:
+        role = _WORKER_ROLES.get(name[:1]) if name[1:].isdigit() else None
+        return f"worker process {name}: " + (role or "started by a step of the scenario")
+    return "something else that acted: the runtime's own API or process"
+
 
 @dataclass(frozen=True)
 class Mark:
@@ -80,6 +105,13 @@ class Timeline:
     columns: int = 0
     witness: tuple[int, ...] = ()
     problems: tuple[str, ...] = ()
+    #: the lanes that are worker processes
+    workers: frozenset[str] = frozenset()
+
+    @property
+    def lane_roles(self) -> list[tuple[str, str]]:
+        """(lane, what it shows) for each lane, in order: the lanes' legend."""
+        return [(name, lane_role(name, self.workers)) for name in self.lanes]
 
     @property
     def width(self) -> int:
@@ -108,7 +140,10 @@ def build_timeline(history: History, witness: tuple[int, ...] = ()) -> Timeline:
     events = [e for e in history if _shown(e)]
     lanes = _lanes(events)
     lane_of = {name: i for i, name in enumerate(lanes)}
-    tl = Timeline(lanes=lanes, witness=tuple(witness), problems=history.problems)
+    workers = frozenset(
+        str(e.value.get("worker_id", e.process)) for e in events if e.f is EventF.WORKER
+    )
+    tl = Timeline(lanes=lanes, witness=tuple(witness), problems=history.problems, workers=workers)
     wit = set(witness)
     alive: dict[str, tuple[int, str]] = {}  # worker -> (start column, kind)
     start_time = events[0].time if events else 0.0
