@@ -14,6 +14,7 @@ ends (see :class:`_Xdist`).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import shutil
 import tempfile
@@ -42,6 +43,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="an adapter option (repeatable)",
+    )
+    group.addoption(
+        "--harness-property",
+        dest="harness_property",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="your own invariant (an @harness.invariant, importable): a test of its own "
+        "beside the built-in properties (repeatable; docs/invariants.md)",
     )
     group.addoption(
         "--harness-profile",
@@ -85,7 +95,9 @@ class _SuiteItem(pytest.Item):
         if xdist is not None:
             report = xdist.merged(self)
         else:
-            report = run_suite(cfg.getoption("harness_adapter"), opts, cfg)
+            report = run_suite(
+                cfg.getoption("harness_adapter"), opts, cfg, cfg.getoption("harness_property")
+            )
         prop = next((p for p in report["properties"] if p["name"] == self.prop), None)
         if prop is None:
             raise _PropertyFailed(f"{self.prop} was not checked; log:\n{report['_log']}")
@@ -111,9 +123,15 @@ class _PropertyFailed(Exception):
 
 class _Suite(pytest.Collector):
     def collect(self) -> list[pytest.Item]:
+        from ._properties import load_property
         from .testing import PROPERTIES
 
-        return [_SuiteItem.from_parent(self, name=p, prop=p) for p in PROPERTIES]
+        names = list(PROPERTIES)
+        for spec in self.config.getoption("harness_property"):
+            # one that cannot be loaded fails every test with the reason (run_suite)
+            with contextlib.suppress(UsageError):
+                names += [p.name for p in load_property(spec) if p.name not in names]
+        return [_SuiteItem.from_parent(self, name=p, prop=p) for p in names]
 
 
 def pytest_collection_modifyitems(
@@ -169,6 +187,7 @@ class _Xdist:
                 seed=self.seed,
                 shard=(self.k, self.n),
                 jobs=1,
+                properties=cfg.getoption("harness_property"),
                 report_dir=self.root / f"shard-{self.k}",
                 log=self.log.append,
             )

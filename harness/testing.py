@@ -46,7 +46,7 @@ def run_suite(
     adapter: str,
     opts: dict[str, str],
     config: pytest.Config | None,
-    properties: Sequence[Property] = (),
+    properties: Sequence[Property | str] = (),
 ) -> dict[str, Any]:
     """Run the search once for (adapter, options, settings, the user's
     invariants ``properties``) through :func:`harness.run`; returns
@@ -61,7 +61,7 @@ def run_suite(
     # The HARNESS_* environment is part of what is run (budget, plan size,
     # families): two suites of one adapter under other settings are two runs.
     env = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_")}
-    mine = [f"{p.name}={p.spec or id(p.check)}" for p in properties]
+    mine = [p if isinstance(p, str) else f"{p.name}={p.spec or id(p.check)}" for p in properties]
     key = json.dumps([adapter, opts, profile, seed, report_root, env, mine], sort_keys=True)
     if key in _CACHE:
         return _CACHE[key]

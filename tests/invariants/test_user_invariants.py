@@ -297,3 +297,36 @@ def test_resilience_suite_gives_each_invariant_a_test_of_its_own() -> None:
     assert hasattr(suite, f"test_{NAME}") and hasattr(suite, "test_progress")
     with pytest.raises(harness.UsageError, match="cannot import module"):
         resilience_suite(SPEC, properties=["nowhere.at_all:x"])
+
+
+SUITE = f"""
+from examples.invariants.test_refund_desk import refunds_never_exceed_the_order_total
+from harness.testing import resilience_suite
+
+TestDesk = resilience_suite(
+    {SPEC!r}, properties=[refunds_never_exceed_the_order_total], mistake="true"
+)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["suite", "plugin"])
+def test_pytest_gives_the_invariant_a_test_that_fails_with_its_replay(
+    how: str, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("HARNESS_MAX_EXAMPLES", "6")
+    monkeypatch.setenv("HARNESS_MAX_RUNS", "3")
+    monkeypatch.setenv("HARNESS_SEED", "0")
+    if how == "suite":
+        pytester.makepyfile(test_desk=SUITE)
+        args: list[str] = []
+    else:
+        pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+        args = ["--harness-adapter", SPEC, "--harness-adapter-opt", "mistake=true",
+                "--harness-property", PROPERTY]  # fmt: skip
+    result = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider", "-rA")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
+    assert len(failed) == 1 and NAME in failed[0], failed
+    assert any(f"--property {PROPERTY}" in line for line in result.stdout.lines)
