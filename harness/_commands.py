@@ -247,6 +247,14 @@ def _summary(out: TextIO, report: Report, report_dir: Path, *, wall: float | Non
         _line(out, f"  {p.verdict:10} {p.name}{seen}{why}")
     fired = {k: v.fired for k, v in report.faults.items()}
     _line(out, "  faults fired: " + (", ".join(f"{k}={v}" for k, v in fired.items()) or "none"))
+    # never armed, with why: the runtime left the fault nothing to aim at
+    moot = [
+        f"{k} ({'; '.join(c.unfired)})"
+        for k, c in sorted(report.faults.items())
+        if not c.armed and not c.fired and c.unfired
+    ]
+    if moot:
+        _line(out, "  not tested: " + ", ".join(moot))
     excused = report.excused_line()
     if excused is not None:
         _line(out, f"  {excused}")

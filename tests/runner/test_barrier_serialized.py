@@ -10,8 +10,10 @@ reason, and never makes the run inconclusive.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from harness._commands import _summary
 from harness._settings import load_settings
 from harness.adapters._loading import load_adapter
 from harness.model import CrashSpec, Quiesce, ReleaseWorkers, RunSpec, RunWorker, Scenario, Submit
@@ -94,3 +96,7 @@ def test_the_report_says_not_tested_with_the_reason(tmp_path: Path) -> None:
     html = render_html(report, tmp_path / "report")
     assert "not tested</span>" in html or "not tested:" in html
     assert "check the workflows" not in md + html
+    out = io.StringIO()
+    _summary(out, report, tmp_path / "report")
+    line = next(x for x in out.getvalue().splitlines() if "not tested:" in x)
+    assert "race (not tested for workflow refund" in line
