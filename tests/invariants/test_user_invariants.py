@@ -16,6 +16,7 @@ import io
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -167,6 +168,22 @@ def test_a_replay_that_does_not_name_the_invariant_says_how_to(
     )  # fmt: skip
     assert code == 0, text  # every built-in property holds
     assert f"add --property {PROPERTY}" in text
+
+
+def test_a_rerendered_report_names_the_invariant_as_data_and_trust_replays_it(
+    found: Report, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert found.folder is not None
+    copy = tmp_path / "copy"
+    shutil.copytree(found.folder, copy)
+    code, text = _cli("report", str(copy), capsys=capsys)
+    assert code == 1, text
+    summary = (copy / "summary.md").read_text()
+    assert f'and invariants ["{PROPERTY}"]' in summary and "--trust-adapter" in summary
+    code, text = _cli("replay", str(copy), "--trust-adapter", capsys=capsys)
+    assert code == 1, text
+    assert "importing the recorded invariants (--property " in text
+    assert f"reproduced: {NAME} failed" in text
 
 
 def test_every_report_format_has_the_invariants_line(found: Report) -> None:
