@@ -376,7 +376,8 @@ def property_report(
             "doc": info.get("doc") or None,
             "needs": list(needs) if isinstance(needs, list | tuple) else [],
             "family": info.get("family"),
-            "traceback": tb or tb2 or info.get("traceback"),
+            # the reason's first: the message ends it with a full stop
+            "traceback": tb2 or tb or info.get("traceback"),
         }
     return PropertyReport(
         name=name,
