@@ -349,3 +349,32 @@ def test_pytest_gives_the_invariant_a_test_that_fails_with_its_replay(
     failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
     assert len(failed) == 1 and NAME in failed[0], failed
     assert any(f"--property {PROPERTY}" in line for line in result.stdout.lines)
+
+
+def test_the_built_in_records_keep_the_verdict_rules_tables() -> None:
+    from harness.outcome import NEEDS_CAPABILITY, NEEDS_FAMILY
+
+    assert {name: cap.value for name, cap in NEEDS_CAPABILITY.items()} == {
+        "approval_integrity": "approvals",
+        "memory_safety": "memory_injection",
+        "migration_safety": "version_switch",
+        "context_rebuild": "context",
+        "state_equivalence": "durable_state",
+        "effects_accounted": "operations",
+    }
+    assert NEEDS_FAMILY == {"memory_safety": "memory", "migration_safety": "migration"}
+    assert all(p.builtin and p.doc for p in BUILTIN.values())
+
+
+def test_the_view_is_read_only_and_holds_only_applied_effects(found: Report) -> None:
+    assert found.folder is not None
+    history = History.load(found.folder / "history.jsonl")
+    view = harness.ScenarioView(history)
+    applied = [e for e in history.effects() if e.value.get("applied")]
+    assert [e.index for e in view.effects] == [e.index for e in applied]
+    run = next(iter(view.runs.values()))
+    assert run.workflow == "refund" and run.state is harness.RunState.COMPLETED
+    with pytest.raises(TypeError):
+        run.input["amount_cents"] = 0  # type: ignore[index]
+    with pytest.raises(TypeError):
+        view.runs["r9"] = run  # type: ignore[index]
