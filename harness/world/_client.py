@@ -132,6 +132,11 @@ class WorldClient(OnWorldFile):
                 at=float(self._clock()),
             )
 
+    def callers(self) -> list[int]:
+        """The processes attributed (:meth:`attribute`), the latest first."""
+        rows = self._store.conn().execute("SELECT pid FROM callers ORDER BY rowid DESC")
+        return [int(r[0]) for r in rows]
+
     def attributed(self, pid: int) -> Caller | None:
         """The caller process ``pid`` was attributed to (:meth:`attribute`), if any."""
         row = (

@@ -40,6 +40,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -125,7 +126,7 @@ class ServiceSpec:
     business_key: KeyPlace | None = None
     lookup: Lookup | None = None
 
-    @property
+    @cached_property
     def actions(self) -> dict[str, str]:
         """Each action's name and the status it answers, in declared order."""
         return {a.name: a.status for a in self.endpoints}
@@ -140,7 +141,7 @@ class ServiceSpec:
             f"{', '.join(sorted(self.actions))}"
         )
 
-    @property
+    @cached_property
     def capabilities(self) -> Capabilities:
         """What the service offers for deduplication and reconciliation
         (``side_effect``: some action has one; each action says its own)."""

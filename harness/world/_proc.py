@@ -17,6 +17,7 @@ import contextlib
 import os
 import socket
 import struct
+from collections.abc import Iterable, Sequence
 
 _TABLES = ("/proc/net/tcp", "/proc/net/tcp6")
 #: inode -> (pid, fd) found last time: a keep-alive connection asks again
@@ -67,21 +68,24 @@ def _holds(pid: int, fd: int, inode: int) -> bool:
         return False
 
 
-def socket_holder(inode: int, *, only: int | None = None) -> tuple[int, int] | None:
+def socket_holder(
+    inode: int, *, only: int | None = None, first: Sequence[int] = ()
+) -> tuple[int, int] | None:
     """(pid, fd) of a process holding socket ``inode``: ``only`` that pid if
-    given, else any (the highest pid when several hold it, after a fork:
-    the newest process, most often the one that uses it). The newest
-    processes are searched first, since a caller is most often a worker
-    started a moment ago."""
+    given, else any: the pids in ``first`` are searched first (the workers
+    that said who they are), then the others, newest first (a caller is
+    most often a process started a moment ago; when several hold the
+    socket, after a fork, the first found is taken)."""
     cached = _FOUND.get(inode)
     if cached is not None and (only is None or cached[0] == only) and _holds(*cached, inode):
         return cached
     link = f"socket:[{inode}]"
-    pids = (
-        [only]
-        if only is not None
-        else sorted((int(p) for p in os.listdir("/proc") if p.isdigit()), reverse=True)
-    )
+    if only is not None:
+        pids: Iterable[int] = [only]
+    else:
+        every = sorted((int(p) for p in os.listdir("/proc") if p.isdigit()), reverse=True)
+        known = set(first)
+        pids = [*first, *(p for p in every if p not in known)]
     for pid in pids:
         with contextlib.suppress(OSError):
             for name in os.listdir(f"/proc/{pid}/fd"):
@@ -94,13 +98,16 @@ def socket_holder(inode: int, *, only: int | None = None) -> tuple[int, int] | N
     return None
 
 
-def peer_pid(client: tuple[str, int], server: tuple[str, int]) -> int | None:
+def peer_pid(
+    client: tuple[str, int], server: tuple[str, int], first: Sequence[int] = ()
+) -> int | None:
     """The process that holds the client end of the loopback connection from
-    ``client`` to ``server`` (None if it cannot be found)."""
+    ``client`` to ``server`` (None if it cannot be found); the pids in
+    ``first`` are the likeliest."""
     inode = socket_inode(client, server)
     if inode is None:
         return None
-    found = socket_holder(inode)
+    found = socket_holder(inode, first=first)
     return None if found is None else found[0]
 
 

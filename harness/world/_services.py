@@ -104,6 +104,8 @@ def declare_services(specs: Iterable[ServiceSpec]) -> tuple[ServiceSpec, ...]:
                 + " with another declaration; give yours another name"
             )
     fresh = [s for s in new if s.name not in SERVICES]
+    if not fresh:
+        return new
     check_catalogue([*SERVICES.values(), *fresh])
     for spec in fresh:
         SERVICES[spec.name] = spec

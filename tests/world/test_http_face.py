@@ -505,6 +505,7 @@ TOOLS = [
 ]
 
 
+@pytest.mark.slow  # the openai client's import is most of it
 def test_the_openai_client_gets_the_scripts_tool_call_then_its_answer(world: World) -> None:
     openai = pytest.importorskip("openai")
     from harness.world._chat import parse_chat_script
