@@ -378,3 +378,15 @@ def test_the_view_is_read_only_and_holds_only_applied_effects(found: Report) -> 
         run.input["amount_cents"] = 0  # type: ignore[index]
     with pytest.raises(TypeError):
         view.runs["r9"] = run  # type: ignore[index]
+
+
+def test_harness_list_properties_shows_the_adapters_invariants(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    spec = f"{HookedDesk.__module__}:HookedDesk"
+    code, text = _cli("list", "properties", "--adapter", spec, capsys=capsys)
+    assert code == 0, text
+    (mine,) = [line for line in text.splitlines() if line.startswith(NAME)]
+    assert f"your invariant: adapter {spec}" in mine
+    code, text = _cli("list", "faults", "--property", PROPERTY, capsys=capsys)
+    assert code == 2 and "go with 'harness list properties'" in text
