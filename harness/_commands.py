@@ -244,7 +244,8 @@ def _summary(out: TextIO, report: Report, report_dir: Path, *, wall: float | Non
     for p in report.properties:
         why = f" ({p.reason})" if p.reason and p.verdict != "fail" else ""
         seen = f", exercised in {p.exercised} of {p.scenarios}" if p.verdict == "pass" else ""
-        _line(out, f"  {p.verdict:10} {p.name}{seen}{why}")
+        mine = " (your invariant)" if p.user else ""
+        _line(out, f"  {p.verdict:10} {p.name}{mine}{seen}{why}")
     fired = {k: v.fired for k, v in report.faults.items()}
     _line(out, "  faults fired: " + (", ".join(f"{k}={v}" for k, v in fired.items()) or "none"))
     # never armed, with why: the runtime left the fault nothing to aim at

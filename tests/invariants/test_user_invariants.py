@@ -222,6 +222,7 @@ def test_the_jobs_of_a_split_search_judge_it_and_the_merge_keeps_its_line(
     assert report.counterexample is not None
     assert f"--property {PROPERTY}" in report.counterexample.replay
     assert "replay: PYTHONPATH=. harness replay" in proc.stdout
+    assert f"  fail       {NAME} (your invariant)" in proc.stdout
 
 
 # -- without the mistake: earned, with its count -------------------------------------
