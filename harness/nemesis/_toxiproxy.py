@@ -302,8 +302,9 @@ def _latency(
     value: dict[str, Any],
 ) -> None:
     attrs = {"latency": LATENCY_MS, "jitter": JITTER_MS}
-    mine = _worker_side(handle, route)
-    before = {e: n for e, n in _ss_bytes(("127.0.0.1", route.listen_port)).items() if e in mine}
+    # Every connection to the proxy is the worker's: the proxy is its own.
+    proxy = ("127.0.0.1", route.listen_port)
+    before = _ss_bytes(proxy)
     srv.add_toxic(route, toxic, "latency", "downstream", attrs)
     ctx.recorder.fault("latency", True, **value, toxic={"latency": attrs})
     handle.cont()
@@ -311,9 +312,8 @@ def _latency(
         # The worker's next reply is in flight, held back, while its lease runs out.
         advance(ctx, float(getattr(ctx.adapter, "lease_seconds", 30.0)) + 1, kind="lease_wait")
 
-    def delivered() -> bool:
-        now = _ss_bytes(("127.0.0.1", route.listen_port))
-        return any(now.get(e, n) > n for e, n in before.items())
+    def delivered() -> bool:  # a reply reached the worker, on any of its connections
+        return any(n > before.get(e, 0) for e, n in _ss_bytes(proxy).items())
 
     _wait(delivered, handle)
 
@@ -326,11 +326,18 @@ def _cut_reply(
     toxic: str,
     value: dict[str, Any],
 ) -> None:
-    mine = _worker_side(handle, route)
+    seen = _worker_side(handle, route)
     srv.add_toxic(route, toxic, "limit_data", "downstream", {"bytes": CUT_AFTER})
     handle.cont()
+
+    def one_cut() -> bool:  # a connection of the worker's, seen open, no longer is
+        now = _worker_side(handle, route)
+        gone = bool(seen - now) and _alive(handle.pid)  # not its own exit closing them
+        seen.update(now)
+        return gone
+
     # Healed once one of the worker's connections was cut (the proxy ended it).
-    cut = _wait(lambda: not mine <= _worker_side(handle, route), handle)
+    cut = _wait(one_cut, handle)
     srv.remove_toxic(route, toxic)
     if cut:
         ctx.recorder.fault("cut_reply", True, **value, toxic={"limit_data": CUT_AFTER})
