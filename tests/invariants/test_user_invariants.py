@@ -391,3 +391,21 @@ def test_harness_list_properties_shows_the_adapters_invariants(
     assert f"your invariant: adapter {spec}" in mine
     code, text = _cli("list", "faults", "--property", PROPERTY, capsys=capsys)
     assert code == 2 and "go with 'harness list properties'" in text
+
+
+def test_an_installed_package_registers_invariants_under_the_entry_point_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a real distribution on the path, as pip would install one
+    dist = tmp_path / "desk_invariants-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: desk-invariants\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[harness.properties]\ndesk = {PROPERTY}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, text = _cli("list", "properties", capsys=capsys)
+    assert code == 0, text
+    (mine,) = [line for line in text.splitlines() if line.startswith(NAME)]
+    assert "your invariant: installed" in mine
+    (dist / "entry_points.txt").write_text("[harness.properties]\nbad = nowhere.at_all:x\n")
+    code, text = _cli("list", "properties", capsys=capsys)
+    assert code == 2 and "entry point 'bad' (nowhere.at_all:x)" in text
