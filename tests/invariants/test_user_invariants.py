@@ -365,6 +365,8 @@ def test_the_built_in_records_keep_the_verdict_rules_tables() -> None:
     }
     assert NEEDS_FAMILY == {"memory_safety": "memory", "migration_safety": "migration"}
     assert all(p.builtin and p.doc for p in BUILTIN.values())
+    result = BUILTIN["progress"](harness.ScenarioView(History([])))
+    assert result.name == "progress"  # a built-in record answers a view too
 
 
 def test_the_view_is_read_only_and_holds_only_applied_effects(found: Report) -> None:
