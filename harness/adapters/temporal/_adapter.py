@@ -1,8 +1,7 @@
 """A Temporal application behind the adapter contract, on the kit.
 
-One Temporal dev server (``temporal server start-dev``, its store in
-memory, its log in a folder owned through the kit: ``owned_folder``,
-``spawn_owned``) serves a
+One Temporal dev server (``temporal server start-dev``, its SQLite file in
+a folder owned through the kit: ``owned_folder``, ``spawn_owned``) serves a
 whole harness run: :meth:`TemporalAdapter.setup` starts it on a free
 loopback port, :meth:`TemporalAdapter.close` stops it; a SIGKILLed harness
 takes it along (a parent-death signal), and the next run sweeps its
@@ -207,12 +206,9 @@ class TemporalAdapter:
             free.bind(("127.0.0.1", 0))
             port = str(free.getsockname()[1])
         self.folder = kit.owned_folder("temporal")
-        self.address = f"127.0.0.1:{port}"
+        self.address, db = f"127.0.0.1:{port}", str(self.folder.path / "temporal.db")
         argv = [cli, "server", "start-dev", "--headless", "--log-level", "error", "--ip"]
-        # In memory: the server is never killed mid-run, so its durability
-        # is not what is tested, and a file costs the server a write to
-        # disk at each of its commits.
-        argv += ["127.0.0.1", "--port", port]
+        argv += ["127.0.0.1", "--port", port, "--db-filename", db]
         server = kit.spawn_owned(argv, folder=self.folder)
         deadline = time.monotonic() + 60
         while server.poll() is None and time.monotonic() < deadline:
