@@ -311,27 +311,33 @@ def _answer(action: Action, outcome: Outcome, done: Processed, caller: _Caller) 
 def _action_endpoint(
     client: WorldClient, spec: ServiceSpec, action: Action
 ) -> Callable[[Request], Any]:
-    async def endpoint(request: Request) -> Response:
+    def serve(request: Request, body: dict[str, Any]) -> Response:
+        # One trip to a worker thread per request: on a loaded machine each
+        # hop between threads waits for a core.
         try:
-            body = await _body(request)
-            caller = await anyio.to_thread.run_sync(_find_caller, client, request.scope)
-            req = client.request(
-                spec.name,
-                action.name,
-                body,
+            keys = (
                 _key(spec.idempotency_key, request, body),
                 _key(spec.business_key, request, body),
-                caller.who,
             )
         except WorldUsageError as exc:
             return _error(400, "bad_request", str(exc))
+        caller = _find_caller(client, request.scope)
         try:
-            outcome, done = await anyio.to_thread.run_sync(
-                lambda: client.perform(req, pid=caller.pid or 0, cannot_kill=caller.cannot_kill)
-            )
+            req = client.request(spec.name, action.name, body, *keys, caller.who)
+        except WorldUsageError as exc:
+            return _error(400, "bad_request", str(exc))
+        try:
+            outcome, done = client.perform(req, pid=caller.pid or 0, cannot_kill=caller.cannot_kill)
         except WorldUsageError as exc:
             return _error(500, "harness", str(exc))
         return _answer(action, outcome, done, caller)
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            body = await _body(request)
+        except WorldUsageError as exc:
+            return _error(400, "bad_request", str(exc))
+        return await anyio.to_thread.run_sync(serve, request, body)
 
     return endpoint
 

@@ -563,3 +563,31 @@ def test_a_model_script_that_cannot_work_is_refused(script: dict[str, Any], says
 
     with pytest.raises(WorldUsageError, match=says):
         parse_chat_script(script)
+
+
+# -- finding the process behind a connection ------------------------------------------------
+
+
+def test_a_connections_socket_and_process_are_found_and_a_closed_one_is_not_the_listener() -> None:
+    """The kernel's socket lookup falls back to the listening socket of a
+    port whose connection is gone: taken for the connection, the face would
+    shut its own listener down. Only the very connection is ever found."""
+    import socket
+
+    from harness.world._proc import peer_pid, socket_inode
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        client = socket.create_connection(listener.getsockname())
+        accepted, _ = listener.accept()
+        server_end, client_end = listener.getsockname(), client.getsockname()
+
+        assert socket_inode(client_end, server_end) == os.fstat(client.fileno()).st_ino
+        assert socket_inode(server_end, client_end) == os.fstat(accepted.fileno()).st_ino
+        assert peer_pid(client_end, server_end) == os.getpid()
+
+        client.close()
+        accepted.close()
+        assert socket_inode(server_end, client_end) is None
+        assert socket_inode(client_end, server_end) is None
