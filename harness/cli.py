@@ -616,6 +616,7 @@ def _check_before_imports(ns: argparse.Namespace) -> None:
             f"HARNESS_NETWORK_BACKEND={os.environ['HARNESS_NETWORK_BACKEND']!r} is not auto, "
             "toxiproxy or kernel: set one of those (or --network-backend)"
         )
+    _check_toxiproxy_url()
     if ns.command == "replay" and ns.adapter is None and ns.adapter_opt:
         raise UsageError(
             f"--adapter-opt {ns.adapter_opt[0]!r} without --adapter: the options go with the "
@@ -623,6 +624,28 @@ def _check_before_imports(ns: argparse.Namespace) -> None:
             "too: harness replay DIR --adapter NAME --adapter-opt KEY=VALUE (the folder's "
             "adapter and options are in its report.json)"
         )
+
+
+def _check_toxiproxy_url() -> None:
+    """A Toxiproxy server named in ``HARNESS_TOXIPROXY_URL`` answers, unless
+    the kernel backend was asked for: every worker's connections would go
+    through it, so a dead one is the user's to fix before the run starts."""
+    import urllib.request
+
+    url = os.environ.get("HARNESS_TOXIPROXY_URL", "").strip().rstrip("/")
+    mode = os.environ.get("HARNESS_NETWORK_BACKEND", "").strip().lower()
+    if not url or mode == "kernel":
+        return
+    api = url if "://" in url else f"http://{url}"
+    try:
+        with urllib.request.urlopen(f"{api}/version", timeout=5):
+            return
+    except (OSError, ValueError) as exc:
+        raise UsageError(
+            f"HARNESS_TOXIPROXY_URL={url!r} does not answer ({exc}): start the Toxiproxy "
+            "server there (its HTTP API, port 8474 by default), point the variable at the one "
+            "you run, or unset it (or --network-backend kernel)"
+        ) from exc
 
 
 def _list(what: str, out: TextIO, services: Path | None = None) -> int:
