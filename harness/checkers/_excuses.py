@@ -104,7 +104,7 @@ class _Evidence:
         self.submitted = set(history.submissions())
         decl = history.declaration()
         self.sees_reads = decl is not None and decl.has_capability("context")
-        # run -> indexes of its transitions
+        # run -> its transitions, in order; parent run -> the runs it spawned
         self.transitions: dict[str, list[Event]] = {}
         self.children: dict[str, list[str]] = {}
         for t in history.by_f(EventF.TRANSITION):
