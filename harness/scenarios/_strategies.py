@@ -500,7 +500,8 @@ def _held_delivery(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: i
     decision arrives, the worker goes on. Without pause points, a valid
     decision."""
     run_id = draw(st.sampled_from([r.run_id for r in _gated(u, runs)] or [runs[0].run_id]))
-    reached = u.reached(runs, u.pause_points)
+    # Where the runs pass, if the site profile says; else any pause point.
+    reached = u.reached(runs, u.pause_points) or dict.fromkeys(u.pause_points, 1)
     if not reached:
         return [RunWorker(worker_id=f"w{n}"), Approve(run_id=run_id)]
     site = draw(st.sampled_from(sorted(reached)))
