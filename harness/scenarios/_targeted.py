@@ -214,11 +214,24 @@ def targeted(u: Universe) -> list[Scenario]:
     ]
     sweeps = _interleave(sweep_groups)
     cats += [sweeps[i::SWEEP_SLOTS] for i in range(SWEEP_SLOTS)]
+    # Every (commit kind x fault) pair the trace offers, once: a schedule of
+    # a category above with the same steps serves its pair (a kill in the
+    # decision's commit, say); the first pair no category holds is a
+    # category of its own, in the first round.
+    by_steps: dict[str, Scenario] = {}
+    for s in _interleave(cats):
+        by_steps.setdefault(_steps(s), s)
+    pairs: list[Scenario] = []
+    for pair in commit_fault_pairs(u):
+        if pair.scenario is not None:
+            pairs.append(by_steps.setdefault(_steps(pair.scenario), pair.scenario))
+    cats.append([p for p in pairs if "/commit_fault/" in p.name][:1])
     # Every category's first scenario (each sweep's too), and the first of
     # every kind of schedule within them (each world fault mode, each kind
     # of bad decision...), before any category's second, so a plan the
     # budget cuts short still tries every kind once (a kind none of whose
-    # schedules ran makes the run inconclusive); the rest keep the order above.
+    # schedules ran makes the run inconclusive); then every pair, so a
+    # short plan covers each; the rest keep the order above.
     ordered = _interleave(cats)
     firsts = {g[0].name for g in [*cats, *sweep_groups] if g}
     kinds = {schedule_kind(s.name) for s in ordered if s.name in firsts}
@@ -227,19 +240,8 @@ def targeted(u: Universe) -> list[Scenario]:
         if schedule_kind(s.name) not in kinds:
             kinds.add(schedule_kind(s.name))
             kind_firsts.add(s.name)
-    # Every (commit kind x fault) pair the trace offers, once, right after
-    # every kind's first: a short plan still covers each pair. A pair whose
-    # schedule the list already holds (the same steps) adds nothing.
-    # An earlier category's schedule with the same steps is moved up to
-    # serve the pair (a kill in the decision's commit, say), not repeated.
-    head = [s for s in ordered if s.name in firsts | kind_firsts]
-    by_steps: dict[str, Scenario] = {}
-    for s in ordered:
-        by_steps.setdefault(_steps(s), s)
-    pairs: list[Scenario] = []
-    for pair in commit_fault_pairs(u):
-        if pair.scenario is not None:
-            pairs.append(by_steps.setdefault(_steps(pair.scenario), pair.scenario))
+    head = [s for s in ordered if s.name in firsts]
+    head += [s for s in ordered if s.name in kind_firsts]
     ordered = head + pairs + [s for s in ordered if s.name not in firsts | kind_firsts]
     out: list[Scenario] = []
     seen: set[str] = set()

@@ -68,6 +68,7 @@ CATEGORY = {
     "commit_ack_lost": "network",
     "reset_mid_transaction": "network",
     "partition": "network",
+    "commit_fault": "commit faults",
 }
 
 
