@@ -39,6 +39,7 @@ from .model import Scenario
 from .nemesis import resolve_worker_timeout, worker_timeout, worker_timeout_limit
 from .outcome import Outcome
 from .report import Report, build_report, claim_report_folder, not_tested, write_run
+from .report._build import ROLLBACK_GAP
 from .report._folder import RENDERINGS, keep_file
 from .scenarios import Universe, commit_pair_rows, probe_universe, scenario_files
 from .session import Engine, check_declarations, run_exhaustive, run_random_kill
@@ -568,6 +569,8 @@ class Session:
                 why = (
                     "declared, but nowhere to aim it"
                     if gap["capability"] == Capability.MEMORY_INJECTION.value
+                    else "declared, but not promised for rollbacks"
+                    if gap["what"] == ROLLBACK_GAP
                     else "declared, but this machine cannot exercise it"
                 )
             self._log(f"harness: not tested ({gap['capability']} {why}): {gap['what']}")

@@ -102,6 +102,17 @@ still satisfies the protocol):
     How long a worker's claim on a run lasts (default 30): the clock
     family's jumps and the zombie family's pauses are sized to outlast it.
 
+``Adapter.rolls_back: bool``
+    With ``version_switch``: True promises that an older release's workers
+    may meet runs this release already touched (a rollback, a rolling
+    deploy whose old workers still serve), and must then park such a run
+    loudly or finish it right. The migration family then also runs
+    rollback orders (this release, the previous one, this one again).
+    Default False: many deployments drain old workers before a migration
+    and never roll back past one, and an app that fails a run its previous
+    release cannot read breaks no promise it made; rollback orders are
+    then not tested, and the plan says so.
+
 ``Adapter.drains: bool``
     True promises that a worker which exits 0 has left nothing a worker
     started right after it could run now (it worked until nothing was

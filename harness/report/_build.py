@@ -49,6 +49,14 @@ CAPABILITY_GAPS = {
 }
 
 
+#: what the migration family leaves out for an adapter that does not
+#: promise an older release may meet runs this one touched (``rolls_back``)
+ROLLBACK_GAP = (
+    "rollback orders of versions (a previous release meeting runs this one touched): "
+    "the adapter does not declare rolls_back = True"
+)
+
+
 def not_tested(
     adapter: Adapter, *, asked: Sequence[str] | None = None, ran: Sequence[str] | None = None
 ) -> list[dict[str, str]]:
@@ -75,6 +83,12 @@ def not_tested(
             )
         if asked is None or "network" in asked:
             gaps += _unreachable_gaps(adapter)
+    if (
+        Capability.VERSION_SWITCH in adapter.capabilities
+        and getattr(adapter, "rolls_back", False) is not True
+        and (asked is None or "migration" in asked)
+    ):
+        gaps.append({"capability": Capability.VERSION_SWITCH.value, "what": ROLLBACK_GAP})
     if ran is not None:
         gaps += _aim_gaps(adapter, asked, ran)
     return gaps

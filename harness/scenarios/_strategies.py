@@ -434,7 +434,8 @@ def episode(
         return _network_episode(draw, u, runs, n, _kind(draw, swarm, "network"))
     # migration: crash under old code, resume under the current one; or
     # (rollback) this code first, then the older release meets what it wrote
-    rollback = _kind(draw, swarm, "migration") == "rollback"
+    # (drawn either way, so that one declaration does not move the stream)
+    rollback = _kind(draw, swarm, "migration") == "rollback" and u.rollbacks
     if rollback and u.crash_points:
         return [
             RunWorker(worker_id=f"u{n}", crash=_crash(draw, u, runs=runs)),

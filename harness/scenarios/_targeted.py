@@ -953,8 +953,8 @@ def _rollbacks(a: _Aim) -> list[Scenario]:
     payload the old code meets is one today's code upgraded), then, for
     the first, one submitted by today's code (a definition from the
     future); a few."""
-    if "migration" not in a.families:
-        return []
+    if "migration" not in a.families or not a.u.rollbacks:
+        return []  # a promise the adapter did not make (``rolls_back``)
     gated = [wf for wf in a.workflows if wf.needs_approval]
 
     def rollback(wf: WorkflowSpec, submitted: str, code_version: int | None) -> Scenario:

@@ -69,6 +69,10 @@ class Universe:
     #: connections (see offered_network_kinds: none over a Unix socket);
     #: None when not probed: every kind, if the capability is there
     network_kinds: tuple[str, ...] | None = None
+    #: the adapter declares that an older release's workers may meet runs
+    #: this release touched (``rolls_back = True``: rollbacks, rolling
+    #: deploys); without it no rollback order of versions is drawn or aimed
+    rollbacks: bool = False
 
     def reached(self, runs: tuple[RunSpec, ...], sites: tuple[str, ...]) -> dict[str, int]:
         """Of ``sites``, those the workload's runs pass, with their hit bound."""
@@ -111,8 +115,10 @@ class Universe:
         if Capability.NETWORK_FAULTS not in self.capabilities:
             return ()
         kinds = NETWORK_KINDS
-        return kinds if self.network_kinds is None else tuple(
-            k for k in kinds if k in self.network_kinds
+        return (
+            kinds
+            if self.network_kinds is None
+            else tuple(k for k in kinds if k in self.network_kinds)
         )
 
     def in_transaction_points(self) -> tuple[str, ...]:
@@ -169,7 +175,6 @@ class Universe:
                 out.append(fam)
         return tuple(out)
 
-
     def _network_aims(self) -> bool:
         """Whether a network episode has a kind to arm: a lost acknowledgement
         or a reset, or a partition (it needs the clock and a pause point)."""
@@ -221,4 +226,5 @@ def probe_universe(
         storage_kinds=storage_kinds,
         delivery=delivery,
         network_kinds=offered_network_kinds(adapter, NETWORK_KINDS),
+        rollbacks=getattr(adapter, "rolls_back", False) is True,
     )

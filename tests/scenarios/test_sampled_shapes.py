@@ -47,6 +47,7 @@ UNIVERSE = Universe(
     pause_points=POINTS,
     capabilities=frozenset(Capability),
     lease_seconds=30.0,
+    rollbacks=True,
 )
 #: generation only: the first scenario of the shape is enough (a shrink of
 #: these long scenarios costs minutes on a busy machine)

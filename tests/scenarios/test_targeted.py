@@ -68,6 +68,7 @@ PROFILES = {
 def universe(caps: frozenset[Capability] = CAPS, **kw: object) -> Universe:
     profiles = kw.pop("profiles", PROFILES)
     workflows = kw.pop("workflows", (LOOK, PAY))
+    kw.setdefault("rollbacks", True)
     return Universe(
         workflows=workflows,  # type: ignore[arg-type]
         crash_points=("a", "b", "c", "d", "e", "f", "tx1", "tx2"),
@@ -517,6 +518,14 @@ def test_a_rollback_order_shows_the_older_code_what_this_release_wrote() -> None
     ]
 
 
+def test_no_rollback_order_unless_the_adapter_promises_one() -> None:
+    # An app whose previous release fails a run this one touched breaks no
+    # promise unless it said old workers may meet such runs (rolls_back):
+    # the correct LangGraph example failed migration_safety on a rollback.
+    assert not [s for s in targeted(universe(rollbacks=False)) if "/rollback/" in s.name]
+    assert [s for s in targeted(universe(rollbacks=True)) if "/rollback/" in s.name]
+
+
 def test_a_decision_signed_for_another_approval_of_the_tenant_is_addressed_to_the_run() -> None:
     mis = [s for s in targeted(universe()) if "/misdirected_" in s.name]
     assert [s.name for s in mis] == ["targeted/pay/misdirected_decision"]
@@ -560,3 +569,17 @@ def test_a_verified_version_is_planted_under_a_newer_one_that_lapsed() -> None:
     # not swept with the clock: the memory/clock sweep keeps its own kinds
     assert not [s for s in targeted(universe()) if "clock/" in s.name and "_newest" in s.name]
     assert not [s for s in targeted(universe(families=("crash",))) if "_newest" in s.name]
+
+
+def test_the_report_says_rollback_orders_were_not_tested_and_why() -> None:
+    from harness.report import not_tested
+
+    class Releases:
+        capabilities = frozenset({Capability.VERSION_SWITCH})
+        rolls_back = False
+
+    (gap,) = [g["what"] for g in not_tested(Releases()) if "rollback" in g["what"]]  # type: ignore[arg-type]
+    assert "rolls_back = True" in gap
+    assert not [g for g in not_tested(Releases(), asked=("crash",)) if "rollback" in g["what"]]  # type: ignore[arg-type]
+    Releases.rolls_back = True
+    assert not [g for g in not_tested(Releases()) if "rollback" in g["what"]]  # type: ignore[arg-type]

@@ -682,6 +682,9 @@ class ReferenceAdapter:
         self.network_timeout = network_timeout
         self.postgres_url, self.redis_url = postgres_url, redis_url
         self.lease_seconds = lease_seconds
+        #: an older release's worker parks a run newer code touched (see
+        #: ``Adapter.rolls_back``): rollback orders are tested
+        self.rolls_back = True
         #: seeded bugs switched on in every worker (``bug=NAME``; see ``harness list bugs``)
         self.bugs = frozenset(bugs)
         _sweep_once(
