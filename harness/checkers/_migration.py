@@ -58,6 +58,11 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
     (``older_release_requests``) and the output by its keys, as today's
     oracle builds every request in today's shape.
 
+    A run that *failed* after a fired world fault refused one of its calls
+    (``reject``, ``unavailable``, a timeout) is left out
+    (``excluded_by_other_fault``): giving up on a refusal the oracle never
+    met is not the migration's doing.
+
     Cannot see: without an oracle, any run that did not park (``unknown``);
     a lost field that changes neither output nor any request; runs with no
     final event (``unknown``; ``progress`` reports them).
@@ -77,12 +82,18 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
     # Another fault (an approval left to expire, ...) may have changed a run's
     # outcome legitimately; only what migration alone explains is judged here.
     elsewhere = excused_runs(history, except_kind="migration")
+    refused = refused_by_the_world(history)
     older = older_workers(history)
     for run_id, by in touched.items():
         if run_id in elsewhere:
             f.count("excluded_by_other_fault")
             continue
         final = finals.get(run_id)
+        if run_id in refused and final is not None and final_state(final) is RunState.FAILED:
+            # It failed after a service refused its call (a rejection, a
+            # call in doubt): a cause the oracle never met, not a migration.
+            f.count("excluded_by_other_fault")
+            continue
         if final is None:
             f.unknown(f"run {run_id}, touched by migration fault #{by[0]}, has no final event", by)
             continue
@@ -177,6 +188,23 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
         evidence=sum(
             f.counts.get(k, 0) for k in ("parked", "equivalent", "needs_operator", "diverged")
         ),
+    )
+
+
+#: world fault modes after which the calling run may rightly give up: the
+#: service refused the call or its answer was lost
+REFUSING_MODES = frozenset({"reject", "unavailable", "timeout_before_apply", "apply_then_timeout"})
+
+
+def refused_by_the_world(history: History) -> frozenset[str]:
+    """The runs a fired world fault refused a call of (``REFUSING_MODES``)."""
+    return frozenset(
+        str(e.value.get("run_id"))
+        for e in history.faults()
+        if e.value.get("kind") == "world_fault"
+        and e.value.get("fired") is True
+        and e.value.get("mode") in REFUSING_MODES
+        and e.value.get("run_id") is not None
     )
 
 
