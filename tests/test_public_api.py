@@ -250,6 +250,7 @@ EXPORTS: dict[str, list[str]] = {
         "TENANTS",
         "Universe",
         "WorkflowProfile",
+        "commit_pair_rows",
         "episode",
         "exhaustive",
         "load_scenario_file",
