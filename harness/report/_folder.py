@@ -334,9 +334,7 @@ class _Owned:
         entries: dict[str, dict[str, Any] | None] = {}
         if isinstance(files, list) and all(isinstance(f, str) for f in files):
             entries = dict.fromkeys(files)  # version 1: nothing to verify
-        elif isinstance(files, dict) and all(
-            e is None or _valid_digest(e) for e in files.values()
-        ):
+        elif isinstance(files, dict) and all(e is None or _valid_digest(e) for e in files.values()):
             entries = {rel: (None if e is None else dict(e)) for rel, e in files.items()}
         else:
             raise _refuse(folder, f"its {MARKER} marker does not list file names", fix)
@@ -529,14 +527,16 @@ def _put(folder: Path, rel: str, data: bytes, tmp: str) -> None:
                     f"move {folder / rel} away, or pick another folder for --report-dir",
                 )
             fd = os.open(
-                t.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666,
+                t.name,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+                0o666,
                 dir_fd=dfd,
             )
             try:
                 try:
                     view = memoryview(data)
                     while view:
-                        view = view[os.write(fd, view):]
+                        view = view[os.write(fd, view) :]
                     os.fsync(fd)
                 finally:
                     os.close(fd)
