@@ -14,6 +14,7 @@ from harness.model import (
     Approve,
     ArmWorldFault,
     Cancel,
+    ContinueWorker,
     InjectMemory,
     Quiesce,
     RaceWorkers,
@@ -24,7 +25,7 @@ from harness.model import (
 )
 from harness.nemesis import validate
 from harness.scenarios import Universe, scenarios
-from harness.scenarios._strategies import FAMILY_KINDS, Swarm, swarms
+from harness.scenarios._strategies import DOWNTIME, FAMILY_KINDS, Swarm, swarms
 
 WORKFLOWS = (
     WorkflowSpec(
@@ -63,8 +64,14 @@ def families_used(scenario: Scenario) -> set[str]:
     family draws (a valid single approval is also the crash and world
     families' way to bring runs past their approval, so it shows none)."""
     used: set[str] = set()
-    for step in scenario.steps:
-        if isinstance(step, RunWorker):
+    steps = scenario.steps
+    for i, step in enumerate(steps):
+        after_kill = (
+            i > 0 and isinstance(steps[i - 1], RunWorker) and steps[i - 1].crash is not None
+        )  # type: ignore[union-attr]
+        if isinstance(step, AdvanceClock) and step.seconds == DOWNTIME and after_kill:
+            used.add("crash")  # the runs left down past every deadline after a crash
+        elif isinstance(step, RunWorker):
             if step.code_version is not None:
                 used.add("migration")
             elif step.worker_id.startswith("z"):
@@ -90,6 +97,21 @@ def families_used(scenario: Scenario) -> set[str]:
     return used
 
 
+def _held_after(steps: tuple[Any, ...], i: int) -> bool:
+    """Whether a worker paused, the valid decision and its continuation
+    follow step ``i`` (the ``while_held`` shape of the message family)."""
+    nxt = steps[i + 1 : i + 4]
+    return (
+        len(nxt) == 3
+        and isinstance(nxt[0], RunWorker)
+        and nxt[0].crash is not None
+        and nxt[0].crash.action == "pause"
+        and isinstance(nxt[1], Approve)
+        and nxt[1].variant == "valid"
+        and isinstance(nxt[2], ContinueWorker)
+    )
+
+
 def kinds_used(scenario: Scenario) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {"world": set(), "memory": set(), "message": set()}
     steps = scenario.steps
@@ -107,6 +129,8 @@ def kinds_used(scenario: Scenario) -> dict[str, set[str]]:
             out["world"].add(step.mode)
         elif isinstance(step, InjectMemory):
             out["memory"].add(step.kind)
+        elif isinstance(step, Approve) and step.variant == "forged" and _held_after(steps, i):
+            out["message"].add("while_held")  # its message to ignore, then the held worker
         elif isinstance(step, Approve) and step.variant != "valid":
             out["message"].add(step.variant)
     return out
