@@ -28,7 +28,6 @@ from harness.scenarios._targeted import (
     COMMIT_FAULTS,
     commit_fault_pairs,
     commit_fault_plan,
-    schedule_kind,
 )
 
 PAY = WorkflowSpec(name="pay", inputs=({"x": 1},), needs_approval=True, effects=("mail.send",))
@@ -137,13 +136,11 @@ def test_the_plan_covers_every_pair_the_trace_offers_once(caps: frozenset[Capabi
         assert refused[("result", "storage_cut")].startswith("capability:")
         assert refused[("intent", "ack_lost")].startswith("capability:")
         assert refused[("last", "operator_write")].startswith("capability:")
-    # every offered pair runs before any kind of schedule runs a second
-    # time: a short plan covers each
+    # every offered pair is in the plan, once (after the categories' own
+    # schedules: placed before them, the pairs pushed the later zombie
+    # schedules out of the ci plan and no-fencing went unfound)
     wanted = set(offered.values())
-    last = max(names.index(n) for n in wanted)
-    kinds = [schedule_kind(n) for n in names[: last + 1]]
-    for i, n in enumerate(names[: last + 1]):
-        assert n in wanted or kinds[i] not in kinds[:i], n
+    assert all(names.count(n) == 1 for n in wanted)
     # where the faults land: a kill inside the intent's transaction, a
     # cancel while held at the sent mark's door
     by_name = {s.name: s for s in plan}
@@ -237,7 +234,7 @@ def test_a_kill_inside_the_intent_commit_catches_a_split_intent(
     rows = {(k, f): name for k, f, name, _ in commit_fault_plan(u, plan)}
     name = rows[("intent", "kill_inside")]
     assert name is not None and "/commit_fault/intent/kill_inside/" in name
-    assert [s.name for s in plan].index(name) < CI_TARGETED
+    assert name in [s.name for s in plan]
     scenario = next(s for s in plan if s.name == name).model_dump(mode="json")
     failed = {}
     for label, edits in (("correct", ()), ("mutant", INTENT_AUDITED_FIRST)):
@@ -248,14 +245,19 @@ def test_a_kill_inside_the_intent_commit_catches_a_split_intent(
     assert failed == {"correct": [], "mutant": ["legal_transitions"]}
 
 
-def test_every_pair_sqlite_offers_is_within_the_ci_plans_targeted_share(
+def test_every_pair_sqlite_offers_is_in_the_plan_and_categories_keep_their_places(
     reference_plan: tuple[Universe, list[Scenario]],
 ) -> None:
     u, plan = reference_plan
     names = [s.name for s in plan]
     rows = commit_fault_plan(u, plan)
     covered = [name for _, _, name, why in rows if why is None]
-    assert covered and all(n is not None and names.index(n) < CI_TARGETED for n in covered)
+    assert covered and all(n is not None and n in names for n in covered)
+    # a pair no category holds comes after every category's schedule
+    pair_only = [i for i, n in enumerate(names) if "/commit_fault/" in n]
+    others = [i for i, n in enumerate(names) if "/commit_fault/" not in n]
+    assert pair_only and max(others) < pair_only[-1]
+    assert len([i for i in pair_only if i < CI_TARGETED]) <= 1
     # what SQLite cannot offer is named with its reason
     missing = {(k, f): why for k, f, _, why in rows if why is not None}
     assert missing[("intent", "ack_lost")].startswith("capability:")
