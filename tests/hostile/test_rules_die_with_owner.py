@@ -178,7 +178,7 @@ def test_a_harness_sigkilled_mid_partition_leaves_no_rule_and_no_blackholed_port
     proc = subprocess.Popen(
         [sys.executable, "-c", HARNESS, postgres_url, str(tmp_path / "engine")],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_NETWORK_BACKEND": "kernel"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -219,7 +219,7 @@ def test_the_reaper_outlives_a_sigint_to_the_group_and_not_a_normal_exit() -> No
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_NETWORK_BACKEND": "kernel"},
         start_new_session=True,  # a group of its own, as a harness in a terminal
     )
     with holder:
@@ -253,7 +253,7 @@ def test_a_sigkilled_owner_s_rule_is_removed_by_its_reaper_with_no_sweep() -> No
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_NETWORK_BACKEND": "kernel"},
     )
     with holder:
         assert holder.stdout is not None
@@ -296,7 +296,7 @@ def test_a_forked_child_that_outlives_the_owner_does_not_keep_its_rules() -> Non
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_NETWORK_BACKEND": "kernel"},
     )
     child = None
     with holder:
