@@ -7,6 +7,9 @@ skips the tests that need it, with the reason, unless
 
 from __future__ import annotations
 
+import fcntl
+import json
+import shutil
 import subprocess
 import sys
 import uuid
@@ -45,12 +48,27 @@ def _service(resolve: Callable[[], str]) -> str:
 SERIAL_FIXTURES = {"listed": "netfilter", "user_objects": "shared-user-objects"}
 
 
+def _module_fixture(item: pytest.Item) -> str | None:
+    """The test's module when the test uses a module-scoped fixture of its own
+    module: those tests share an xdist worker, so each such fixture (a run or
+    two, often) is made once, not once on each worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    module = item.nodeid.split("::")[0]
+    for name in getattr(item, "fixturenames", ()):
+        defs = info.name2fixturedefs.get(name) if info is not None else None
+        if defs and defs[-1].scope == "module" and defs[-1].baseid == module:
+            return module
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         for fixture, group in SERIAL_FIXTURES.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(group))
+        if item.get_closest_marker("xdist_group") is None and (shared := _module_fixture(item)):
+            item.add_marker(pytest.mark.xdist_group(shared))
     if hasattr(config, "workerinput"):
         # On xdist workers (each collects the same, in the same order): the
         # slow tests first, so that the last ones handed out are short and no
@@ -67,25 +85,62 @@ def _not_an_xdist_worker_below(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-# -- one failing run, shared ---------------------------------------------
+# -- runs made once per session, xdist workers included -------------------------
+#: ``made_once(name, make)``: see the fixture
+MadeOnce = Callable[
+    [str, Callable[[Path], subprocess.CompletedProcess[str]]],
+    tuple[subprocess.CompletedProcess[str], Path],
+]
+
+
 @pytest.fixture(scope="session")
-def broken_ci_run(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[subprocess.CompletedProcess[str], Path]:
+def made_once(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> MadeOnce:
+    """``made_once(name, make)`` runs ``make(folder)`` once for the whole
+    session, its xdist workers included, and gives every caller its result
+    and folder: the first worker to ask makes it in the session's temp root,
+    under a lock; the others wait for it and read the same folder (a run of
+    the ci profile costs a minute; four workers made it four times). Read
+    the folder; copy it to change it."""
+    base = tmp_path_factory.getbasetemp()
+    # xdist workers' temp roots are siblings under the session's own
+    root = base.parent if hasattr(pytestconfig, "workerinput") else base
+
+    def once(
+        name: str, make: Callable[[Path], subprocess.CompletedProcess[str]]
+    ) -> tuple[subprocess.CompletedProcess[str], Path]:
+        folder, saved = root / name, root / f"{name}.proc.json"
+        with open(root / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if not saved.exists():
+                shutil.rmtree(folder, ignore_errors=True)  # a try that raised (timed out)
+                folder.mkdir()
+                proc = make(folder)
+                done = [proc.args, proc.returncode, proc.stdout, proc.stderr]
+                saved.write_text(json.dumps(done))
+        args, code, out, err = json.loads(saved.read_text())
+        return subprocess.CompletedProcess(args, code, out, err), folder
+
+    return once
+
+
+@pytest.fixture(scope="session")
+def broken_ci_run(made_once: MadeOnce) -> tuple[subprocess.CompletedProcess[str], Path]:
     """``harness run --adapter broken_runtime:BrokenAdapter --profile ci`` (it
-    fails exactly_once_effects) and its folder, made once per session (per
-    xdist worker): the engine's, the CLI's and the report's tests all read
-    the same deterministic run. Read it; copy it to change it."""
+    fails exactly_once_effects) and its folder, made once per session (xdist
+    workers included): the engine's, the CLI's and the report's tests all
+    read the same deterministic run. Read it; copy it to change it."""
     engine = str(Path(__file__).resolve().parent / "engine")
     if engine not in sys.path:
         sys.path.insert(0, engine)
     from engine_support import BROKEN, harness_cli
 
-    folder = tmp_path_factory.mktemp("broken-ci-run")
-    proc = harness_cli(
-        "run", "--adapter", BROKEN, "--profile", "ci", "--report-dir", str(folder), cwd=folder
-    )
-    return proc, folder
+    def make(folder: Path) -> subprocess.CompletedProcess[str]:
+        return harness_cli(
+            "run", "--adapter", BROKEN, "--profile", "ci", "--report-dir", str(folder),
+            cwd=folder,
+        )  # fmt: skip
+
+    return made_once("broken-ci-run", make)
 
 
 # -- services ------------------------------------------------------------

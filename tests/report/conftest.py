@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,27 +38,22 @@ def run_copy(failing_run: tuple[Path, str], tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def passing_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def passing_run(
+    made_once: Callable[..., tuple[subprocess.CompletedProcess[str], Path]],
+) -> Path:
     """The folder of a short passing run of the reference runtime (it has crash points,
-    and every property was exercised: exit 0)."""
-    folder = tmp_path_factory.mktemp("passing-run")
-    proc: subprocess.CompletedProcess[str] = harness_cli(
-        "run",
-        "--adapter",
-        "reference",
-        "--profile",
-        "dev",
-        "--seed",
-        "7",
-        # The targeted schedules earn every property a pass (a short sampled
-        # run would leave memory_safety unexercised: inconclusive); the rest
-        # are sampled, with crash points among them.
-        "--max-examples",
-        "20",
-        "--report-dir",
-        str(folder),
-        cwd=folder,
-    )
+    and every property was exercised: exit 0), made once per session."""
+
+    def make(folder: Path) -> subprocess.CompletedProcess[str]:
+        return harness_cli(
+            "run", "--adapter", "reference", "--profile", "dev", "--seed", "7",
+            # The targeted schedules earn every property a pass (a short sampled
+            # run would leave memory_safety unexercised: inconclusive); the rest
+            # are sampled, with crash points among them.
+            "--max-examples", "20", "--report-dir", str(folder), cwd=folder,
+        )  # fmt: skip
+
+    proc, folder = made_once("passing-run", make)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return folder
 
