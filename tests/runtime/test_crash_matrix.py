@@ -3,7 +3,9 @@ process, and compare with the uninterrupted run.
 
 The fault-free run is traced first: every worker process logs each crash-point
 hit, so the matrix is exactly the (round, site, n-th hit) positions the
-workflow really goes through -- nothing is guessed or hard-coded.
+workflow really goes through -- nothing is guessed or hard-coded. On SQLite
+every position is killed; on Postgres the first hit of each site in each
+round.
 """
 
 from __future__ import annotations
@@ -90,8 +92,18 @@ def test_a_kill_at_every_crash_point_applies_the_effect_once_and_ends_as_without
     ):
         assert must in sites, f"{workflow} never passes {must}; sites seen: {sorted(sites)}"
 
-    failures = []
-    for rnd, site, n in positions:
+    killed = positions
+    if variant != "sqlite":
+        # The first hit of each site in each round (42 of 135 positions for
+        # the refund): a site's later hits in a round are the same statements
+        # again, a kill a minute on Postgres; every position runs on SQLite.
+        firsts: dict[tuple[int, str], tuple[int, str, int]] = {}
+        for rnd, site, n in positions:
+            firsts.setdefault((rnd, site), (rnd, site, n))
+        killed = list(firsts.values())
+
+    failures: list[tuple[Any, ...]] = []
+    for rnd, site, n in killed:
         d = make_deployment(variant)
         try:
             d.submit(workflow, payload, tenant="acme", run_id="r1")
@@ -111,5 +123,5 @@ def test_a_kill_at_every_crash_point_applies_the_effect_once_and_ends_as_without
                 failures.append((rnd, site, n, "notification lost"))
         finally:
             d.close()
-    assert not failures, f"{len(failures)} of {len(positions)} kill positions broke: {failures}"
-    assert len(positions) > 40
+    assert not failures, f"{len(failures)} of {len(killed)} kill positions broke: {failures}"
+    assert len(killed) > 40
