@@ -92,7 +92,14 @@ def test_pytest_with_a_report_dir_writes_the_four_files_and_ends_failures_with_r
     pytester.makepyfile(test_resilience=SUITE_FILE)
     reports = pytester.path / "reports"
     result = pytester.runpytest_subprocess(
-        "--harness-profile", "ci", "--harness-report-dir", str(reports), "-p", "no:cacheprovider"
+        "--harness-profile",
+        "dev",
+        "--harness-seed",
+        "0",
+        "--harness-report-dir",
+        str(reports),
+        "-p",
+        "no:cacheprovider",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     folder = reports / "broken_runtime_BrokenAdapter"
