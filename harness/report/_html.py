@@ -11,6 +11,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from ..model import Verdict
 from ._schema import FaultCoverage, Report
+from ._shown import more_steps, shown_steps
 from ._start import start_here
 from ._store import load_history, load_results
 from ._timeline import Timeline, build_timeline, describe_event
@@ -56,7 +57,7 @@ class CoverageRow:
 
 
 def _env() -> Environment:
-    return Environment(
+    env = Environment(
         loader=PackageLoader("harness.report", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,
@@ -64,6 +65,8 @@ def _env() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.globals.update(shown_steps=shown_steps, more_steps=more_steps)
+    return env
 
 
 def coverage_rows(report: Report) -> list[CoverageRow]:

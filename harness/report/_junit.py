@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..history import History
 from ._schema import OtherFailure, PropertyReport, Report
+from ._shown import more_steps, shown_steps
 from ._store import load_history
 from ._timeline import describe_event
 
@@ -162,7 +163,10 @@ def failure_body(
             lines.append(f"{head}: the one shown with {first} ({len(steps)} steps)")
             return "\n".join(lines)
         lines.append(f"{head}:")
-        lines += [f"  {i}. {s}" for i, s in enumerate(steps, 1)]
+        listed, left_out = shown_steps(steps)
+        lines += [f"  {i}. {s}" for i, s in enumerate(listed, 1)]
+        if left_out:
+            lines.append(f"  {more_steps(left_out)}")
         if replay:
             lines.append(f"replay: {replay}")
     return "\n".join(lines)

@@ -15,6 +15,7 @@ import re
 
 from ..outcome._verdicts import never_fired
 from ._schema import Report
+from ._shown import more_steps, shown_steps
 from ._start import start_here
 
 _ICON = {"pass": "✅", "fail": "❌", "unknown": "❔", "not_tested": "⚪"}
@@ -97,7 +98,7 @@ def _start_here(report: Report) -> list[str]:
     where = f", kept in {_code(g.folder)}" if g.folder != "." else ""
     shrunk = "" if g.fully_shrunk else " (not fully shrunk)"
     lines += ["", f"The shortest counterexample, {n} step{'' if n == 1 else 's'}{shrunk}{where}:"]
-    lines += [f"{i}. {md_text(s)}" for i, s in enumerate(g.steps, 1)]
+    lines += _step_lines(g.steps)
     if g.replay:
         lines += ["", *_block(g.replay)]
     lines += ["", "**Every failure, by property:**"]
@@ -162,7 +163,7 @@ def render_markdown(report: Report) -> str:
     if ce is not None and shown != ".":
         serves = ", ".join(md_text(n) for n in ce.counterexample_for or ce.failed_properties)
         lines += ["", f"**Minimal counterexample** ({serves}):", ""]
-        lines += [f"{i}. {md_text(s)}" for i, s in enumerate(ce.steps, 1)]
+        lines += _step_lines(ce.steps)
         lines += ["", *_block(ce.replay)]
     for n, other in enumerate(report.other_failures, 1):
         if shown is not None and shown == (other.folder or f"failures/{n}"):
@@ -173,7 +174,7 @@ def render_markdown(report: Report) -> str:
             f"**Minimal counterexample** ({serves}), kept in {_code(other.folder)}:",
             "",
         ]
-        lines += [f"{i}. {md_text(s)}" for i, s in enumerate(other.steps, 1)]
+        lines += _step_lines(other.steps)
         if other.replay:
             lines += ["", *_block(other.replay)]
     fired = [f"{md_text(k)} {c.fired}" for k, c in sorted(report.faults.items()) if c.fired]
@@ -205,3 +206,10 @@ def render_markdown(report: Report) -> str:
     if report.not_tested:
         lines.append("Not tested: " + "; ".join(md_text(g.what) for g in report.not_tested) + ".")
     return "\n".join(lines) + "\n"
+
+
+def _step_lines(steps: list[str]) -> list[str]:
+    """A numbered list of the steps a rendering shows, and a line for the rest."""
+    shown, left_out = shown_steps(steps)
+    lines = [f"{i}. {md_text(s)}" for i, s in enumerate(shown, 1)]
+    return lines + ([md_text(more_steps(left_out))] if left_out else [])
