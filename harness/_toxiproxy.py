@@ -51,7 +51,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 ENV_URL = "HARNESS_TOXIPROXY_URL"
 ENV_BIN = "HARNESS_TOXIPROXY_BIN"
@@ -101,9 +101,9 @@ def _mode(mode: str | None) -> str:
 def server_source() -> tuple[str, str] | str:
     """Where a Toxiproxy server comes from: ``("url", URL)`` (the user's),
     ``("bin", PATH)`` (one the harness starts), or why there is none."""
-    if importlib.util.find_spec("toxiproxy") is None:
+    if importlib.util.find_spec("httpx") is None:
         return (
-            "the toxiproxy-python client is not installed "
+            "httpx, the client of a Toxiproxy server's API, is not installed "
             "(pip install 'stateful-agent-harness[toxiproxy]')"
         )
     url = os.environ.get(ENV_URL, "").strip()
@@ -298,16 +298,20 @@ class Server:
     # -- the API -----------------------------------------------------------------
 
     def _api(self) -> Any:
-        """toxiproxy-python's server object, pointed at this server."""
-        if self._client is None:
-            from toxiproxy import Toxiproxy
-            from toxiproxy.api import APIConsumer
+        """An ``httpx.Client`` of this server's API, every call bounded by
+        :data:`API_TIMEOUT` (one per process: a forked child makes its own).
+        No connection is kept open between calls: a loopback connect costs
+        less than a socket left behind when the server goes away."""
+        if self._client is None or self._client[0] != os.getpid():
+            import httpx
 
-            parts = urlsplit(self.api)
-            APIConsumer.host = parts.hostname or "127.0.0.1"
-            APIConsumer.port = parts.port or 8474
-            self._client = Toxiproxy()
-        return self._client
+            client = httpx.Client(
+                base_url=self.api,
+                timeout=API_TIMEOUT,
+                limits=httpx.Limits(max_keepalive_connections=0),
+            )
+            self._client = (os.getpid(), client)
+        return self._client[1]
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + START_WAIT
@@ -317,9 +321,9 @@ class Server:
                 said = f"its keeper exited {self.keeper.returncode}"
                 break
             try:
-                if self._api().version() is not None:
-                    return
-            except Exception as exc:  # requests' errors: not answering yet
+                self._api().get("/version").raise_for_status()
+                return
+            except Exception as exc:  # httpx's errors: not answering yet
                 said = f"{type(exc).__name__}: {exc}"
             time.sleep(0.05)
         log = ""
@@ -331,56 +335,56 @@ class Server:
             f"({said or 'no answer'}){': ' + log if log else ''}; check {ENV_URL} or {ENV_BIN}"
         )
 
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _call(self, what: str, method: str, path: str, body: Any = None) -> Any:
+        """One API call: its JSON answer (None for none), or ToxiproxyError."""
         try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
+            answer = self._api().request(method, path, json=body)
+            answer.raise_for_status()
+            return answer.json() if answer.content else None
+        except Exception as exc:  # httpx's errors, a refusal, an answer not JSON
             raise ToxiproxyError(
                 f"Toxiproxy at {self.api} refused to {what}: {type(exc).__name__}: {exc}"
             ) from exc
 
-    def _proxy(self, route: Route) -> Any:
-        from toxiproxy import Proxy
-
-        return Proxy(name=route.name, upstream=route.upstream, listen=route.listen, enabled=True)
+    @staticmethod
+    def _path(*names: str) -> str:
+        return "/proxies/" + "/toxics/".join(quote(n, safe="") for n in names)
 
     def create(self, service: str, upstream: str, label: str) -> Route:
         with self._mutex:
             self._seq += 1
             name = f"{self.prefix}{self._seq}-{label}-{service}"[:120]
-        made = self._call("create a proxy", self._api().create, upstream, name, "127.0.0.1:0")
-        return Route(service, name, str(made.listen), upstream)
+        body = {"name": name, "listen": "127.0.0.1:0", "upstream": upstream, "enabled": True}
+        made = self._call("create a proxy", "POST", "/proxies", body)
+        return Route(service, name, str(made["listen"]), upstream)
 
     def destroy(self, route: Route) -> None:
         with contextlib.suppress(ToxiproxyError):
-            self._call("delete a proxy", self._proxy(route).destroy)
+            self._call("delete a proxy", "DELETE", self._path(route.name))
 
     def add_toxic(
         self, route: Route, name: str, kind: str, stream: str, attributes: Mapping[str, Any]
     ) -> None:
-        self._call(
-            f"add a {kind} toxic",
-            self._proxy(route).add_toxic,
-            name=name,
-            type=kind,
-            stream=stream,
-            attributes=dict(attributes),
-        )
+        body = {
+            "name": name,
+            "type": kind,
+            "stream": stream,
+            "toxicity": 1.0,
+            "attributes": dict(attributes),
+        }
+        self._call(f"add a {kind} toxic", "POST", self._path(route.name) + "/toxics", body)
 
     def remove_toxic(self, route: Route, name: str) -> None:
         with contextlib.suppress(ToxiproxyError):
-            self._call("remove a toxic", self._proxy(route).destroy_toxic, name)
+            self._call("remove a toxic", "DELETE", self._path(route.name, name))
 
     def set_enabled(self, route: Route, enabled: bool) -> None:
-        proxy = self._proxy(route)
-        self._call(
-            "enable a proxy" if enabled else "disable a proxy",
-            proxy.enable if enabled else proxy.disable,
-        )
+        what = "enable a proxy" if enabled else "disable a proxy"
+        self._call(what, "POST", self._path(route.name), {"enabled": enabled})
 
     def proxy_names(self) -> list[str]:
         """The names of this process's proxies on the server."""
-        got = self._call("list its proxies", self._api().proxies)
+        got = self._call("list its proxies", "GET", "/proxies") or {}
         return sorted(n for n in got if str(n).startswith(self.prefix))
 
     # -- routing -----------------------------------------------------------------
@@ -442,6 +446,9 @@ class Server:
             spare, self._spare = [r for rs in self._spare.values() for r in rs], {}
         for route in [*spare, *(r for sc in scopes for r in sc.all)]:
             self.destroy(route)
+        if self._client is not None and self._client[0] == os.getpid():
+            self._client[1].close()
+        self._client = None
         if self._pipe >= 0:
             os.close(self._pipe)
             self._pipe = -1
