@@ -3,10 +3,15 @@ choice or a dead server the user named is refused before the run (exit 2)."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from harness import _toxiproxy
 
@@ -60,3 +65,43 @@ def test_list_services_says_which_backend_the_network_faults_run_on(tmp_path: Pa
     last = none.stdout.splitlines()[-1]
     assert last.startswith("network faults run on: none: --network-backend toxiproxy, but "), last
     assert "no-such-server is not an executable file" in last
+
+
+def test_a_server_that_stops_answering_mid_run_is_an_error_within_the_api_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A Toxiproxy server that answers its version, then never answers a
+    proxy's creation: the call ends with ToxiproxyError after API_TIMEOUT,
+    never a hang (toxiproxy-python, used before, set no timeout at all)."""
+    release = threading.Event()
+
+    class Stalling(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # /version, and the keeper's /proxies at exit
+            body = b"{}" if self.path == "/proxies" else b"2.4.0"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            release.wait(30)  # never answers while the test waits
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stalling)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    monkeypatch.setenv(_toxiproxy.ENV_URL, f"http://127.0.0.1:{httpd.server_address[1]}")
+    monkeypatch.setattr(_toxiproxy, "API_TIMEOUT", 0.5)
+    server = _toxiproxy.Server()
+    try:
+        started = time.monotonic()
+        with pytest.raises(_toxiproxy.ToxiproxyError, match="refused to create a proxy"):
+            server.create("postgres", "127.0.0.1:5432", "w1")
+        assert time.monotonic() - started < 10
+    finally:
+        release.set()
+        server.close()
+        httpd.shutdown()
+        httpd.server_close()
