@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..history import History
 from ._schema import OtherFailure, PropertyReport, Report
-from ._shown import more_steps, shown_steps
+from ._shown import WITNESS_SHOWN, more_steps, shown_steps
 from ._store import load_history
 from ._timeline import describe_event
 
@@ -126,10 +126,6 @@ def render_junit(report: Report, folder: Path) -> str:
     _sanitize(root)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
-#: witness events shown per failed property (the rest: in report.json)
-WITNESS_SHOWN = 200
 
 
 def failure_body(

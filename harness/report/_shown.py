@@ -1,4 +1,5 @@
-"""How much of a counterexample's steps a rendering shows.
+"""How much of a counterexample's steps and of a property's witness a
+rendering shows.
 
 A shrunk counterexample has a handful of steps, an unshrunk one a few
 hundred; a ``report.json`` anyone may have written can hold millions, and
@@ -14,6 +15,8 @@ from collections.abc import Sequence
 
 #: the steps of one counterexample a rendering shows
 STEPS_SHOWN = 100
+#: the witness events of one property junit.xml (and pytest) shows
+WITNESS_SHOWN = 200
 
 
 def shown_steps(steps: Sequence[str]) -> tuple[Sequence[str], int]:
