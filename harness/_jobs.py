@@ -378,10 +378,15 @@ def run_jobs(
             args["parent"] = os.getpid()
             args["queue"] = str(plan_queue)
             args["properties"] = list(properties)  # the user's invariants, by spec
-            job = _Job(k, n, folder, args)
-            jobs.append(job)
-            assert job.proc.stdout is not None
-            threading.Thread(target=_read, args=(job, job.proc.stdout, inbox), daemon=True).start()
+            # Shielded: a signal held while the job started (blocked_in_children)
+            # is raised once the job is in ``jobs``, which the way out stops.
+            with shielded():
+                job = _Job(k, n, folder, args)
+                jobs.append(job)
+                assert job.proc.stdout is not None
+                reader = threading.Thread(target=_read, args=(job, job.proc.stdout, inbox))
+                reader.daemon = True
+                reader.start()
         parts: list[_Job | _Own] = [own, *jobs]
 
         def handle(job: _Job, message: Any) -> None:
