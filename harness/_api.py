@@ -592,8 +592,9 @@ class Session:
             families=settings.families or None,
             max_runs=settings.max_runs,
             max_episodes=settings.max_episodes,
-            # The sites right before effects serve only the targeted schedules.
-            aim_effects=settings.targeted and settings.mode == "search",
+            # The sites right before effects aim the targeted schedules, which
+            # also seed the sampled stream: a search wants them either way.
+            aim_effects=settings.mode == "search",
             # A profiling worker that never exits is stuck past the budget too.
             worker_timeout=worker_timeout(settings.budget_seconds),
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from ._exhaustive import exhaustive
 from ._files import ScenarioFileError, load_scenario_file, scenario_files
 from ._profile import Commit, EffectSite, WorkflowProfile, profile_workflow
+from ._seeded import sampled_stream
 from ._strategies import episode, run_specs, scenarios
 from ._targeted import commit_pair_rows, schedule_kind, targeted
 from ._universe import FAMILIES, PLANTED_KEY, TENANTS, Universe, probe_universe
@@ -36,6 +37,7 @@ __all__ = [
     "probe_universe",
     "profile_workflow",
     "run_specs",
+    "sampled_stream",
     "scenario_files",
     "scenarios",
     "schedule_kind",

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
+from hypothesis.strategies import SearchStrategy
 
 from .._errors import HarnessError, UsageError
 from .._janitor import scratch_dir, sweep_folders
@@ -37,8 +38,7 @@ from ..model import RunSpec, Scenario, Verdict
 from ..nemesis import worker_timeout
 from ..outcome import Example, Outcome
 from ..runner import run_scenario
-from ..scenarios import Universe, schedule_kind, targeted
-from ..scenarios import scenarios as scenario_strategy
+from ..scenarios import Universe, sampled_stream, schedule_kind, targeted
 from ._coverage import combinations
 from ._oracle import merge_histories, tenant_parts
 from ._shared import PlanQueue, SharedOracles
@@ -229,6 +229,8 @@ class Engine:
         self.sampled_draws = 0
         #: sampled draws skipped as repeats of a scenario drawn before
         self.sampled_repeats = 0
+        #: the universe and its targeted schedules, the sampled stream's seeds
+        self._corpus: tuple[Universe, tuple[Scenario, ...]] | None = None
 
     # -- one example ---------------------------------------------------------
 
@@ -637,6 +639,14 @@ class Engine:
             suppress_health_check=list(HealthCheck),
         )
 
+    def _stream(self, universe: Universe) -> SearchStrategy[Scenario]:
+        """The sampled stream (:func:`~harness.scenarios.sampled_stream`):
+        swarm scenarios, and every targeted schedule of ``universe`` as a
+        seed corpus (the whole list, not the plan's head), made once."""
+        if self._corpus is None or self._corpus[0] is not universe:
+            self._corpus = (universe, tuple(targeted(universe)))
+        return sampled_stream(universe, self._corpus[1])
+
     def _sample(self, outcome: Outcome, universe: Universe, remaining: int, first: int = 0) -> None:
         """The sampled part of the search: generation only, never raising, so
         every property goes on being judged after a failure. The ``i``-th
@@ -669,7 +679,7 @@ class Engine:
             return True
 
         @self._hypothesis_settings(remaining, shrink=False)
-        @given(scenario_strategy(universe))
+        @given(self._stream(universe))
         def probe(scenario: Scenario) -> None:
             if self._stop:
                 raise _Done
@@ -786,7 +796,7 @@ class Engine:
         seen: set[str] = set()
 
         @self._hypothesis_settings(max_examples, shrink=True)
-        @given(scenario_strategy(universe))
+        @given(self._stream(universe))
         def probe(scenario: Scenario) -> None:
             # Replaying the search, skip its repeats as it did (the same
             # draws follow); once shrinking, every candidate is judged.
