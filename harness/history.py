@@ -94,11 +94,34 @@ class Declaration:
     #: capability names; None when the declaration does not say
     capabilities: frozenset[str] | None = None
     adapter: str | None = None
+    #: workflow -> the trust floor its runs read memory at: one number, or
+    #: {namespace template -> number} (``WorkflowSpec.memory_floor``)
+    memory_floors: Mapping[str, float | Mapping[str, float]] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
 
     def delivery_for(self, kind: str) -> str:
         """The declared delivery of ``kind`` (``exactly_once`` when undeclared)."""
         return self.delivery.get(kind, _DEFAULT_DELIVERY)
+
+    def memory_floor(
+        self, workflow: str, run_input: Mapping[str, Any], namespace: str
+    ) -> float | None:
+        """The trust floor a run of ``workflow`` with ``run_input`` reads
+        ``namespace`` at, or None when its workflow declares none there (a
+        per-namespace floor is a template over the run's input, as
+        ``MemoryTarget``: an input field it names but the input lacks is
+        left as written)."""
+        floor = self.memory_floors.get(workflow)
+        if floor is None or isinstance(floor, float):
+            return floor
+        fields = _Fields(run_input)
+        for template, at in floor.items():
+            try:
+                if template.format_map(fields) == namespace:
+                    return at
+            except (ValueError, LookupError, AttributeError):
+                continue  # validated where it was declared; a hand-made history may differ
+        return None
 
     def has_capability(self, name: str) -> bool:
         return self.capabilities is not None and name in self.capabilities
@@ -144,6 +167,20 @@ class Declaration:
         elif raw is not None:
             problems.append(f"capabilities is {type(raw).__name__}, not a list")
         adapter = v.get("adapter")
+        floors: dict[str, float | Mapping[str, float]] = {}
+        raw = v.get("memory_floors")
+        if isinstance(raw, dict):
+            for workflow, floor in raw.items():
+                parsed = _floor(floor)
+                if parsed is None:
+                    problems.append(
+                        f"memory_floors[{workflow!r}] is {floor!r}, not a trust from 0 to 1 "
+                        "or a mapping of namespaces to one"
+                    )
+                else:
+                    floors[str(workflow)] = parsed
+        elif raw is not None:
+            problems.append(f"memory_floors is {type(raw).__name__}, not an object")
         return cls(
             index=event.index,
             delivery=delivery,
@@ -151,8 +188,31 @@ class Declaration:
             needs_approval=needs,
             capabilities=capabilities,
             adapter=adapter if isinstance(adapter, str) else None,
+            memory_floors=floors,
             problems=tuple(problems),
         )
+
+
+def _trust(x: Any) -> float | None:
+    ok = isinstance(x, int | float) and not isinstance(x, bool) and 0.0 <= x <= 1.0
+    return float(x) if ok else None
+
+
+def _floor(x: Any) -> float | dict[str, float] | None:
+    """A declared floor as recorded, or None if it is not one."""
+    if not isinstance(x, dict):
+        return _trust(x)
+    out = {str(ns): _trust(at) for ns, at in x.items()}
+    if not out or any(at is None for at in out.values()):
+        return None
+    return {ns: at for ns, at in out.items() if at is not None}
+
+
+class _Fields(dict[str, Any]):
+    """A run's input for ``str.format_map``: a missing field stays as written."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
 
 
 # -- the history -----------------------------------------------------------------

@@ -228,17 +228,7 @@ class MemoryTarget(_Frozen):
     @field_validator("namespace", "key")
     @classmethod
     def _template(cls, v: str) -> str:
-        try:
-            fields = [f for _, f, _, _ in string.Formatter().parse(v) if f is not None]
-        except ValueError as exc:
-            raise ValueError(
-                f"{v!r} is not a template: {exc} (write {{field}} for an input field, "
-                "{{ and }} for a brace)"
-            ) from None
-        for f in fields:
-            if not f.isidentifier():
-                raise ValueError(f"{v!r} names {{{f}}}: give an input field's name, as {{topic}}")
-        return v
+        return _template(v)
 
     def at(self, run_input: dict[str, Any]) -> tuple[str, str]:
         """(namespace, key) for a run with ``run_input``; a field the input
@@ -250,6 +240,32 @@ class MemoryTarget(_Frozen):
 class _Fields(dict[str, Any]):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
+
+
+def _template(v: str) -> str:
+    """``v`` if it is a template over a run's input fields (``{topic}``)."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(v) if f is not None]
+    except ValueError as exc:
+        raise ValueError(
+            f"{v!r} is not a template: {exc} (write {{field}} for an input field, "
+            "{{ and }} for a brace)"
+        ) from None
+    for f in fields:
+        if not f.isidentifier():
+            raise ValueError(f"{v!r} names {{{f}}}: give an input field's name, as {{topic}}")
+    return v
+
+
+def _trust(v: Any, what: str) -> float:
+    """``v`` as a trust score: a real number from 0 to 1."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0.0 <= v <= 1.0:
+        raise ValueError(
+            f"{what} is {v!r}: give the lowest trust a record may have to reach the "
+            "workflow's contexts, a number from 0.0 to 1.0 (the scale of a planted "
+            "record's trust)"
+        )
+    return float(v)
 
 
 class WorkflowSpec(_Frozen):
@@ -271,6 +287,42 @@ class WorkflowSpec(_Frozen):
     #: listed (the ``context`` capability) tell the namespaces it reads;
     #: neither, and the memory family does not run (the report says so).
     memory_targets: tuple[MemoryTarget, ...] = ()
+    #: the trust floor its runs read memory at: the lowest trust (0.0 to
+    #: 1.0, the scale of a planted record's ``trust``) a record may have and
+    #: still reach one of its contexts. One number for every namespace the
+    #: runs read, or one per namespace (a template, as in ``memory_targets``:
+    #: ``{"policy": 1.0, "notes/{user}": 0.0}``). Declared, ``memory_safety``
+    #: fails a context that lists a planted record whose trust is below it;
+    #: None: no floor declared, and none is judged.
+    memory_floor: float | dict[str, float] | None = None
+
+    @field_validator("memory_floor", mode="before")
+    @classmethod
+    def check_memory_floor(cls, v: Any) -> float | dict[str, float] | None:
+        """``v`` as a ``memory_floor``; ValueError saying what is wrong and
+        what to give instead."""
+        if v is None:
+            return None
+        if not isinstance(v, Mapping):
+            return _trust(v, "memory_floor")
+        if not v:
+            raise ValueError(
+                "memory_floor is an empty mapping: name a namespace and its floor "
+                '({"policy": 1.0}), or leave memory_floor None to declare none'
+            )
+        out: dict[str, float] = {}
+        for namespace, floor in v.items():
+            if not isinstance(namespace, str) or not namespace:
+                raise ValueError(
+                    f"memory_floor names namespace {namespace!r}: give a namespace "
+                    'template, as "research/{topic}"'
+                )
+            try:
+                _template(namespace)
+            except ValueError as exc:
+                raise ValueError(f"memory_floor: {exc}") from None
+            out[namespace] = _trust(floor, f"memory_floor[{namespace!r}]")
+        return out
 
 
 class RunView(_Frozen):

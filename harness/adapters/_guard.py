@@ -155,6 +155,13 @@ def check_workflows(where: str, workflows: Any) -> tuple[WorkflowSpec, ...]:
     bad = [type(w).__name__ for w in workflows if not isinstance(w, WorkflowSpec)]
     if bad:
         raise AdapterError(f"{where} returned {bad[0]} items, not harness.adapters.WorkflowSpec")
+    for w in workflows:
+        # Checked again: model_copy(update=...) skips a model's validation,
+        # and a floor the history cannot read would leave memory unjudged.
+        try:
+            WorkflowSpec.check_memory_floor(w.memory_floor)
+        except ValueError as exc:
+            raise AdapterError(f"{where}: workflow {w.name!r}: {exc}") from None
     return tuple(workflows)
 
 

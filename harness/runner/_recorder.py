@@ -107,8 +107,10 @@ class HistoryRecorder:
         self.coverage.armed[kind] = self.coverage.armed.get(kind, 0) + 1
 
     def declaration(self, adapter: Adapter) -> None:
-        """The first event: what the runtime declares, and the adapter."""
+        """The first event: what the runtime declares, the adapter, and the
+        trust floor each workflow reads memory at (``memory_safety``)."""
         decl = self._env().declarations()
+        floors = {w.name: w.memory_floor for w in adapter.workflows() if w.memory_floor is not None}
         self.record(
             "info",
             EventF.DECLARATION,
@@ -117,6 +119,7 @@ class HistoryRecorder:
                 **decl.model_dump(),
                 "capabilities": sorted(c.value for c in adapter.capabilities),
                 "adapter": adapter.name,
+                "memory_floors": floors,
             },
         )
 

@@ -177,3 +177,26 @@ class RefundNamesNoMemory(ReferenceAdapter):
     def workflows(self) -> list[WorkflowSpec]:
         (refund,) = [w for w in super().workflows() if w.name == "refund"]
         return [refund.model_copy(update={"memory_targets": ()})]
+
+
+class DeclaresAFloorAboveTheScale(ToyAdapter):
+    """Its workflow reads memory at a trust floor of 1.5: the scale ends at 1.0."""
+
+    def workflows(self) -> list[WorkflowSpec]:
+        charge = {"customer_id": "c-1", "amount_cents": 500}
+        return [
+            WorkflowSpec(
+                name="charge", inputs=(charge,), effects=("payments.charge",), memory_floor=1.5
+            )
+        ]
+
+
+class CopiesInAFloorOfNoNumber(ToyAdapter):
+    """Its workflow's floor set by ``model_copy``, which validates nothing:
+    a namespace's floor given as a word."""
+
+    def workflows(self) -> list[WorkflowSpec]:
+        return [
+            w.model_copy(update={"memory_floor": {"policy": "verified"}})
+            for w in super().workflows()
+        ]

@@ -218,3 +218,20 @@ def test_a_run_left_waiting_for_an_approval_no_message_can_give_is_named(
     run = _harness("run", "--adapter", "check_adapters:NeverApproved", cwd=tmp_path)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "still waits for an approval" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("adapter", "says"),
+    [
+        ("DeclaresAFloorAboveTheScale", "memory_floor is 1.5"),
+        # model_copy skips validation: the floor is checked again when loaded
+        ("CopiesInAFloorOfNoNumber", "memory_floor['policy'] is 'verified'"),
+    ],
+)
+def test_a_memory_floor_off_the_trust_scale_exits_2_naming_it(
+    adapter: str, says: str, tmp_path: Path
+) -> None:
+    proc = _harness("check-adapter", f"check_adapters:{adapter}", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert says in proc.stderr and "a number from 0.0 to 1.0" in proc.stderr
+    assert "Traceback" not in proc.stderr
