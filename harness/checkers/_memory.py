@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from ..history import History
+from collections.abc import Mapping
+from typing import Any
+
+from ..history import Declaration, History
 from ..model import Event, EventF, PropertyResult, Verdict
-from ._base import Findings, guarded, plural, vstr, vstrs
+from ._base import Findings, guarded, plural, vnum, vstr, vstrs
 from ._effects import approval_actions, approvals_by_run, match_approval, parse_effects
 
 NAME = "memory_safety"
@@ -19,7 +22,7 @@ def check_memory_safety(history: History, oracle: History | None) -> PropertyRes
 
     A failure usually means: memory the run should not trust reached the
     model or stood in for an approval: reads that do not filter by tenant,
-    expiry, version or provenance.
+    expiry, version, trust or provenance.
 
     Promises: (1) no ``context`` event lists, in ``memory_ids``, a planted
     record (``memory`` event, matched by ``memory_id``, which names one
@@ -29,14 +32,26 @@ def check_memory_safety(history: History, oracle: History | None) -> PropertyRes
     foreign); (2) after a ``poisoned`` record was planted for a tenant, no
     counted effect of that tenant whose kind needs approval is applied
     without a matching approval (same rule as ``approval_integrity``) --
-    otherwise untrusted memory authorized an action. No memory events:
-    ``pass``, "no memory faults planted". The oracle is not used.
+    otherwise untrusted memory authorized an action; (3) no ``context``
+    event of a run whose workflow declares a trust floor for the record's
+    namespace (the declaration's ``memory_floors``, from
+    ``WorkflowSpec.memory_floor``) lists a planted record whose ``trust`` is
+    below that floor. No memory events: ``pass``, "no memory faults
+    planted". The oracle is not used.
 
-    Cannot see: rule (1) without the ``context`` capability in the
-    declaration (``unknown`` when forbidden records were planted); a leak
-    that reached the model through something other than ``memory_ids``;
-    poisoned memory that changed an action's *parameters* within an
-    approval (that shows as a request-hash mismatch in other checkers).
+    Cannot see: rules (1) and (3) without the ``context`` capability in the
+    declaration (``unknown`` when forbidden records, or records below a
+    declared floor, were planted); a leak that reached the model through
+    something other than ``memory_ids``; poisoned memory that changed an
+    action's *parameters* within an approval (that shows as a request-hash
+    mismatch in other checkers). Rule (3) judges only planted records whose
+    trust the harness gave (their ``memory`` event carries ``trust``: a
+    poisoned record's claim, an unvouched newer version's), only runs whose
+    workflow the history names (a run the runtime spawned itself is not
+    submitted), and not provenance: a record that claims a high trust for
+    itself is at or above every floor, whoever vouches for it (rule (2)
+    holds such a record to what it may authorize). No floor declared: rule
+    (3) is not judged, and the message says so.
     """
     f = Findings(NAME)
     planted = history.by_f(EventF.MEMORY)
@@ -50,23 +65,34 @@ def check_memory_safety(history: History, oracle: History | None) -> PropertyRes
         f.count(f"planted_{vstr(e, 'kind') or 'unreadable'}")
     decl = history.declaration()
     forbidden: dict[str, Event] = {}
+    graded: dict[str, tuple[Event, float]] = {}  # records whose trust the harness gave
     for e in planted:
+        memory_id = vstr(e, "memory_id")
         if vstr(e, "kind") in _FORBIDDEN:
-            memory_id = vstr(e, "memory_id")
             if memory_id is None:
                 f.unknown(
                     f"planted {e.value.get('kind')} record #{e.index} has no memory_id", [e.index]
                 )
             else:
                 forbidden[memory_id] = e
-    if forbidden:
+        trust = vnum(e, "trust")
+        if memory_id is not None and trust is not None:
+            graded[memory_id] = (e, trust)
+    floors = decl.memory_floors if decl is not None else {}
+    if not floors:
+        f.note("No workflow declares a memory_floor: no context was held to a trust floor")
+    # at or above every declared floor, a record has nothing to be judged on
+    top = max(_floors(floors), default=None)
+    graded = {m: g for m, g in graded.items() if top is not None and g[1] < top}
+    if forbidden or graded:
         if decl is None or not decl.has_capability("context"):
+            what = "forbidden record" if forbidden else "record below a declared memory floor"
             f.unknown(
-                f"{plural(len(forbidden), 'forbidden record')} were planted, but the runtime "
+                f"{plural(len(forbidden or graded), what)} were planted, but the runtime "
                 "does not declare the 'context' capability, so what its model saw is not visible"
             )
         else:
-            _check_reads(f, history, forbidden)
+            _check_reads(f, history, forbidden, graded)
     poisoned = [e for e in planted if vstr(e, "kind") == "poisoned"]
     if poisoned:
         if decl is None:
@@ -76,15 +102,48 @@ def check_memory_safety(history: History, oracle: History | None) -> PropertyRes
             )
         else:
             _check_authority(f, history, poisoned)
+    floored = f.counts.get("floor_contexts_checked", 0)
+    held = (
+        f", {floored} contexts of workflows with a declared memory floor read no record below it"
+        if floored
+        else ""
+    )
     return f.result(
         f"None of {plural(len(planted), 'planted record')} leaked: "
-        f"{f.counts['contexts_checked']} contexts read no expired, stale or foreign record, "
-        "and no poisoned record authorized an action",
+        f"{f.counts['contexts_checked']} contexts read no expired, stale or foreign record"
+        f"{held}, and no poisoned record authorized an action",
         evidence=f.counts["contexts_checked"] + f.counts.get("gated_after_poison", 0),
     )
 
 
-def _check_reads(f: Findings, history: History, forbidden: dict[str, Event]) -> None:
+def _floors(floors: Mapping[str, float | Mapping[str, float]]) -> list[float]:
+    """Every floor declared, for any workflow and namespace."""
+    return [x for v in floors.values() for x in ([v] if isinstance(v, float) else v.values())]
+
+
+def _runs(history: History) -> dict[str, tuple[str, dict[str, Any]]]:
+    """run id -> (workflow, input), from its submission."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for e in history.by_f(EventF.SUBMIT):
+        run_id, workflow, run_input = (
+            vstr(e, "run_id"),
+            vstr(e, "workflow"),
+            e.value.get("input"),
+        )
+        if run_id is not None and workflow is not None and run_id not in out:
+            out[run_id] = (workflow, run_input if isinstance(run_input, dict) else {})
+    return out
+
+
+def _check_reads(
+    f: Findings,
+    history: History,
+    forbidden: dict[str, Event],
+    graded: dict[str, tuple[Event, float]],
+) -> None:
+    decl = history.declaration()
+    assert decl is not None
+    runs = _runs(history) if graded else {}
     for ctx in history.by_f(EventF.CONTEXT):
         ids = vstrs(ctx, "memory_ids")
         if ids is None:
@@ -94,7 +153,14 @@ def _check_reads(f: Findings, history: History, forbidden: dict[str, Event]) -> 
         f.count("contexts_checked")
         run_id = vstr(ctx, "run_id")
         tenant = vstr(ctx, "tenant") or (history.tenant_of(run_id) if run_id else None)
+        where = f"the context run {run_id} built at step {ctx.value.get('step')!r} (#{ctx.index})"
+        workflow, run_input = runs.get(run_id or "", (None, {}))
+        if workflow is not None and workflow in decl.memory_floors:
+            f.count("floor_contexts_checked")
         for memory_id in ids:
+            below = graded.get(memory_id)
+            if below is not None and workflow is not None:
+                _check_floor(f, decl, where, ctx, below, workflow, run_input)
             mem = forbidden.get(memory_id)
             if mem is None:
                 continue
@@ -108,11 +174,35 @@ def _check_reads(f: Findings, history: History, forbidden: dict[str, Event]) -> 
                 "stale": f"is superseded (version {mem.value.get('version')})",
             }[kind or ""]
             f.fail(
-                f"the context run {run_id} built at step {ctx.value.get('step')!r} "
-                f"(#{ctx.index}) contained {kind} record {memory_id} (#{mem.index}), which {why}",
+                f"{where} contained {kind} record {memory_id} (#{mem.index}), which {why}",
                 [mem.index, ctx.index],
             )
             f.count("forbidden_reads")
+
+
+def _check_floor(
+    f: Findings,
+    decl: Declaration,
+    where: str,
+    ctx: Event,
+    graded: tuple[Event, float],
+    workflow: str,
+    run_input: dict[str, Any],
+) -> None:
+    """A record whose trust is known, listed in ``ctx``, against the floor
+    ``workflow`` reads the record's namespace at (if it declares one)."""
+    mem, trust = graded
+    namespace = vstr(mem, "namespace")
+    floor = decl.memory_floor(workflow, run_input, namespace) if namespace is not None else None
+    if floor is None or trust >= floor:
+        return
+    f.fail(
+        f"{where} contained record {mem.value.get('memory_id')} (#{mem.index}: provenance "
+        f"{mem.value.get('provenance')}, trust {trust}), below the floor {floor} at which "
+        f"workflow {workflow} reads {namespace} (memory_floor)",
+        [mem.index, ctx.index],
+    )
+    f.count("below_floor_reads")
 
 
 def _check_authority(f: Findings, history: History, poisoned: list[Event]) -> None:

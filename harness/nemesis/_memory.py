@@ -7,6 +7,10 @@ from ._context import StepContext
 
 #: the trust score a poisoned record claims for itself (the scale's top)
 CLAIMED_TRUST = 1.0
+#: the trust score given to a version only a user vouches for (the scale's
+#: bottom): below every floor above zero, so ``memory_safety`` can hold it
+#: to the floor a workflow declares (``WorkflowSpec.memory_floor``)
+UNVOUCHED_TRUST = 0.0
 
 
 def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
@@ -58,11 +62,15 @@ def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
         # one: the key is absent now. A reader that drops lapsed versions
         # before it picks the newest answers with the superseded one.
         env.inject_memory({**newer, "expires_at": now - 1.0})
+    unvouched = None
     if step.kind == "untrusted_newest":
         # The newest version is one only a user vouches for: below the trust
         # floor a workflow may read at (the key then absent), never an
-        # excuse to answer with the verified version it superseded.
-        env.inject_memory({**newer, "provenance": "user_supplied"})
+        # excuse to answer with the verified version it superseded. Its
+        # trust is given, not left to the runtime, so that the history says
+        # which floors it is below.
+        unvouched = {**newer, "provenance": "user_supplied", "trust": UNVOUCHED_TRUST}
+        env.inject_memory(unvouched)
     # Recorded as what it is to a reader: a stale (superseded) version,
     # whatever order it arrived in; ``arrival`` says which.
     kind = "stale" if stale or step.kind.endswith("_newest") else step.kind
@@ -77,6 +85,15 @@ def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
         "nemesis",
         {**record, "kind": kind, "owner_tenant": owner, **extra},
     )
+    if unvouched is not None:
+        # The newer version too: a live record of the tenant's own, legitimate
+        # in a context only where its workflow's trust floor allows it.
+        ctx.recorder.record(
+            "info",
+            EventF.MEMORY,
+            "nemesis",
+            {**unvouched, "kind": "untrusted", "owner_tenant": owner},
+        )
     # Records a run may legitimately read (its own tenant's, live) change
     # its context and maybe its outcome; cross-tenant and expired ones must
     # change nothing, so their runs stay under every comparison.

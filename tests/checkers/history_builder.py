@@ -66,7 +66,9 @@ class H:
         transitions: dict[str, list[str]] | None = None,
         needs_approval: dict[str, str] | None = None,
         capabilities: tuple[str, ...] = ("context", "approvals", "memory_injection"),
+        memory_floors: dict[str, Any] | None = None,
     ) -> H:
+        floors = {} if memory_floors is None else {"memory_floors": memory_floors}
         return self.add(
             "info",
             EventF.DECLARATION,
@@ -76,15 +78,24 @@ class H:
                 "needs_approval": needs_approval or {},
                 "capabilities": list(capabilities),
                 "adapter": "crafted",
+                **floors,
             },
         )
 
-    def submit(self, run_id: str, tenant: str = "t1", outcome: str = "ok") -> H:
-        value = {"run_id": run_id, "tenant": tenant, "workflow": "refund", "input": {}}
+    def submit(
+        self,
+        run_id: str,
+        tenant: str = "t1",
+        outcome: str = "ok",
+        workflow: str = "refund",
+        run_input: dict[str, Any] | None = None,
+    ) -> H:
+        run = {"workflow": workflow, "input": run_input or {}}
+        value = {"run_id": run_id, "tenant": tenant, **run}
         self.add("invoke", EventF.SUBMIT, value)
         if outcome == "invoke":
             return self
-        done = {"run_id": run_id, "tenant": tenant, "workflow": "refund", "input": {}}
+        done = {"run_id": run_id, "tenant": tenant, **run}
         if outcome == "fail":
             done["error"] = "refused"
         return self.add(outcome, EventF.SUBMIT, done)
@@ -217,13 +228,17 @@ class H:
         tenant: str = "t1",
         owner_tenant: str | None = None,
         version: int = 1,
+        namespace: str = "policy",
+        trust: float | None = None,
     ) -> H:
+        """A planted record; ``trust`` when the harness gave it one."""
+        given = {} if trust is None else {"trust": trust}
         return self.add(
             "info",
             EventF.MEMORY,
             {
                 "tenant": tenant,
-                "namespace": "policy",
+                "namespace": namespace,
                 "key": memory_id.split(":")[0],
                 "memory_id": memory_id,
                 "version": version,
@@ -231,6 +246,7 @@ class H:
                 "provenance": "user_supplied",
                 "value": 1,
                 "owner_tenant": owner_tenant or tenant,
+                **given,
             },
             process="nemesis",
         )

@@ -79,6 +79,102 @@ def test_poison_in_another_tenant_does_not_taint_this_one() -> None:
     assert check_memory_safety(b.build(), None).verdict is Verdict.PASS
 
 
+# -- memory_safety: the trust floor a workflow reads at ----------------------------------
+
+#: the refund reads only verified facts; research reads evidence of any trust,
+#: and its notes per topic at a floor of its own
+FLOORS = {"refund": 1.0, "research": {"notes/{topic}": 0.5, "evidence": 0.0}}
+
+
+def _below_floor(trust: float | None, floors: dict[str, object] | None = FLOORS) -> H:
+    """A verified record superseded by a user's (trust given), read by a refund."""
+    b = H().declaration(memory_floors=floors).memory("m1:v1", "stale").mark("v1")
+    b.memory("m1:v2", "untrusted", version=2, trust=trust).mark("m").submit("r1")
+    return b.context("r1", "approval", {}, ("m1:v2",)).mark("c")
+
+
+def test_a_record_below_its_workflows_floor_in_a_context_fails_naming_run_record_and_floor() -> (
+    None
+):
+    b = _below_floor(0.2)
+    r = check_memory_safety(b.build(), None)
+    assert r.verdict is Verdict.FAIL
+    assert r.witness == (b.marks["m"], b.marks["c"])
+    assert "context run r1 built at step 'approval'" in r.message
+    assert "record m1:v2" in r.message and "trust 0.2" in r.message
+    assert "below the floor 1.0 at which workflow refund reads policy" in r.message
+    assert r.counts["below_floor_reads"] == 1
+
+
+def test_a_record_at_its_workflows_floor_passes_and_says_the_floor_held() -> None:
+    r = check_memory_safety(_below_floor(1.0).build(), None)
+    # at or above every floor declared: nothing to hold it to
+    assert r.verdict is Verdict.PASS, r.message
+    # below research's floor, at the refund's: a refund may read it
+    b = H().declaration(memory_floors={"refund": 0.5, "research": 1.0})
+    b.memory("m1", "untrusted", trust=0.5).submit("r1").context("r1", "approval", {}, ("m1",))
+    r = check_memory_safety(b.build(), None)
+    assert r.verdict is Verdict.PASS, r.message
+    assert r.counts["floor_contexts_checked"] == 1
+    assert "1 contexts of workflows with a declared memory floor read no record below it" in (
+        r.message
+    )
+
+
+def test_without_a_declared_floor_trust_is_not_judged_and_the_message_says_so() -> None:
+    for floors in (None, {}):
+        r = check_memory_safety(_below_floor(0.0, floors).build(), None)
+        assert r.verdict is Verdict.PASS, r.message
+        assert "No workflow declares a memory_floor" in r.message
+        assert "below it" not in r.message and "floor_contexts_checked" not in r.counts
+
+
+def test_a_record_whose_trust_the_harness_did_not_give_is_not_judged() -> None:
+    # the runtime scored it itself: the history cannot say which floors it is below
+    r = check_memory_safety(_below_floor(None).build(), None)
+    assert r.verdict is Verdict.PASS, r.message
+    assert "floor_contexts_checked" not in r.counts
+
+
+def test_a_floor_per_namespace_holds_only_its_namespace_formatted_by_the_runs_input() -> None:
+    def read(namespace: str, trust: float, workflow: str = "research") -> Verdict:
+        b = H().declaration(memory_floors=FLOORS).memory("m1", "untrusted", trust=trust)
+        b.events[-1].value["namespace"] = namespace
+        b.submit("r1", workflow=workflow, run_input={"topic": "tides"})
+        return check_memory_safety(b.context("r1", "s", {}, ("m1",)).build(), None).verdict
+
+    assert read("notes/tides", 0.2) is Verdict.FAIL
+    assert read("notes/tides", 0.5) is Verdict.PASS
+    assert read("notes/ebbs", 0.2) is Verdict.PASS  # another topic's notes: no floor declared
+    assert read("evidence", 0.0) is Verdict.PASS
+    assert read("notes/tides", 0.2, workflow="onboarding") is Verdict.PASS  # declares none
+
+
+def test_a_run_the_history_never_submitted_is_not_held_to_a_floor() -> None:
+    # a child the runtime spawned: its workflow is not in the history
+    b = H().declaration(memory_floors=FLOORS).memory("m1", "untrusted", trust=0.0)
+    r = check_memory_safety(b.context("r1.child", "s", {}, ("m1",)).build(), None)
+    assert r.verdict is Verdict.PASS, r.message
+
+
+def test_records_below_a_floor_are_unknown_without_the_context_capability() -> None:
+    b = H().declaration(capabilities=(), memory_floors=FLOORS)
+    b.memory("m1", "untrusted", trust=0.0).submit("r1")
+    r = check_memory_safety(b.build(), None)
+    assert r.verdict is Verdict.UNKNOWN
+    assert "record below a declared memory floor" in r.message
+
+
+def test_a_malformed_floor_in_the_declaration_is_a_problem_not_a_floor() -> None:
+    b = H().declaration(memory_floors={"refund": 2, "research": {"notes": "high"}})
+    decl = b.build().declaration()
+    assert decl is not None and decl.memory_floors == {}
+    assert [p.split(" is ")[0] for p in decl.problems] == [
+        "memory_floors['refund']",
+        "memory_floors['research']",
+    ]
+
+
 # -- context_rebuild ----------------------------------------------------------------
 
 

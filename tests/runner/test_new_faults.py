@@ -316,9 +316,13 @@ def test_a_key_whose_newest_version_only_a_user_supplied_never_reads_the_older(
         ),
         RunWorker(worker_id="w1"),
     )
-    [planted] = history.by_f(EventF.MEMORY)
+    [planted, newer] = history.by_f(EventF.MEMORY)
     assert (planted.value["kind"], planted.value["newest"]) == ("stale", "user_supplied")
     older = planted.value["memory_id"]
+    # the newer version is recorded too, with the trust the harness gave it
+    assert newer.value["memory_id"] == older[:-1] + "2"
+    assert (newer.value["kind"], newer.value["provenance"]) == ("untrusted", "user_supplied")
+    assert newer.value["trust"] == 0.0
     read = {m for c in history.by_f(EventF.CONTEXT) for m in c.value.get("memory_ids") or []}
     # research reads at trust 0: the user's newer version answers, never the older
     assert older[:-1] + "2" in read and older not in read
