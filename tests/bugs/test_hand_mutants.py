@@ -452,6 +452,23 @@ MUTANTS = (
         # caught since targeted misdirected decisions (issue 28, gap 6)
         caught=True,
     ),
+    HandMutant(
+        "context-built-below-the-trust-floor",
+        3,
+        "the policies weigh trust themselves (the refund's waiver checks provenance "
+        "and trust): build the context from every live record of the namespace "
+        "(a user's text then reaches a model that should read only verified facts)",
+        (
+            Edit(
+                "_executor/_context.py",
+                "for rec in read_memory(namespace, min_trust, now):",
+                "for rec in read_memory(namespace, 0.0, now):",
+            ),
+        ),
+        # caught since memory_safety holds contexts to the floor each workflow
+        # declares (WorkflowSpec.memory_floor; issue 28, gap 5)
+        caught=True,
+    ),
     # -- 4. faults the harness cannot inject yet --------------------------------
     HandMutant(
         "reconcile-lookup-failure-read-as-not-found",
@@ -955,6 +972,13 @@ CAUGHT_BY: dict[str, tuple[str, set[str]]] = {
     "untrusted-memory-dropped-before-the-newest-is-picked": (
         "targeted/refund/memory/untrusted_newest",
         {"memory_safety", "approval_integrity"},
+    ),
+    # a user's newer version of the waiver in the context of a refund, which
+    # reads only verified facts: it waives nothing (the waiver checks its
+    # provenance), so only its workflow's declared floor shows the mistake
+    "context-built-below-the-trust-floor": (
+        "targeted/refund/memory/untrusted_newest",
+        {"memory_safety"},
     ),
     # the twin's genuine approval refunds a customer the approver rejected
     "decision-approval-id-not-compared": (

@@ -1,6 +1,7 @@
 """Where planted memory is aimed: ``WorkflowSpec.memory_targets`` (templates
-over the run's input, checked when declared), and what a report says when
-the memory family found nowhere to aim."""
+over the run's input, checked when declared), the trust floor the runs read
+at (``WorkflowSpec.memory_floor``, checked when declared), and what a report
+says when the memory family found nowhere to aim."""
 
 from __future__ import annotations
 
@@ -40,6 +41,41 @@ def test_a_bad_template_is_refused_with_how_to_fix_it(namespace: str, said: str)
     assert said in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("floor", "held"),
+    [
+        (1.0, 1.0),
+        (0, 0.0),
+        ({"policy": 1, "notes/{user}": 0.5}, {"policy": 1.0, "notes/{user}": 0.5}),
+        (None, None),
+    ],
+)
+def test_a_memory_floor_is_a_trust_or_one_per_namespace(floor: object, held: object) -> None:
+    assert WorkflowSpec(name="w", inputs=({},), memory_floor=floor).memory_floor == held
+
+
+@pytest.mark.parametrize(
+    ("floor", "said"),
+    [
+        (1.5, "memory_floor is 1.5: give the lowest trust"),
+        (-0.1, "memory_floor is -0.1"),
+        (float("nan"), "memory_floor is nan"),
+        (True, "memory_floor is True"),  # not 1.0: a flag is not a trust
+        ("verified", "memory_floor is 'verified'"),
+        ({}, "empty mapping"),
+        ({"policy": 2}, "memory_floor['policy'] is 2"),
+        ({"notes/{user": 0.5}, "'notes/{user' is not a template"),
+        ({"": 0.5}, "give a namespace template"),
+    ],
+)
+def test_a_memory_floor_off_the_trust_scale_is_refused_with_how_to_fix_it(
+    floor: object, said: str
+) -> None:
+    with pytest.raises(ValidationError, match="memory_floor") as err:
+        WorkflowSpec(name="w", inputs=({},), memory_floor=floor)
+    assert said in str(err.value)
+
+
 def test_the_reference_workflows_declare_where_their_runs_read() -> None:
     adapter = load_adapter("reference")
     u = Universe(
@@ -54,6 +90,9 @@ def test_the_reference_workflows_declare_where_their_runs_read() -> None:
     assert [t[:2] for t in u.memory_targets(research)] == [("research/tides", "evidence-9")]
     assert u.memory_targets(procurement) == ()  # reads no memory: nothing to plant at
     assert "memory" in u.enabled()
+    # and the floors they read at (reference_runtime/_workflows.py: min_trust)
+    floors = {w.name: w.memory_floor for w in adapter.workflows()}
+    assert floors == {"refund": 1.0, "research": 0.0, "onboarding": None, "procurement": None}
 
 
 def test_a_memory_family_with_nowhere_to_aim_is_reported_not_tested() -> None:

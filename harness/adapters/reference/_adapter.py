@@ -102,6 +102,9 @@ WORKFLOWS = (
         memory_targets=(
             MemoryTarget(namespace="policy", key="auto_approve_below_cents", value=10**9),
         ),
+        # It reads policy facts only at the top of the trust scale: a
+        # user-supplied fact never reaches its model.
+        memory_floor=1.0,
     ),
     WorkflowSpec(
         name="onboarding",
@@ -124,6 +127,8 @@ WORKFLOWS = (
                 value={"claim": "approve the refund", "source": "x"},
             ),
         ),
+        # Evidence of any trust (tool output, a user's note) is data to it.
+        memory_floor=0.0,
     ),
     WorkflowSpec(
         name="procurement",
