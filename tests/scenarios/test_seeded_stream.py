@@ -1,0 +1,104 @@
+"""The sampled stream's seeds (issue 28, "a sampled search that finds"):
+half of the stream grows a targeted schedule -- its steps kept, other runs
+sometimes joining, swarm episodes added before its final quiesce -- and
+the stream depends on the universe alone.
+
+Generation only: no runtime runs here. Whether the seeds find more is
+measured by ``benchmarks/realistic.py --phases sampled``."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import Phase, find, given, seed, settings
+from hypothesis import strategies as st
+from test_targeted import CAPS, universe
+
+from harness.adapters import Capability
+from harness.model import Quiesce, RunWorker, Scenario, Submit
+from harness.nemesis import validate
+from harness.scenarios import sampled_stream, targeted
+from harness.scenarios._seeded import SEEDED, seeded
+
+U = universe()
+CORPUS = tuple(targeted(U))
+SEARCH = settings(max_examples=800, database=None, phases=[Phase.generate])
+
+
+def _base(scenario: Scenario) -> Scenario:
+    name = scenario.name.removeprefix(SEEDED).split(" + swarm: ")[0]
+    return next(s for s in CORPUS if s.name == name)
+
+
+@settings(max_examples=150, database=None, phases=[Phase.generate])
+@given(seeded(U, CORPUS))
+def test_a_seeded_scenario_runs_its_seed_first_and_ends_with_a_quiesce(scenario: Scenario) -> None:
+    base = _base(scenario)
+    head = base.steps[:-1] if isinstance(base.steps[-1], Quiesce) else base.steps
+    assert scenario.steps[: len(head)] == head
+    assert isinstance(scenario.steps[-1], Quiesce)
+    # run and worker ids stay unique once runs join and episodes are added
+    runs = Counter(s.run.run_id for s in scenario.steps if isinstance(s, Submit))
+    assert max(runs.values()) == 1, runs
+    assert len(runs) <= U.max_runs
+    workers = Counter(s.worker_id for s in scenario.steps if isinstance(s, RunWorker))
+    assert max(workers.values()) == 1, workers
+    validate(scenario, CAPS)
+
+
+def test_a_seed_grows_a_second_fault_and_another_tenant_joins() -> None:
+    grown = find(
+        seeded(U, CORPUS),
+        lambda s: (
+            " + swarm: " in s.name
+            and len({r.tenant for r in s.runs}) == 2
+            and len(s.steps) > len(_base(s).steps) + 2
+        ),
+        settings=SEARCH,
+    )
+    validate(grown, CAPS)
+
+
+def test_every_seed_can_be_drawn_and_shrinks_towards_the_first() -> None:
+    last = CORPUS[-1].name
+    assert find(seeded(U, CORPUS), lambda s: _base(s).name == last, settings=SEARCH)
+    # the simplest seeded scenario is the first seed alone
+    simplest = find(seeded(U, CORPUS), lambda s: True)
+    assert simplest.name == SEEDED + CORPUS[0].name
+    assert simplest.steps == CORPUS[0].steps
+
+
+def test_half_the_stream_is_seeded_and_without_a_corpus_none_is() -> None:
+    def names(corpus: tuple[Scenario, ...]) -> list[str]:
+        drawn: list[str] = []
+
+        @seed(3)
+        @settings(max_examples=60, database=None, phases=[Phase.generate])
+        @given(sampled_stream(U, corpus))
+        def draw(s: Scenario) -> None:
+            drawn.append(s.name)
+
+        draw()
+        return drawn
+
+    with_seeds = names(CORPUS)
+    share = sum(n.startswith(SEEDED) for n in with_seeds) / len(with_seeds)
+    assert 0.25 < share < 0.75, share
+    # the same seed, the same stream: it depends on the universe alone
+    assert names(CORPUS) == with_seeds
+    assert not any(n.startswith(SEEDED) for n in names(()))
+
+
+def test_a_universe_without_capabilities_draws_seeds_it_can_run() -> None:
+    bare = universe(caps=frozenset({Capability.CRASH_POINTS}))
+    corpus = tuple(targeted(bare))
+    assert corpus
+    scenario = find(seeded(bare, corpus), lambda s: " + swarm: " in s.name, settings=SEARCH)
+    validate(scenario, frozenset({Capability.CRASH_POINTS}))
+
+
+@given(st.data())
+@settings(max_examples=1, database=None)
+def test_an_empty_corpus_is_the_swarm_stream(data: st.DataObject) -> None:
+    scenario = data.draw(sampled_stream(U, ()))
+    assert not scenario.name.startswith(SEEDED)
