@@ -191,8 +191,9 @@ def _parser() -> argparse.ArgumentParser:
         "--adapter",
         required=True,
         metavar="NAME|module:attr",
-        help="the runtime to test: a built-in adapter ('reference'), or your own as "
-        "'package.module:attr' importable from PYTHONPATH (harness list adapters)",
+        help="the runtime to test: an installed adapter by name (reference, langgraph, "
+        "openai_agents, dbos, temporal, or one a package registers: harness list adapters), "
+        "or your own as 'package.module:attr' importable from PYTHONPATH",
     )
     _adapter_opts(r, "the adapter")
     _property_opt(r, "judge it in every scenario beside the built-in properties")
@@ -408,7 +409,8 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument(
         "spec",
         metavar="ADAPTER",
-        help="'reference' or 'package.module:attr' (importable from PYTHONPATH)",
+        help="an installed adapter's name (harness list adapters) or 'package.module:attr' "
+        "(importable from PYTHONPATH)",
     )
     _adapter_opts(ca, "the adapter")
     ca.add_argument(
@@ -650,26 +652,7 @@ def _check_toxiproxy_url() -> None:
 
 def _list(what: str, out: TextIO, services: Path | None = None) -> int:
     if what == "adapters":
-        from .adapters._specs import BUILTIN, SHIPPED
-
-        for name, target in sorted(BUILTIN.items()):
-            print(
-                f"{name:14} {target}  (built in; options: backend=sqlite|postgres, "
-                "queue=store|redis, bug=NAME[,NAME] from harness list bugs; backend=postgres "
-                "and queue=redis need the postgres,redis extras)",
-                file=out,
-            )
-        for name, shipped in SHIPPED.items():
-            print(
-                f"{name:14} {shipped.spec}  (needs the {shipped.extra} extra: pip install "
-                f"'stateful-agent-harness[{shipped.extra}]'; {shipped.needs})",
-                file=out,
-            )
-        print(
-            f"{'any':14} package.module:attr  (your own, importable from PYTHONPATH; see "
-            "docs/adapters.md)",
-            file=out,
-        )
+        _list_adapters(out)
     elif what == "faults":
         from .scenarios import FAMILIES
 
@@ -710,6 +693,40 @@ def _list(what: str, out: TextIO, services: Path | None = None) -> int:
         for bug in BUGS.values():
             print(f"{bug.name:28} breaks {bug.breaks:21} {bug.description}", file=out)
     return EXIT_OK
+
+
+def _list_adapters(out: TextIO) -> None:
+    """One line per installed adapter name (the ``harness.adapters`` entry
+    points, read as metadata: nothing is imported), then your own."""
+    from collections import Counter
+
+    from .adapters._registry import BUILTIN, registered
+
+    found = registered()
+    twice = Counter(r.name for r in found)
+    for r in found:
+        if r.shipped is not None:
+            about = r.shipped.options
+            if r.name in BUILTIN:
+                about = f"built in; {about}"
+            elif r.shipped.extra:
+                about = (
+                    f"needs the {r.shipped.extra} extra: pip install "
+                    f"'stateful-agent-harness[{r.shipped.extra}]'; {about}"
+                )
+        else:
+            about = r.summary or "no summary"
+        if twice[r.name] > 1:
+            about += (
+                f"; another package registers {r.name!r} too: --adapter {r.name} is refused, "
+                "name the target"
+            )
+        print(f"{r.name:14} {r.target}  [{r.who}]  ({about})", file=out)
+    print(
+        f"{'any':14} package.module:attr  (your own, importable from PYTHONPATH; or register "
+        'it by name under [project.entry-points."harness.adapters"]: see docs/adapters.md)',
+        file=out,
+    )
 
 
 def _list_properties(ns: argparse.Namespace, out: TextIO) -> int:

@@ -34,7 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--harness-adapter",
         dest="harness_adapter",
         default=None,
-        help="run the resilience suite against this adapter ('reference' or module:attr)",
+        help="run the resilience suite against this adapter: an installed adapter's name "
+        "(harness list adapters) or module:attr",
     )
     group.addoption(
         "--harness-adapter-opt",

@@ -3,156 +3,134 @@
 from __future__ import annotations
 
 import importlib
-import math
 import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._errors import AdapterLoadError
+from .._errors import AdapterLoadError, UsageError
 from ._contract import Adapter, Capability
 from ._guard import call, check_workflows, raise_escaped
-from ._specs import BUILTIN, check_spec
+from ._registry import BUILTIN, Registered, extra_for
+from ._specs import check_spec
 
 __all__ = ["BUILTIN", "load_adapter", "parse_opts", "validate_adapter"]
 
 
-def _reference(opts: Mapping[str, str]) -> Adapter:
-    from reference_runtime import service_urls
-
-    from .reference import ReferenceAdapter
-
-    known = {
-        "backend",
-        "queue",
-        "lease_seconds",
-        "postgres_url",
-        "redis_url",
-        "bug",
-        "network_timeout",
-    }
-    unknown = set(opts) - known
-    if unknown:
-        raise AdapterLoadError(
-            f"the reference adapter has no option {', '.join(sorted(unknown))}; "
-            f"known options: {', '.join(sorted(known))}"
-        )
-    backend = opts.get("backend", "sqlite")
-    queue = opts.get("queue", "store")
-    if backend not in ("sqlite", "postgres"):
-        raise AdapterLoadError(f"backend={backend!r}: choose sqlite or postgres")
-    if queue not in ("store", "redis"):
-        raise AdapterLoadError(f"queue={queue!r}: choose store or redis")
-    from reference_runtime import ConfigError
-    from reference_runtime._bugs import parse_bugs
-    from reference_runtime._config import MIN_LEASE_SECONDS
-
-    try:
-        # bug=NAME or bug=NAME,NAME: seeded bugs of the reference runtime
-        bugs = parse_bugs(opts.get("bug", ""))
-    except ConfigError as exc:
-        raise AdapterLoadError(f"bug={opts['bug']!r}: {exc}; harness list bugs") from exc
-    try:
-        pg = opts.get("postgres_url") or (
-            service_urls.postgres_url() if backend == "postgres" else None
-        )
-        rd = opts.get("redis_url") or (service_urls.redis_url() if queue == "redis" else None)
-    except service_urls.ServiceUnavailable as exc:
-        raise AdapterLoadError(str(exc)) from exc
-    try:
-        lease = float(opts.get("lease_seconds", "30"))
-    except ValueError as exc:
-        raise AdapterLoadError(f"lease_seconds={opts['lease_seconds']!r} is not a number") from exc
-    if not math.isfinite(lease) or not MIN_LEASE_SECONDS <= lease <= 86_400:
-        raise AdapterLoadError(
-            f"lease_seconds={opts['lease_seconds']!r} is out of range: a worker's lease must "
-            f"be a finite number of seconds from {MIN_LEASE_SECONDS:g} to 86400 (the runtime "
-            "starts an external call only with a second of lease left)"
-        )
-    extra: dict[str, float] = {}
-    if "network_timeout" in opts:
-        try:
-            extra["network_timeout"] = float(opts["network_timeout"])
-        except ValueError:
-            extra["network_timeout"] = math.nan
-        if not 0.5 <= extra["network_timeout"] <= 3_600:  # NaN too
-            raise AdapterLoadError(
-                f"network_timeout={opts['network_timeout']!r}: give the seconds after which a "
-                "worker's connection to a silent Postgres or Redis server is broken, from 0.5 "
-                "to 3600 (e.g. 5)"
-            )
-    return ReferenceAdapter(
-        backend, queue, postgres_url=pg, redis_url=rd, lease_seconds=lease, bugs=bugs, **extra
-    )
-
-
 def load_adapter(spec: str, opts: Mapping[str, str] | None = None) -> Adapter:
-    """An adapter from ``"reference"`` or ``"package.module:attr"``.
+    """An adapter from an installed adapter's name (``"reference"``,
+    ``"temporal"``, a third party's: the ``harness.adapters`` entry points)
+    or ``"package.module:attr"``.
 
-    ``attr`` may be an adapter instance, or a class/factory called with the
-    options as keyword arguments. The result is validated against the contract
-    here, so that nothing deeper has to.
+    The target may be an adapter instance, or a class/factory called with
+    the options as keyword arguments (strings: the adapter parses its own).
+    The result is validated against the contract here, so that nothing
+    deeper has to.
     """
     opts = dict(opts or {})
-    if spec == "reference":
-        adapter = _reference(opts)
-    else:
-        check_spec(spec)  # a typo or a file path: refused, with what was meant
+    found = check_spec(spec)  # a typo or a file path: refused, with what was meant
+    if found is None:
         module_name, _, attr = spec.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise AdapterLoadError(
-                f"cannot import adapter module {module_name!r} ({exc}); install the package "
-                "that holds it or put its folder on PYTHONPATH"
-            ) from exc
-        except Exception as exc:  # the module's own code failed while importing
-            raise AdapterLoadError(
-                f"adapter module {module_name!r} raised {type(exc).__name__} while it was "
-                f"imported: {exc}",
-                detail="".join(traceback.format_exception(exc)),
-            ) from exc
-        except BaseException as exc:  # sys.exit() at import, say: never a silent exit
-            raise_escaped(f"importing adapter module {module_name!r}", exc)
+        module = _import(module_name, f"adapter module {module_name!r}", None)
         target: Any = getattr(module, attr, None)
         if target is None:
-            found = _adapters_in(module)
+            listed = _adapters_in(module)
             raise AdapterLoadError(
                 f"module {module_name!r} has no attribute {attr!r}; "
                 + (
-                    f"it offers {', '.join(f'{module_name}:{n}' for n in found)}"
-                    if found
+                    f"it offers {', '.join(f'{module_name}:{n}' for n in listed)}"
+                    if listed
                     else "name the adapter class, factory or instance it defines"
                 )
             )
-        # A class has the protocol's attributes too (as unbound functions and
-        # class attributes), so it must be told apart from an instance first.
-        if not isinstance(target, type) and isinstance(target, Adapter):
-            if opts:
-                raise AdapterLoadError(
-                    f"{spec} is an adapter instance and takes no options (got {sorted(opts)})"
-                )
-            adapter = target
-        elif callable(target):
-            factory: Callable[..., Any] = target
-            try:
-                adapter = factory(**opts)
-            except (TypeError, ValueError) as exc:
-                raise AdapterLoadError(
-                    f"{spec} rejected the options {opts}: {exc}; check the option names and "
-                    "values the adapter documents"
-                ) from exc
-            except Exception as exc:
-                raise AdapterLoadError(
-                    f"{spec}({', '.join(f'{k}=...' for k in opts)}) raised "
-                    f"{type(exc).__name__}: {exc}",
-                    detail="".join(traceback.format_exception(exc)),
-                ) from exc
-            except BaseException as exc:
-                raise_escaped(f"{spec}({', '.join(f'{k}=...' for k in opts)})", exc)
-        else:
-            raise AdapterLoadError(f"{spec} is neither an adapter nor a factory of one")
+        label = spec
+    else:
+        label = f"adapter {found.describe()}"
+        target = _registered_target(found, label)
+    # A class has the protocol's attributes too (as unbound functions and
+    # class attributes), so it must be told apart from an instance first.
+    if not isinstance(target, type) and isinstance(target, Adapter):
+        if opts:
+            raise AdapterLoadError(
+                f"{label} is an adapter instance and takes no options (got {sorted(opts)})"
+            )
+        adapter = target
+    elif callable(target):
+        factory: Callable[..., Any] = target
+        try:
+            adapter = factory(**opts)
+        except UsageError:  # the adapter's own word on its options: as it said it
+            raise
+        except (TypeError, ValueError) as exc:
+            fix = "check the option names and values the adapter documents"
+            if found is not None and found.shipped is not None:
+                fix = f"it takes {found.shipped.options} (harness list adapters)"
+            raise AdapterLoadError(f"{label} rejected the options {opts}: {exc}; {fix}") from exc
+        except Exception as exc:
+            raise AdapterLoadError(
+                f"{label}({', '.join(f'{k}=...' for k in opts)}) raised "
+                f"{type(exc).__name__}: {exc}",
+                detail="".join(traceback.format_exception(exc)),
+            ) from exc
+        except BaseException as exc:
+            raise_escaped(f"{label}({', '.join(f'{k}=...' for k in opts)})", exc)
+    else:
+        raise AdapterLoadError(f"{label} is neither an adapter nor a factory of one")
     validate_adapter(adapter, spec)
     return adapter
+
+
+def _import(module_name: str, what: str, found: Registered | None) -> Any:
+    """``module_name`` imported; each way it can fail is the user's to fix,
+    and the message says how (a missing extra names it)."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        ours = missing == module_name or module_name.startswith(missing + ".")
+        extra = extra_for(module_name)
+        if extra and missing and not ours:
+            raise AdapterLoadError(
+                f"{what} needs the {extra} extra, which is not installed here ({exc}): "
+                f"pip install 'stateful-agent-harness[{extra}]'"
+            ) from exc
+        raise AdapterLoadError(_unimportable(what, module_name, found, exc)) from exc
+    except ImportError as exc:
+        raise AdapterLoadError(_unimportable(what, module_name, found, exc)) from exc
+    except Exception as exc:  # the module's own code failed while importing
+        raise AdapterLoadError(
+            f"{what} raised {type(exc).__name__} while it was imported: {exc}",
+            detail="".join(traceback.format_exception(exc)),
+        ) from exc
+    except BaseException as exc:  # sys.exit() at import, say: never a silent exit
+        raise_escaped(f"importing {what}", exc)
+
+
+def _unimportable(what: str, module_name: str, found: Registered | None, exc: ImportError) -> str:
+    if found is None or not found.distribution:
+        return (
+            f"cannot import {what} ({exc}); install the package that holds it or put its "
+            "folder on PYTHONPATH"
+        )
+    return (
+        f"cannot import {what}, module {module_name!r} ({exc}); install what "
+        f"{found.distribution} requires, or reinstall it (pip install --force-reinstall "
+        f"{found.distribution})"
+    )
+
+
+def _registered_target(found: Registered, label: str) -> Any:
+    """What a registered name's ``module:attr`` (``attr`` may be dotted)
+    names, imported now."""
+    target: Any = _import(found.module, label, found)
+    for part in found.attr.split("."):
+        target = getattr(target, part, None) if part else None
+        if target is None:
+            raise AdapterLoadError(
+                f"{label}: module {found.module!r} has no attribute {found.attr!r}; the "
+                f"registration is wrong: fix or reinstall "
+                f"{found.distribution or 'stateful-agent-harness'}"
+            )
+    return target
 
 
 def _adapters_in(module: Any) -> list[str]:

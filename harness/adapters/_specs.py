@@ -1,5 +1,6 @@
-"""Adapter specs as text: the built-in and shipped adapters, a spec's syntax,
-and the ``PYTHONPATH`` a printed command needs to import it again.
+"""Adapter specs as text: a spec's syntax (an installed adapter's name, or
+``package.module:attr``), what a mistyped one probably meant, and the
+``PYTHONPATH`` a printed command needs to import it again.
 
 Import-light on purpose (the standard library only): ``harness`` checks a
 spec here before it imports the engine, so a mistyped ``--adapter`` is
@@ -16,75 +17,39 @@ import site
 import sys
 import sysconfig
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from .._errors import AdapterLoadError
+from ._registry import BUILTIN, SHIPPED, Registered, lookup, registered
 
-#: Built-in adapters by short name -> "module:factory". A report folder that
-#: names one of these may be replayed without ``--trust-adapter``: its
-#: options are data (a backend, a URL, a seeded bug), never code to import.
-BUILTIN: dict[str, str] = {
-    "reference": "harness.adapters.reference:ReferenceAdapter",
-}
-
-
-@dataclass(frozen=True)
-class Shipped:
-    """An adapter this package ships for a framework: its spec, the extra
-    to install, and what its options must name."""
-
-    spec: str
-    extra: str
-    needs: str
-
-
-#: The adapters this package ships, by the short name a user is likely to
-#: type; each names the user's application in an option (code of theirs:
-#: not built in, so a report that names one is replayed only when trusted).
-SHIPPED: dict[str, Shipped] = {
-    "langgraph": Shipped(
-        "harness.adapters.langgraph:LangGraphAdapter",
-        "langgraph",
-        "--adapter-opt app=package.module:APP (a LangGraphApp)",
-    ),
-    "openai_agents": Shipped(
-        "harness.adapters.openai_agents:OpenAIAgentsAdapter",
-        "openai-agents",
-        "--adapter-opt app=package.module:APP (an AgentsApp)",
-    ),
-    "dbos": Shipped(
-        "harness.adapters.dbos:DBOSAdapter",
-        "dbos",
-        "--adapter-opt app=package.module:APP (a DBOSApp)",
-    ),
-    "temporal": Shipped(
-        "harness.adapters.temporal:TemporalAdapter",
-        "temporal",
-        "--adapter-opt app=package.module:APP (a TemporalApp)",
-    ),
-}
+__all__ = ["BUILTIN", "SHIPPED", "check_spec", "pythonpath_for", "with_pythonpath"]
 
 FORM = "'package.module:attr'"
 EXAMPLE = "--adapter myproject.harness_adapter:MyAdapter"
 _MODULE_ATTR = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 
 
-def check_spec(spec: str) -> None:
+def check_spec(spec: str) -> Registered | None:
     """Refuse (:class:`AdapterLoadError`, exit 2) a spec that cannot name an
-    adapter, before anything is imported: not a built-in name and not
+    adapter, before anything is imported: not an installed adapter's name
+    (the ``harness.adapters`` entry points, read as metadata) and not
     ``package.module:attr``, saying what was probably meant (a close
-    built-in name, a shipped adapter's full spec, the module a file path
-    names)."""
-    if spec in BUILTIN:
-        return
+    installed name, the module a file path names). The registered adapter
+    a name names, None for ``package.module:attr``."""
     module, sep, attr = spec.partition(":")
     if sep and _dotted(module) and attr.isidentifier():
-        return
+        return None
     if _looks_like_a_file(spec):
         raise AdapterLoadError(_file_message(spec))
-    text = f"adapter {spec!r} is neither a built-in ({', '.join(BUILTIN)}) nor of the form {FORM}"
-    hint = _suggestion(spec)
+    found = None if sep else lookup(spec)
+    if found is not None:
+        return found
+    names = list(dict.fromkeys(r.name for r in registered()))
+    text = (
+        f"adapter {spec!r} is neither an installed adapter ({', '.join(names)}) nor of the "
+        f"form {FORM}"
+    )
+    hint = _suggestion(spec, names)
     raise AdapterLoadError(f"{text}; {hint}" if hint else f"{text}; example: {EXAMPLE}")
 
 
@@ -92,20 +57,14 @@ def _dotted(name: str) -> bool:
     return bool(name) and all(part.isidentifier() for part in name.split("."))
 
 
-def _suggestion(spec: str) -> str:
+def _suggestion(spec: str, names: list[str]) -> str:
+    """``did you mean 'openai_agents'?``: the installed name ``spec`` is a
+    spelling of (case, ``-`` for ``_``) or close to."""
     key = spec.strip().lower().replace("-", "_")
-    if key in SHIPPED:
-        s = SHIPPED[key]
-        return (
-            f"did you mean --adapter {s.spec}? (install the extra: pip install "
-            f"'stateful-agent-harness[{s.extra}]'; it needs {s.needs})"
-        )
-    names = [*BUILTIN, *SHIPPED]
-    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
-    if close and close[0] in BUILTIN:
-        return f"did you mean {close[0]!r}? (harness list adapters shows them all)"
+    same = [n for n in names if n.lower().replace("-", "_") == key]
+    close = same or difflib.get_close_matches(key, names, n=1, cutoff=0.6)
     if close:
-        return f"did you mean --adapter {SHIPPED[close[0]].spec}?"
+        return f"did you mean {close[0]!r}? (harness list adapters shows them all)"
     return ""
 
 
@@ -163,9 +122,22 @@ def pythonpath_for(spec: str, options: Mapping[str, str] | None = None) -> str |
     does not (given in ``PYTHONPATH``, the current folder of ``python -m``,
     a folder pytest or the harness put on ``sys.path``) needs that folder:
     ``.`` for the current one. Modules not imported here are not guessed."""
-    names = [] if spec in BUILTIN else [spec.partition(":")[0]]
-    names += [v.partition(":")[0] for v in (options or {}).values() if _MODULE_ATTR.match(v)]
     roots: list[str] = []
+    names = [v.partition(":")[0] for v in (options or {}).values() if _MODULE_ATTR.match(v)]
+    if ":" in spec:
+        names.insert(0, spec.partition(":")[0])
+    elif spec not in BUILTIN:
+        # an installed name: its module, and the folder its registration
+        # was found in (a distribution's metadata on PYTHONPATH, say)
+        try:
+            found = lookup(spec)
+        except AdapterLoadError:
+            found = None
+        if found is not None:
+            names.insert(0, found.module)
+            where = _registered_in(found)
+            if where is not None:
+                roots.append(where)
     for name in names:
         root = _needed_root(name)
         if root is not None and root not in roots:
@@ -180,6 +152,19 @@ def with_pythonpath(command: str, pythonpath: str | None) -> str:
     import shlex
 
     return f"PYTHONPATH={shlex.quote(pythonpath)} {command}"
+
+
+def _registered_in(found: Registered) -> str | None:
+    """The folder a fresh interpreter needs to see the registration of
+    ``found`` (its distribution's metadata, found here only in a folder of
+    ``PYTHONPATH``, say); None when the standard folders hold it."""
+    if not found.distribution or not found.location:
+        return None
+    from importlib.metadata import distributions
+
+    if any(True for _ in distributions(name=found.distribution, path=_standard_entries())):
+        return None
+    return os.path.realpath(found.location)
 
 
 def _needed_root(name: str) -> str | None:

@@ -157,7 +157,7 @@ def test_a_misspelled_worker_target_is_named_with_the_fix(tmp_path: Path) -> Non
     [
         ("no_such_module:Adapter", "cannot import adapter module 'no_such_module'"),
         ("check_adapters:NoSuchAdapter", "module 'check_adapters' has no attribute"),
-        ("not-a-spec", "neither a built-in (reference) nor of the form"),
+        ("not-a-spec", "neither an installed adapter (reference, langgraph,"),
     ],
 )
 def test_an_adapter_that_does_not_load_exits_2_as_harness_run_does(

@@ -24,7 +24,7 @@ RUN = ("run", "--profile", "dev", "--max-examples", "1")
     [
         pytest.param(
             ("--adapter", "nosuch"),
-            ["'nosuch'", "neither a built-in", "package.module:attr", "example"],
+            ["'nosuch'", "neither an installed adapter", "package.module:attr", "example"],
             id="unknown-adapter",
         ),
         pytest.param(

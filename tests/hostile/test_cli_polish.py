@@ -67,7 +67,10 @@ def test_an_abbreviated_option_is_not_taken_for_another(
     ("spec", "says"),
     [
         ("referenc", "did you mean 'reference'?"),
-        ("langgraph", "did you mean --adapter harness.adapters.langgraph:LangGraphAdapter?"),
+        ("langgrah", "did you mean 'langgraph'?"),
+        ("openai-agents", "did you mean 'openai_agents'?"),
+        # a shipped name that loads, given no app: what its options must name
+        ("langgraph", "it takes --adapter-opt app=package.module:APP (a LangGraphApp)"),
         ("a b", "package.module:attr"),
         ("pkg.mod:", "package.module:attr"),
     ],
@@ -165,9 +168,11 @@ def test_list_adapters_names_every_shipped_adapter_and_its_extra(
     code, out, _ = _cli(capsys, "list", "adapters")
     assert code == 0
     assert out.splitlines()[0].startswith("reference ")
-    for shipped in SHIPPED.values():
-        line = next(ln for ln in out.splitlines() if shipped.spec in ln)
-        assert f"stateful-agent-harness[{shipped.extra}]" in line
+    for name, shipped in SHIPPED.items():
+        line = next(ln for ln in out.splitlines() if ln.startswith(f"{name} "))
+        assert shipped.target in line
+        if shipped.extra:
+            assert f"stateful-agent-harness[{shipped.extra}]" in line
     assert {"langgraph", "openai_agents", "dbos", "temporal"} <= set(SHIPPED)
 
 

@@ -1,4 +1,5 @@
-"""The reference runtime's adapter (SQLite, Postgres and Redis variants).
+"""The reference runtime's adapter (SQLite, Postgres and Redis variants);
+``--adapter reference`` loads :func:`from_options`, which parses its options.
 
 Names are imported on first use: a worker forked from the fork server imports
 only ``_services`` (its tool interface, served by the world), not the adapter
@@ -17,9 +18,10 @@ _EXPORTS: dict[str, str] = {
     "ReferenceAdapter": "harness.adapters.reference._adapter",
     "ReferenceEnvironment": "harness.adapters.reference._adapter",
     "normalize": "harness.adapters.reference._adapter",
+    "from_options": "harness.adapters.reference._options",
 }
 
-__all__ = ["Deployment", "ReferenceAdapter", "ReferenceEnvironment", "normalize"]
+__all__ = ["Deployment", "ReferenceAdapter", "ReferenceEnvironment", "from_options", "normalize"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
@@ -28,3 +30,4 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), __all__)
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from ._adapter import ReferenceAdapter, ReferenceEnvironment, normalize
     from ._deployment import Deployment
+    from ._options import from_options
