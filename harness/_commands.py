@@ -468,8 +468,11 @@ def _replay_adapter(
 ) -> tuple[str, dict[str, str]]:
     """The adapter to replay a run folder against. A report folder is data
     anyone may have written (a CI artifact): the adapter it records is
-    imported only when it is built in, or when the user says so, by naming
-    it (``--adapter``) or by ``--trust-adapter`` after seeing what it is."""
+    imported only when it is built in (``reference``: its options are data),
+    or when the user says so, by naming it (``--adapter``) or by
+    ``--trust-adapter`` after seeing what it is. An installed adapter's name
+    (``temporal``, a third party's) counts as named by the folder, not by the
+    user: its options may name code (``app=package.module:APP``)."""
     if ns.adapter is not None:
         return ns.adapter, parse_opts(ns.adapter_opt)
     spec, opts = stored.adapter.spec, dict(stored.adapter.options)
@@ -480,8 +483,17 @@ def _replay_adapter(
         + [f"--adapter-opt {shlex.quote(f'{k}={v}')}" for k, v in sorted(opts.items())]
     )
     if not getattr(ns, "trust_adapter", False):
+        # An installed name is code the user installed, but what the folder
+        # asks of it is not theirs: a framework adapter imports the
+        # application its options name (app=package.module:APP), and a third
+        # party's options mean what its adapter makes of them.
+        why = (
+            "an installed adapter that is not built in: its options may name code to import"
+            if ":" not in spec
+            else "which is not built in"
+        )
         raise UsageError(
-            f"{folder / 'report.json'} records adapter {spec!r}, which is not built in, and "
+            f"{folder / 'report.json'} records adapter {spec!r}, {why}, and "
             "replay does not import code a report folder names; if you trust it, say so: "
             f"harness replay {shlex.quote(str(folder))} {shown} (or --trust-adapter)"
         )
