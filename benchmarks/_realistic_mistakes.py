@@ -313,7 +313,8 @@ MISTAKES: tuple[Mistake, ...] = (
         ),
         "memory",
         near="seeded trust-stale-memory drops every filter in the store; this drops one "
-        "argument in the executor",
+        "argument in the executor; hand mutant context-built-below-the-trust-floor drops "
+        "the floor in the context builder, for every namespace a definition reads",
     ),
     Mistake(
         "memory-id-without-tenant",
