@@ -257,6 +257,7 @@ EXPORTS: dict[str, list[str]] = {
         "probe_universe",
         "profile_workflow",
         "run_specs",
+        "sampled_stream",
         "scenario_files",
         "scenarios",
         "schedule_kind",

@@ -17,9 +17,10 @@ played (another tenant's, a twin), then up to :data:`MAX_EXTRA` episodes of a
 swarm added before its final quiesce -- a second fault after the aimed one, where
 combination mistakes live (a kill during the recovery of an aimed kill, an
 outage after a held delivery, a memory plant beside a version switch). The
-seed is drawn by index and the extra episodes as a list, so a failing
-scenario shrinks to the seed alone when the seed is enough, and to the
-first seeds (the plan's order) otherwise.
+seed is drawn by its schedule kind (every kind alike), then by index, and
+the extra episodes as a list, so a failing scenario shrinks to the seed
+alone when the seed is enough, and to the first seeds (the plan's order)
+otherwise.
 
 The stream depends on the universe only, never on what a scenario did: the
 jobs of ``--jobs N`` and the shards of a matrix draw it alike.
@@ -33,6 +34,7 @@ from hypothesis import strategies as st
 
 from ..model import Quiesce, Scenario, Step, Submit
 from ._strategies import ONCE_PER_SCENARIO, _of_family, episode, run_specs, scenarios, swarms
+from ._targeted import schedule_kind
 from ._universe import Universe
 
 #: the most swarm episodes added to a seed
@@ -44,11 +46,19 @@ FIRST_EXTRA_ID = 50
 SEEDED = "seeded: "
 
 
+def seeded(u: Universe, corpus: Sequence[Scenario]) -> st.SearchStrategy[Scenario]:
+    """One of ``corpus``, with up to :data:`MAX_EXTRA` episodes of one swarm
+    added before its final quiesce. A schedule kind first, then one of its
+    schedules: each kind as likely as another, however many schedules it has
+    (32 kills in a first commit, one forged decision), as the plan runs every
+    kind once before any twice; it shrinks towards the first kind's first."""
+    return _grown(u, _by_kind(corpus))
+
+
 @st.composite
-def seeded(draw: st.DrawFn, u: Universe, corpus: Sequence[Scenario]) -> Scenario:
-    """One of ``corpus`` (by index: shrinks towards the first), with up to
-    :data:`MAX_EXTRA` episodes of one swarm added before its final quiesce."""
-    base = corpus[draw(st.integers(min_value=0, max_value=len(corpus) - 1))]
+def _grown(draw: st.DrawFn, u: Universe, kinds: tuple[tuple[Scenario, ...], ...]) -> Scenario:
+    group = kinds[draw(st.integers(min_value=0, max_value=len(kinds) - 1))]
+    base = group[draw(st.integers(min_value=0, max_value=len(group) - 1))]
     steps: list[Step] = list(base.steps)
     if steps and isinstance(steps[-1], Quiesce):
         steps.pop()
@@ -78,6 +88,14 @@ def seeded(draw: st.DrawFn, u: Universe, corpus: Sequence[Scenario]) -> Scenario
     steps.append(Quiesce())
     name = SEEDED + base.name + (f" + swarm: {added[0]}" if added else "")
     return Scenario(name=name, steps=tuple(steps))
+
+
+def _by_kind(corpus: Sequence[Scenario]) -> tuple[tuple[Scenario, ...], ...]:
+    """``corpus`` grouped by schedule kind, in the order kinds first appear."""
+    groups: dict[str, list[Scenario]] = {}
+    for scenario in corpus:
+        groups.setdefault(schedule_kind(scenario.name) or scenario.name, []).append(scenario)
+    return tuple(tuple(g) for g in groups.values())
 
 
 def _free_id(taken: set[str]) -> str:

@@ -18,7 +18,7 @@ from harness.adapters import Capability
 from harness.model import Quiesce, RunWorker, Scenario, Submit
 from harness.nemesis import validate
 from harness.scenarios import sampled_stream, targeted
-from harness.scenarios._seeded import SEEDED, seeded
+from harness.scenarios._seeded import SEEDED, _by_kind, seeded
 
 U = universe()
 CORPUS = tuple(targeted(U))
@@ -59,8 +59,12 @@ def test_a_seed_grows_a_second_fault_and_another_tenant_joins() -> None:
     validate(grown, CAPS)
 
 
-def test_every_seed_can_be_drawn_and_shrinks_towards_the_first() -> None:
-    last = CORPUS[-1].name
+def test_seeds_are_drawn_kind_first_and_shrink_towards_the_first() -> None:
+    kinds = _by_kind(CORPUS)
+    assert sorted(s.name for g in kinds for s in g) == sorted(s.name for s in CORPUS)
+    assert max(map(len, kinds)) > 1  # a kind of many schedules weighs as one
+    # the last kind's last seed, as likely as any kind's
+    last = kinds[-1][-1].name
     assert find(seeded(U, CORPUS), lambda s: _base(s).name == last, settings=SEARCH)
     # the simplest seeded scenario is the first seed alone
     simplest = find(seeded(U, CORPUS), lambda s: True)
