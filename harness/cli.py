@@ -425,7 +425,8 @@ def _parser() -> argparse.ArgumentParser:
         "--adapter",
         default=None,
         metavar="NAME|module:attr",
-        help="with 'properties': list the invariants this adapter's properties() returns too",
+        help="with 'properties': list the invariants this adapter's properties() returns too; "
+        "with 'bugs': the adapter whose seeded bugs to list (default: reference)",
     )
     _adapter_opts(ls, "--adapter")
     ls.add_argument(
@@ -528,10 +529,12 @@ def _main(argv: list[str] | None, *, out: TextIO | None) -> int:
         if ns.command == "list":
             if ns.what == "properties":
                 return _list_properties(ns, out)
+            if ns.what == "bugs" and not ns.properties:
+                return _list_bugs(ns, out)
             if ns.properties or ns.adapter:
                 raise UsageError(
-                    "--property and --adapter go with 'harness list properties', not "
-                    f"'harness list {ns.what}'"
+                    "--property goes with 'harness list properties', --adapter with 'harness "
+                    f"list properties' or 'harness list bugs', not 'harness list {ns.what}'"
                 )
             return _list(ns.what, out, ns.services)
         if ns.command == "init":
@@ -683,15 +686,25 @@ def _list(what: str, out: TextIO, services: Path | None = None) -> int:
         code = _list_services(out, services)
         print(f"network faults run on: {_network_backend()}", file=out)
         return code
-    elif what == "bugs":
-        from reference_runtime._bugs import BUGS
+    return EXIT_OK
 
-        print(
-            "seeded bugs of the reference runtime (--adapter reference --adapter-opt bug=NAME):",
-            file=out,
-        )
-        for bug in BUGS.values():
-            print(f"{bug.name:28} breaks {bug.breaks:21} {bug.description}", file=out)
+
+def _list_bugs(ns: argparse.Namespace, out: TextIO) -> int:
+    """``harness list bugs [--adapter NAME]``: what the adapter's optional
+    ``seeded_bugs()`` hook says (the reference adapter's by default)."""
+    from .adapters._guard import call
+    from .adapters._loading import load_adapter, parse_opts
+
+    spec = ns.adapter or "reference"
+    adapter = load_adapter(spec, parse_opts(ns.adapter_opt))
+    hook = getattr(adapter, "seeded_bugs", None)
+    if hook is None:
+        print(f"adapter {spec} has no seeded bugs (it defines no seeded_bugs() hook)", file=out)
+        return EXIT_OK
+    bugs = list(call(f"adapter {spec}: seeded_bugs()", hook))
+    print(f"seeded bugs of {spec} (--adapter {spec} --adapter-opt bug=NAME):", file=out)
+    for bug in bugs:
+        print(f"{bug.name:28} breaks {bug.breaks:21} {bug.description}", file=out)
     return EXIT_OK
 
 

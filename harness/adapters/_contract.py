@@ -153,7 +153,7 @@ still satisfies the protocol):
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -684,6 +684,40 @@ class AdapterLifecycle(Protocol):
         refused report folder): release only what exists. When the run is
         already ending with an error, that error is reported and the close
         error is added to it as a note."""
+        ...
+
+
+class Bug(Protocol):
+    """One seeded bug of a runtime (:class:`SeededBugs`); the reference
+    runtime's ``SeededBug`` records are such."""
+
+    @property
+    def name(self) -> str:
+        """What ``--adapter-opt bug=NAME`` calls it."""
+        ...
+
+    @property
+    def breaks(self) -> str:
+        """The property it breaks: the one a detection must name."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """What goes wrong, in a sentence."""
+        ...
+
+
+@runtime_checkable
+class SeededBugs(Protocol):
+    """The optional hook of an :class:`Adapter` whose runtime carries seeded
+    bugs: realistic mistakes behind a flag, switched on with
+    ``--adapter-opt bug=NAME``, which show that the harness finds them.
+    ``harness list bugs --adapter NAME`` asks the adapter for them (the
+    reference adapter by default); what the hook raises is an adapter
+    error."""
+
+    def seeded_bugs(self) -> Iterable[Bug]:
+        """Every seeded bug, in the order to list them."""
         ...
 
 

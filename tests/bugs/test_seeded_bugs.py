@@ -193,6 +193,47 @@ def test_harness_list_bugs_prints_one_line_per_bug() -> None:
         assert bug.breaks in line
 
 
+def test_harness_list_bugs_asks_the_adapter_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The catalogue is the adapter's (its optional ``seeded_bugs()``), not
+    the command line's: another adapter lists its own, or says it has none."""
+    import io
+
+    (tmp_path / "bugged_toy.py").write_text(
+        "from dataclasses import dataclass\n"
+        "from examples.minimal_adapter.adapter import ToyAdapter\n\n"
+        "@dataclass(frozen=True)\n"
+        "class Bug:\n"
+        "    name: str\n"
+        "    breaks: str\n"
+        "    description: str\n\n"
+        "class BuggedToy(ToyAdapter):\n"
+        "    def seeded_bugs(self):\n"
+        "        return [Bug('unkeyed', 'exactly_once_effects', 'keyed=false, by its name')]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = io.StringIO()
+    assert harness_main(["list", "bugs", "--adapter", "bugged_toy:BuggedToy"], out=out) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("seeded bugs of bugged_toy:BuggedToy (")
+    assert lines[1:] == [
+        f"{'unkeyed':28} breaks {'exactly_once_effects':21} keyed=false, by its name"
+    ]
+    assert not any(bug in out.getvalue() for bug in BUGS)
+
+    out = io.StringIO()
+    spec = "examples.minimal_adapter.adapter:ToyAdapter"
+    assert harness_main(["list", "bugs", "--adapter", spec], out=out) == 0
+    assert (
+        out.getvalue() == f"adapter {spec} has no seeded bugs (it defines no seeded_bugs() hook)\n"
+    )
+    assert harness_main(["list", "faults", "--adapter", spec]) == 2
+    assert (
+        "--adapter with 'harness list properties' or 'harness list bugs'" in capsys.readouterr().err
+    )
+
+
 def test_counting_fault_steps() -> None:
     scenario = {
         "steps": [

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from reference_runtime import TRANSITIONS, MemoryRecord, Provenance, Runtime
 from reference_runtime import crashpoints as cp
+from reference_runtime._bugs import BUGS, SeededBug
 from reference_runtime._config import RuntimeConfig
 from reference_runtime._records import DEFAULT_TRUST
 from reference_runtime._workflows import Registry, upgrade_approval
@@ -704,6 +705,11 @@ class ReferenceAdapter:
 
     def workflows(self) -> list[WorkflowSpec]:
         return list(WORKFLOWS)
+
+    def seeded_bugs(self) -> list[SeededBug]:
+        """The reference runtime's seeded bugs (``bug=NAME``): the optional
+        ``SeededBugs`` hook, which ``harness list bugs`` asks."""
+        return list(BUGS.values())
 
     def network_services(self) -> dict[str, str]:
         """The servers a worker's connections go to, by service, the store
