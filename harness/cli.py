@@ -533,8 +533,8 @@ def _main(argv: list[str] | None, *, out: TextIO | None) -> int:
                 return _list_bugs(ns, out)
             if ns.properties or ns.adapter:
                 raise UsageError(
-                    "--property goes with 'harness list properties', --adapter with 'harness "
-                    f"list properties' or 'harness list bugs', not 'harness list {ns.what}'"
+                    "--property and --adapter go with 'harness list properties' (--adapter "
+                    f"also with 'harness list bugs'), not 'harness list {ns.what}'"
                 )
             return _list(ns.what, out, ns.services)
         if ns.command == "init":
