@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..history import Declaration, History
 from ..model import OPERATOR_ANSWER, Event, EventF, RunState
@@ -43,6 +44,9 @@ class Effect:
     external_ref: str | None = None
     #: the idempotency key the call carried (None: none)
     idempotency_key: str | None = None
+    #: the request's parameters as the world recorded them (None: not
+    #: recorded); ``request_hash`` is what identifies the request
+    params: Any = field(default=None, compare=False, hash=False)
 
     @property
     def counted(self) -> bool:
@@ -88,6 +92,7 @@ def parse_effects(history: History) -> tuple[list[Effect], list[Event]]:
                 at=vnum(e, "at"),
                 external_ref=vstr(e, "external_ref"),
                 idempotency_key=vstr(e, "idempotency_key"),
+                params=v.get("request"),
             )
         )
     return good, bad

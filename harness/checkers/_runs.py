@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -70,11 +72,18 @@ class RepeatRefs:
     history, ``theirs`` each reference of the same requests in the oracle,
     to one token per request: a value that differs from the oracle's only in
     which of those references it carries is equal once both are replaced.
-    Nothing else is: another request's reference, an ``exactly_once``
-    kind's new reference, any other changed field."""
+    So does a later request that quotes one (a receipt naming the payment),
+    and the reference the world gave *it* in turn. Nothing else is: another
+    request's reference, an ``exactly_once`` kind's new reference, any
+    other changed field."""
 
     mine: Mapping[str, str] = field(default_factory=dict)
     theirs: Mapping[str, str] = field(default_factory=dict)
+    #: the run's requests here and in the oracle, each identified by its
+    #: parameters with those references replaced (see :func:`repeat_refs`):
+    #: a later request that quotes a repeat's new reference is the request
+    #: the oracle made quoting its first. None: no repeat.
+    requests: tuple[Counter[Request], Counter[Request]] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.mine)
@@ -127,7 +136,62 @@ def repeat_refs(
             if e.run_id == run_id and e.request in repeated and e.external_ref
         }
 
-    return RepeatRefs(mine=refs(mine), theirs=refs(oracle_effects))
+    theirs = [e for e in oracle_effects if e.run_id == run_id]
+    ours, others = refs(mine), refs(theirs)
+    counted, ocounted = [e for e in mine if e.counted], [e for e in theirs if e.counted]
+    for _ in range(MAX_QUOTED):
+        here = [(e, _identity(e, ours)) for e in counted]
+        there = [(e, _identity(e, others)) for e in ocounted]
+        # The k-th application of a request here is the k-th of the same
+        # request in the oracle: where they differ in hash only by the
+        # references they quote, their own references are one too.
+        pending: dict[Request, list[Effect]] = {}
+        for e, ident in there:
+            pending.setdefault(ident, []).append(e)
+        grew = False
+        for e, ident in here:
+            match = pending.get(ident)
+            if not match:
+                continue
+            o = match.pop(0)
+            if (
+                o.request_hash != e.request_hash
+                and e.external_ref
+                and o.external_ref
+                and e.external_ref not in ours
+            ):
+                token = (
+                    f"<the {e.kind} reference of a request quoting a repeat's ({ident[1][:12]})>"
+                )
+                ours[e.external_ref] = others[o.external_ref] = token
+                grew = True
+        if not grew:
+            break
+    return RepeatRefs(
+        mine=ours,
+        theirs=others,
+        requests=(
+            Counter(_identity(e, ours) for e in counted),
+            Counter(_identity(e, others) for e in ocounted),
+        ),
+    )
+
+
+#: how many links a chain of requests quoting references may have (a
+#: receipt quoting a payment, a ticket quoting the receipt...)
+MAX_QUOTED = 4
+
+
+def _identity(e: Effect, refs: Mapping[str, str]) -> Request:
+    """``e``'s request, identified by its parameters with ``refs`` replaced:
+    its own hash where they quote none (or were not recorded)."""
+    if e.params is None or not refs:
+        return e.request
+    same = RepeatRefs(mine=refs).normalize(e.params)
+    if same == e.params:
+        return e.request
+    text = json.dumps(same, sort_keys=True, separators=(",", ":"), default=str)
+    return (e.kind, "~" + hashlib.sha256(text.encode()).hexdigest())
 
 
 def output_diff(mine: Any, theirs: Any, repeats: RepeatRefs | None = None) -> str | None:
@@ -194,6 +258,8 @@ def divergence(
     out = output_diff(final.value.get("output"), ofinal.value.get("output"), repeats)
     if out is not None:
         diffs.append(out)
+    if repeats is not None and repeats.requests is not None:
+        mine, theirs = repeats.requests
     diffs += compare_requests(mine, theirs, decl)
     return diffs
 

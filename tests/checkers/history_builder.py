@@ -114,6 +114,7 @@ class H:
         at: float | None = None,
         worker_id: str | None = None,
         external_ref: str | None = None,
+        request: dict[str, Any] | None = None,
     ) -> H:
         service, action = kind.split(".")
         if outcome is None:
@@ -121,6 +122,8 @@ class H:
         caller = {} if worker_id is None else {"worker_id": worker_id}
         if external_ref is not None:
             caller["external_ref"] = external_ref
+        if request is not None:
+            caller["request"] = request
         return self.add(
             "info",
             EventF.EFFECT,

@@ -143,3 +143,57 @@ def test_durable_state_differing_beside_the_reference_names_the_real_values() ->
     r = check_state_equivalence(h, o)
     assert r.verdict is Verdict.FAIL
     assert "$.job.sends: 2 here vs 1 in the oracle" in r.message, r.message
+
+
+# -- a later request that quotes the repeat's reference ---------------------------
+#
+# Found by a new user's job queue (2026-12-07): the charge declared at least
+# once was repeated after a kill, and the receipt email that followed quoted
+# the second payment reference: another request hash than the oracle's
+# receipt, and another mail reference in the output, though the email went
+# out once, as in the oracle.
+
+AT_LEAST_CHARGE = {CHARGE: "at_least_once", SEND: "exactly_once"}
+MAIL_H, MAIL_O = "mail-1111111111-1", "mail-2222222222-1"
+
+
+def _receipt_run(pays: tuple[str, ...], quoted: str, mail: str, body: str = "receipt for ") -> H:
+    h = H().declaration(AT_LEAST_CHARGE).submit("r1")
+    for ref in pays:
+        h = h.effect("r1", CHARGE, "h1", external_ref=ref, request={"amount": 5})
+    digest = "hq-" + quoted  # the world hashes what the receipt says
+    h = h.effect("r1", SEND, digest, external_ref=mail, request={"body": body + quoted})
+    return h.final("r1", "completed", {"receipt_id": mail, "payment": quoted})
+
+
+def test_a_request_quoting_the_repeats_new_reference_is_the_oracles_request() -> None:
+    h = _receipt_run((PAY1, PAY2), PAY2, MAIL_H).build()
+    o = _receipt_run((PAY1,), PAY1, MAIL_O).build()
+    r = check_resume_equivalence(h, o)
+    assert r.verdict is Verdict.PASS, r.message
+    assert r.counts["at_least_once_new_ref"] == 1
+
+
+def test_a_quoting_request_that_changed_otherwise_still_diverges() -> None:
+    h = _receipt_run((PAY1, PAY2), PAY2, MAIL_H, body="REFUND for ").build()
+    o = _receipt_run((PAY1,), PAY1, MAIL_O).build()
+    r = check_resume_equivalence(h, o)
+    assert r.verdict is Verdict.FAIL
+    assert "email.send request" in r.message and "receipt_id" in r.message, r.message
+
+
+def test_a_quoting_request_sent_twice_still_diverges_when_exactly_once() -> None:
+    h = _receipt_run((PAY1, PAY2), PAY2, MAIL_H)
+    h = h.effect("r1", SEND, "hq-" + PAY2, external_ref="mail-1111111111-2",
+                 request={"body": "receipt for " + PAY2})  # fmt: skip
+    o = _receipt_run((PAY1,), PAY1, MAIL_O).build()
+    r = check_resume_equivalence(h.build(), o)
+    assert r.verdict is Verdict.FAIL
+    assert "applied 2x here, 1x in the oracle" in r.message, r.message
+
+
+def test_quoting_a_reference_without_a_repeat_still_diverges() -> None:
+    # the charge went once, yet the receipt quotes a reference nobody gave
+    h = _receipt_run((PAY1,), PAY2, MAIL_H).build()
+    o = _receipt_run((PAY1,), PAY1, MAIL_O).build()
+    assert check_resume_equivalence(h, o).verdict is Verdict.FAIL
