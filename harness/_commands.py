@@ -18,7 +18,7 @@ from ._settings import load_settings
 from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
 from .adapters._specs import pythonpath_for, with_pythonpath
-from .model import Verdict
+from .model import PropertyResult, Verdict
 from .nemesis import resolve_worker_timeout, worker_timeout_limit
 from .outcome import Outcome
 from .outcome._replayed import replay_labels
@@ -30,6 +30,7 @@ from .report import (
     replay_command,
     write_reports,
 )
+from .report._store import load_results
 from .scenarios import load_scenario_file
 from .session import Engine
 from .session._probe import judge_probe
@@ -366,6 +367,37 @@ def merge(ns: argparse.Namespace, out: TextIO) -> int:
     return exit_code(merged.verdict)
 
 
+def _failed_before(folder: Path) -> set[str] | None:
+    """The properties the folder's counterexample failed when the run kept
+    it (its ``results.json``); None when not kept or unreadable."""
+    kept = load_results(folder / "results.json", inside=folder)
+    return {r.name for r in kept if r.verdict is Verdict.FAIL} or None
+
+
+def _say_reproduced(out: TextIO, failed: list[PropertyResult], before: set[str] | None) -> None:
+    """``reproduced:`` names only what failed as it did in the run; what
+    fails now and did not then, and what failed then and held now, are said
+    apart: a replay against other options or another environment must not
+    read as the same failure."""
+    names = [r.name for r in failed]
+    if before is None:
+        _line(out, f"reproduced: {', '.join(names)} failed")
+        return
+    again = [n for n in names if n in before]
+    new = [n for n in names if n not in before]
+    held = sorted(before - set(names))
+    if again:
+        _line(out, f"reproduced: {', '.join(again)} failed")
+    if held:
+        _line(out, f"not reproduced: {', '.join(held)} held this time")
+    if new:
+        _line(
+            out,
+            f"{'also ' if again else ''}failed this time, not in the run: {', '.join(new)} "
+            "(the adapter, its options or its environment may differ from the run's)",
+        )
+
+
 def replay(ns: argparse.Namespace, out: TextIO) -> int:
     """``harness replay DIR|FILE``: run a kept scenario again, the one of a run
     folder against the same adapter variant (or ``--adapter``), or a scenario
@@ -419,7 +451,7 @@ def replay(ns: argparse.Namespace, out: TextIO) -> int:
     ):
         _line(out, f"  {shown.label:7} {shown.name}: {shown.message}")
     if failed:
-        _line(out, f"reproduced: {', '.join(r.name for r in failed)} failed")
+        _say_reproduced(out, failed, None if as_file else _failed_before(path))
         _line(out, "minimal counterexample:")
         for i, step in enumerate(scenario.describe(), 1):
             _line(out, f"  {i}. {step}")

@@ -7,6 +7,7 @@ world; only the search is kept short (the ``ci`` profile, derandomized).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,27 @@ def test_replaying_the_run_folder_exits_1_with_the_same_failing_property(
     assert "fail    exactly_once_effects" in proc.stdout
     assert "reproduced: exactly_once_effects" in proc.stdout
     assert "kill_after_apply on call 1 of payments.charge" in proc.stdout
+
+
+def test_a_replay_failing_otherwise_than_the_run_does_not_say_reproduced(
+    broken_run: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    """A copy of the folder whose kept results say its counterexample failed
+    memory_safety (as if the run had other options): the replay fails
+    exactly_once_effects, and says that is not what the run failed."""
+    _, folder = broken_run
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    results = json.loads((copy / "results.json").read_text())
+    for r in results:
+        r["verdict"] = "fail" if r["name"] == "memory_safety" else "pass"
+    (copy / "results.json").write_text(json.dumps(results))
+    command = _report(folder)["counterexample"]["replay"].replace(str(folder), str(copy))
+    proc = harness_cli(*replay_argv(command), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "reproduced:" not in proc.stdout.replace("not reproduced:", ""), proc.stdout
+    assert "not reproduced: memory_safety held this time" in proc.stdout
+    assert "failed this time, not in the run: exactly_once_effects" in proc.stdout
 
 
 def test_the_fixed_runtime_passes_the_same_search_and_exits_0(tmp_path: Path) -> None:
