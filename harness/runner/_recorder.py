@@ -81,7 +81,9 @@ class HistoryRecorder:
         #: transitions seen so far (progress, for quiesce)
         self.transitions = 0
         self._world_seen = 0
-        self._fired_seen = 0
+        #: the world rules whose firing is recorded (by rule id: the world
+        #: lists fired rules by rule, and a rule armed earlier may fire later)
+        self._fired_seen: set[int] = set()
         #: the environment's observation cursor when it was last observed,
         #: and what that observation said (its news already handed out)
         self._cursor: tuple[Environment, Hashable] | None = None
@@ -158,7 +160,10 @@ class HistoryRecorder:
             )
         self._world_seen = len(requests)
         fired = env.world.fired()
-        for f in fired[self._fired_seen :]:
+        for f in fired:
+            if f.rule_id in self._fired_seen:
+                continue
+            self._fired_seen.add(f.rule_id)
             # Counted as armed by the nemesis (arm_world_fault): a rule that
             # never fires shows as armed > fired in the coverage.
             self.fault(
@@ -170,7 +175,6 @@ class HistoryRecorder:
                 action=f.action,
                 run_id=f.run_id,
             )
-        self._fired_seen = len(fired)
         self.observe()
 
     def observe(self) -> Observation:

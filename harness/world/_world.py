@@ -120,10 +120,13 @@ class World(OnWorldFile):
         return list_rules(self._store.conn())
 
     def fired(self) -> list[FiredFault]:
-        """The rules that actually fired, in firing order."""
+        """The rules that actually fired, by the time they fired (then by
+        rule: arming order). Not a log to read from an offset: a ``slow``
+        rule armed first is recorded when its caller's delay ends, after a
+        rule armed later that fired meanwhile."""
         rows = self._store.conn().execute(
             "SELECT rule_id, service, action, nth, mode, delay, request_seq, tenant, run_id, "
-            "worker_id, pid, at FROM fired ORDER BY rowid"
+            "worker_id, pid, at FROM fired ORDER BY at, rule_id"
         )
         return [
             FiredFault(
