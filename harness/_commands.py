@@ -584,8 +584,21 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     causes = "; ".join(f"workflow {c.workflow!r}: {', '.join(c.causes)}" for c in bad)
     verdict = f"harness: adapter check failed ({causes})"
     _line(out, verdict)
-    print(verdict, file=sys.stderr)
+    if not _same_sink(out, sys.stderr):  # a CI log of stderr alone shows it too
+        print(verdict, file=sys.stderr)
     return 2
+
+
+def _same_sink(a: TextIO, b: TextIO) -> bool:
+    """Whether two streams end up in one place (a terminal both write to,
+    one file or pipe after ``2>&1``): a line written to both shows twice."""
+    try:
+        fa, fb = os.fstat(a.fileno()), os.fstat(b.fileno())
+    except (OSError, ValueError, AttributeError):  # io.StringIO and the like
+        return False
+    if a.isatty() and b.isatty():
+        return True
+    return (fa.st_dev, fa.st_ino) == (fb.st_dev, fb.st_ino)
 
 
 def _warned(checks: list[Any]) -> str:

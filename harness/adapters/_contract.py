@@ -499,6 +499,21 @@ class Declarations(_Frozen):
     #: effect kinds that need an approval for their exact parameters
     needs_approval: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("delivery")
+    @classmethod
+    def _known_promises(cls, value: dict[str, str]) -> dict[str, str]:
+        """A promise the checkers do not know is refused where it is made:
+        judged later, it would only make every run inconclusive."""
+        known = ("exactly_once", "at_least_once", "at_most_once")
+        for kind, promise in value.items():
+            if promise not in known:
+                close = promise.replace("-", "_").replace(" ", "_").lower()
+                hint = f" (did you mean {close!r}?)" if close in known else ""
+                raise ValueError(
+                    f"the delivery of {kind!r} is {promise!r}, not one of {', '.join(known)}{hint}"
+                )
+        return value
+
 
 @runtime_checkable
 class Environment(Protocol):

@@ -39,7 +39,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from .._errors import AdapterError, HarnessError, Interrupted
 from .._signals import sigint_is_ours, signal_received
@@ -71,6 +71,21 @@ def _one_line(text: str) -> str:
     return f"{head.rstrip(': ')}: {errors[0] if errors else rest}"
 
 
+def _message(exc: Exception) -> str:
+    """What went wrong, on one line: for a pydantic ``ValidationError`` (a
+    harness record the adapter built wrongly), each error's field and
+    message, since its first line only counts them."""
+    if isinstance(exc, ValidationError):
+        parts = [
+            f"{'.'.join(str(x) for x in e['loc']) or exc.title}: "
+            + str(e["msg"]).removeprefix("Value error, ")
+            for e in exc.errors()[:3]
+        ]
+        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        return f"{exc.title}: {'; '.join(parts)}{more}"
+    return _one_line(str(exc))
+
+
 def call(where: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
@@ -78,7 +93,7 @@ def call(where: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if _is_harness_error(exc):
             raise
         raise AdapterError(
-            f"{where} raised {type(exc).__name__}: {_one_line(str(exc))}",
+            f"{where} raised {type(exc).__name__}: {_message(exc)}",
             detail="".join(traceback.format_exception(exc)),
         ) from exc
     except BaseException as exc:

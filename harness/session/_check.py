@@ -328,8 +328,17 @@ def _memory_aims(
 
 
 def _adapter_error(exc: AdapterError) -> str:
-    lines = exc.detail.strip().splitlines()
-    return f"{exc} (at: {lines[-1].strip()})" if lines and lines[-1] not in str(exc) else str(exc)
+    """The error, and where in the adapter's code it was raised: the
+    traceback's last frame outside installed packages and the harness (a
+    library's own frames, pydantic's say, are not where to look)."""
+    frames = [ln.strip() for ln in exc.detail.splitlines() if ln.strip().startswith('File "')]
+    theirs = [f for f in frames if "site-packages" not in f and _HARNESS not in f]
+    where = (theirs or frames)[-1:] if frames else []
+    return f"{exc} (at: {where[0]})" if where else str(exc)
+
+
+#: the harness package's folder, as tracebacks name it
+_HARNESS = str(Path(__file__).resolve().parents[1])
 
 
 def _run_ends(runs: Sequence[object], history: History) -> tuple[RunEnd, ...]:

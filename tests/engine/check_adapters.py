@@ -200,3 +200,18 @@ class CopiesInAFloorOfNoNumber(ToyAdapter):
             w.model_copy(update={"memory_floor": {"policy": "verified"}})
             for w in super().workflows()
         ]
+
+
+class _HyphenatedPromise(ToyEnvironment):
+    def declarations(self) -> Declarations:
+        declared = super().declarations()
+        promises = {kind: "exactly-once" for kind in declared.delivery}
+        return Declarations(delivery=promises, transitions=declared.transitions)
+
+
+class DeclaresAHyphenatedPromise(ToyAdapter):
+    """Promises ``exactly-once`` (a hyphen where the harness spells
+    ``exactly_once``): a word the checkers do not know."""
+
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _HyphenatedPromise(workdir, self.keyed)

@@ -5,12 +5,14 @@ adapter error that names the target and the fix."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from check_adapters import CRASH
-from engine_support import harness_cli_at_root
+from engine_support import ROOT, harness_cli_at_root, subprocess_env
 
 from harness.report import CAPABILITY_GAPS
 
@@ -235,3 +237,34 @@ def test_a_memory_floor_off_the_trust_scale_exits_2_naming_it(
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert says in proc.stderr and "a number from 0.0 to 1.0" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_misspelled_delivery_promise_is_named_with_the_fix_and_where_it_was_made(
+    tmp_path: Path,
+) -> None:
+    """A new user's trial (2026-12-07): ``'exactly-once'`` read as a malformed
+    declaration while judging, so check-adapter's headline blamed the
+    transitions. Refused where the declaration is built, it names the
+    promise, the words it may be, the fix and the adapter's line; the
+    verdict line shows once when stdout and stderr are one file."""
+    log = tmp_path / "log"
+    with log.open("w") as both:
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "check-adapter",
+             "check_adapters:DeclaresAHyphenatedPromise"],
+            cwd=tmp_path, env=_env_at_root(), stdout=both, stderr=subprocess.STDOUT,
+            timeout=300, check=False,
+        )  # fmt: skip
+    text = log.read_text()
+    assert proc.returncode == 2, text
+    assert "is 'exactly-once', not one of exactly_once, at_least_once, at_most_once" in text
+    assert "(did you mean 'exactly_once'?)" in text
+    assert 'check_adapters.py", line' in text and "in declarations)" in text, text
+    assert "transitions that cannot be judged" not in text
+    assert text.count("harness: adapter check failed") == 1, text
+
+
+def _env_at_root() -> dict[str, str]:
+    env = subprocess_env()
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)
+    return env
