@@ -597,6 +597,7 @@ class Session:
             aim_effects=settings.mode == "search",
             # A profiling worker that never exits is stuck past the budget too.
             worker_timeout=worker_timeout(settings.budget_seconds),
+            network_kinds=_network_kinds(adapter),
         )
         return universe
 
@@ -613,3 +614,18 @@ class Session:
         )
         write_run(report, outcome, engine.last_example, report_dir, renderings=self._renderings)
         return report
+
+
+def _network_kinds(adapter: Adapter) -> tuple[str, ...]:
+    """The network fault kinds the backend in use can inflict: a reply held
+    back, fragmented or cut only through a proxy (Toxiproxy)."""
+    from ._toxiproxy import choose
+    from .scenarios._universe import NETWORK_KINDS, PROXY_NETWORK_KINDS
+
+    if Capability.NETWORK_FAULTS not in adapter.capabilities:
+        return NETWORK_KINDS
+    try:
+        proxied = choose().backend == "toxiproxy"
+    except ValueError:  # a bad HARNESS_NETWORK_BACKEND: refused where the run starts
+        proxied = False
+    return PROXY_NETWORK_KINDS if proxied else NETWORK_KINDS

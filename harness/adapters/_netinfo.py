@@ -87,7 +87,9 @@ def tcp_connections(
 #: the network fault kinds aimed at the connection a worker's transaction
 #: is using (the first service ``network_services()`` names); a partition
 #: silences every service named
-_ON_THE_STORE = ("commit_ack_lost", "reset_mid_transaction")
+_ON_THE_STORE = (
+    "commit_ack_lost", "reset_mid_transaction", "latency", "slow_reply", "cut_reply",
+)  # fmt: skip
 
 
 def _postgres_host(url: str) -> tuple[str, bool]:

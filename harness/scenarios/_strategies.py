@@ -58,7 +58,7 @@ from ..model import (
     Submit,
 )
 from ..world import LOOKUP, LOOKUP_FAULT_MODES, SERVICES
-from ._universe import NETWORK_KINDS, TENANTS, Universe
+from ._universe import NETWORK_KINDS, PROXY_NETWORK_KINDS, TENANTS, Universe
 
 #: How long the ``race`` family slows the first worker's effect: long enough
 #: for a second worker to start and read the same state meanwhile.
@@ -93,7 +93,8 @@ FAMILY_KINDS: dict[str, tuple[str, ...]] = {
         "misdirected",
         "while_held",
     ),
-    "network": NETWORK_KINDS,
+    # the last three only through a proxy (Universe.offered_network_kinds)
+    "network": PROXY_NETWORK_KINDS,
     # forward: old code, then this one (the final quiesce); rollback: this
     # code, then the older release, then this one again
     "migration": ("forward", "rollback"),
@@ -188,7 +189,7 @@ def _offered(u: Universe, family: str) -> tuple[str, ...]:
     """The kinds of ``family`` ``u`` can arm: every kind, but the network
     kinds the adapter's connections let the kernel backend inflict."""
     if family == "network":
-        return u.offered_network_kinds() or FAMILY_KINDS[family]
+        return u.offered_network_kinds() or NETWORK_KINDS
     return FAMILY_KINDS[family]
 
 
@@ -431,7 +432,10 @@ def episode(
     if family == "storage":
         return _storage_episode(draw, u, runs, n)
     if family == "network":
-        return _network_episode(draw, u, runs, n, _kind(draw, swarm, "network"))
+        kind = _kind(draw, swarm, "network")
+        offered = _offered(u, "network")
+        # a swarm made without the universe's kinds: only what the backend can do
+        return _network_episode(draw, u, runs, n, kind if kind in offered else offered[0])
     # migration: crash under old code, resume under the current one; or
     # (rollback) this code first, then the older release meets what it wrote
     # (drawn either way, so that one declaration does not move the stream)
@@ -614,7 +618,12 @@ def _network_episode(
     on the resume's commits."""
     if kind == "partition" and Capability.CLOCK not in u.capabilities:
         kind = "commit_ack_lost"
-    sites = _network_sites(u, runs, kind)
+    # A reply held back is aimed where an acknowledgement is lost (right
+    # before a COMMIT); a fragmented or cut reply where a reset is (between
+    # two statements).
+    aim = {"latency": "commit_ack_lost", "slow_reply": "reset_mid_transaction"}
+    aim["cut_reply"] = "reset_mid_transaction"
+    sites = _network_sites(u, runs, aim.get(kind, kind))
     if not sites:  # nowhere to hold the worker between steps: inside a commit
         kind = "commit_ack_lost"
         sites = _network_sites(u, runs, kind)
@@ -625,6 +634,9 @@ def _network_episode(
         "commit_ack_lost": "commit_ack_lost",
         "reset_mid_transaction": "reset_mid_transaction",
         "partition": "partition",
+        "latency": "latency",
+        "slow_reply": "slow_reply",
+        "cut_reply": "cut_reply",
     }
     return [
         *_approved_first(draw, u, [r.run_id for r in runs], n),

@@ -115,6 +115,8 @@ MAX_COMMIT_KILLS = 30
 #: network fault schedules at most: a lost acknowledgement costs the worker
 #: its network timeout (seconds, not the tenths a kill costs)
 MAX_NETWORK = 10
+#: network fault kinds on a reply, that only a proxy can inflict (Toxiproxy)
+REPLY_KINDS = ("latency", "slow_reply", "cut_reply")
 
 
 def _run(wf: WorkflowSpec, *, code_version: int | None = None) -> RunSpec:
@@ -786,20 +788,38 @@ def _network(a: _Aim) -> list[Scenario]:
     before any is tried on the next workflow: the decision's commit first
     (where most is at stake, and a commit that moves the run's status shows
     a commit written twice), then a reset and a partition, so a short plan
-    fires every kind."""
+    fires every kind.
+
+    Where the backend can (Toxiproxy: see ``Universe.network_kinds``), the
+    first commit aimed at also gets its reply held back past the lease
+    (``latency``: the commit still in flight when another worker may take
+    the run), and the reset's position a reply in fragments
+    (``slow_reply``) and a reply cut after a few bytes (``cut_reply``)."""
     if "network" not in a.families:
         return []
     offered = a.u.offered_network_kinds()
-    order = ("decision", "reset", "partition", "intent", "result", "checkpoint")
+    order = (
+        "decision", "reset", "partition", *REPLY_KINDS, "intent", "result", "checkpoint",
+    )  # fmt: skip
     # per variant, per workflow: breadth-first across workflows within a variant
     by_variant: dict[str, list[list[Scenario]]] = {v: [] for v in order}
     for wf in a.workflows:
         mine: dict[str, list[Scenario]] = {v: [] for v in order}
-        for variant, c, site in _network_targets(a, wf):
+        targets = _network_targets(a, wf)
+        first_end = next(((c, site) for v, c, site in targets if v != "reset"), None)
+        aimed: list[tuple[str, str, Commit, tuple[str, int]]] = []
+        for variant, c, site in targets:
             kind = "reset_mid_transaction" if variant == "reset" else "commit_ack_lost"
+            aimed.append((variant, kind, c, site))
+            if variant == "reset":
+                aimed += [(k, k, c, site) for k in ("slow_reply", "cut_reply")]
+        if first_end is not None:
+            aimed.append(("latency", "latency", *first_end))
+        for variant, kind, c, site in aimed:
             if kind not in offered:
-                continue  # never armed where it cannot fire (a Unix socket)
-            name = f"{kind}/{variant}/r{c.round}/{site[0]}@{site[1]}"
+                continue  # never armed where it cannot fire (a Unix socket, the kernel)
+            label = kind if kind == variant else f"{kind}/{variant}"
+            name = f"{label}/r{c.round}/{site[0]}@{site[1]}"
             mine[variant].append(
                 _scenario(
                     f"{wf.name}/{name}",

@@ -37,8 +37,10 @@ FAMILIES = (
     "network",
 )
 
-#: The network fault kinds scenarios arm (latency has no backend here).
+#: The network fault kinds scenarios arm on any backend (the kernel's rules too).
 NETWORK_KINDS = ("commit_ack_lost", "reset_mid_transaction", "partition")
+#: ... and on a proxy's (Toxiproxy): a reply held back, fragmented or cut.
+PROXY_NETWORK_KINDS = (*NETWORK_KINDS, "latency", "slow_reply", "cut_reply")
 
 
 @dataclass(frozen=True)
@@ -114,12 +116,9 @@ class Universe:
         """The network fault kinds scenarios may arm (none without the capability)."""
         if Capability.NETWORK_FAULTS not in self.capabilities:
             return ()
-        kinds = NETWORK_KINDS
-        return (
-            kinds
-            if self.network_kinds is None
-            else tuple(k for k in kinds if k in self.network_kinds)
-        )
+        if self.network_kinds is None:
+            return NETWORK_KINDS
+        return tuple(k for k in PROXY_NETWORK_KINDS if k in self.network_kinds)
 
     def in_transaction_points(self) -> tuple[str, ...]:
         """Crash points inside a storage transaction: declared, but not safe
@@ -193,12 +192,15 @@ def probe_universe(
     max_episodes: int = 4,
     aim_effects: bool = True,
     worker_timeout: float = WORKER_TIMEOUT,
+    network_kinds: tuple[str, ...] = NETWORK_KINDS,
 ) -> Universe:
     """What ``adapter`` offers, read from one throwaway environment, with a
     site profile per workflow. ``aim_effects`` also looks for the site right
     before each effect (the targeted schedules need it; a sampled-only or
     exhaustive run does not). A profiling worker still running after
-    ``worker_timeout`` seconds is an adapter error."""
+    ``worker_timeout`` seconds is an adapter error. ``network_kinds``: the
+    kinds the network backend in use can inflict (:data:`PROXY_NETWORK_KINDS`
+    on Toxiproxy), of which those the adapter's connections allow are offered."""
     with scratch("probe") as tmp:
         env = adapter.open(Path(tmp) / "env", seed=0)
         try:
@@ -225,6 +227,6 @@ def probe_universe(
         max_episodes=max_episodes,
         storage_kinds=storage_kinds,
         delivery=delivery,
-        network_kinds=offered_network_kinds(adapter, NETWORK_KINDS),
+        network_kinds=offered_network_kinds(adapter, network_kinds),
         rollbacks=getattr(adapter, "rolls_back", False) is True,
     )

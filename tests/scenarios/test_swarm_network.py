@@ -13,6 +13,7 @@ from harness.model import NetworkFault, RunWorker, Scenario
 from harness.nemesis import validate
 from harness.scenarios import Universe, WorkflowProfile, scenarios
 from harness.scenarios._strategies import Swarm
+from harness.scenarios._universe import NETWORK_KINDS, PROXY_NETWORK_KINDS
 
 FLOW = WorkflowSpec(name="pay", inputs=({"x": 1},), effects=("bank.pay",))
 TRACE = (("a", 1), ("t1", 1), ("t2", 1), ("t3", 1), ("b", 1))
@@ -102,3 +103,29 @@ def test_every_kind_is_drawn() -> None:
 
     collect_without()
     assert "partition" not in seen and seen
+
+
+def test_on_a_proxy_a_held_fragmented_or_cut_reply_is_drawn_where_it_can_hit() -> None:
+    """Issue 32: with Toxiproxy as the backend (the universe's network kinds
+    say so), the swarm draws a reply held back (paused right before a
+    COMMIT, like a lost acknowledgement) and a reply fragmented or cut
+    (between statements, like a reset); on the kernel backend, none."""
+    proxied = Universe(**{**universe().__dict__, "network_kinds": PROXY_NETWORK_KINDS})
+    # the kinds a drawn swarm takes from the universe (see swarms)
+    swarm = Swarm(("network",), (1,), {"network": proxied.offered_network_kinds()})
+    where: dict[str, set[str]] = {}
+
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(scenarios(proxied, swarm=swarm))
+    def collect(s: Scenario) -> None:
+        validate(s, CAPS)
+        for fault, paused in network_steps(s):
+            assert paused.crash is not None
+            where.setdefault(fault.kind, set()).add(paused.crash.site)
+
+    collect()
+    assert set(where) == set(PROXY_NETWORK_KINDS), where
+    assert where["latency"] <= {"t3"}, where
+    assert where["slow_reply"] | where["cut_reply"] <= {"t1", "t2"}, where
+    kernel = Universe(**{**universe().__dict__, "network_kinds": NETWORK_KINDS})
+    assert kernel.offered_network_kinds() == NETWORK_KINDS

@@ -9,6 +9,7 @@ from harness.adapters._contract import Capability, WorkflowSpec
 from harness.model import CrashSpec, NetworkFault, RunWorker, Scenario
 from harness.scenarios import EffectSite, Universe, WorkflowProfile, targeted
 from harness.scenarios._targeted import MAX_NETWORK
+from harness.scenarios._universe import PROXY_NETWORK_KINDS
 
 #: a made-up runtime: sites a..g between steps, t1..t3 inside a transaction
 #: (t3 right before its COMMIT); the decision arrives before round 1
@@ -151,3 +152,18 @@ def test_without_signed_approvals_the_decision_is_still_delivered_between_rounds
         workers = [i for i, op in enumerate(ops) if op == "run_worker"]
         if "/r1/" in s.name and workers:
             assert "approve" in ops[: workers[-1]], s.name
+
+
+def test_on_a_proxy_the_first_commit_holds_its_reply_and_the_reset_point_cuts_one() -> None:
+    """Issue 32: with Toxiproxy's kinds offered, the first commit aimed at
+    (the decision's) has its reply held back past the lease, and the
+    reset's position gets a fragmented and a cut reply; none on the kernel
+    backend (the first test)."""
+    names = [s.name for s in network(universe(network_kinds=PROXY_NETWORK_KINDS))]
+    assert "targeted/pay/latency/r1/t3@1" in names, names
+    assert "targeted/pay/slow_reply/r1/t2@1" in names, names
+    assert "targeted/pay/cut_reply/r1/t2@1" in names, names
+    # every kind comes before any kind's second commit (a short plan fires each)
+    assert names.index("targeted/pay/cut_reply/r1/t2@1") < names.index(
+        "targeted/pay/commit_ack_lost/intent/r1/t3@2"
+    )
