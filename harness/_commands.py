@@ -575,7 +575,8 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
             f"harness: adapter {adapter.name} is ready: {len(checks)} workflow(s) ran without "
             f"faults as declared{_warned(checks)} (next: "
             + with_pythonpath(
-                shlex.join(["harness", "run", "--adapter", ns.spec, *_opt_words(ns.adapter_opt)]),
+                shlex.join(["harness", "run", "--adapter", ns.spec, *_opt_words(ns.adapter_opt)])
+                + " --profile ci",
                 pythonpath_for(ns.spec, opts),
             )
             + ")",

@@ -234,7 +234,8 @@ def test_a_third_party_adapter_is_listed_checked_run_and_replayed_by_its_name(
     checked = _harness("check-adapter", "toy", cwd=cwd, pythonpath=third_party)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     # the next command names the folder a fresh harness needs to find it
-    assert f"(next: PYTHONPATH={third_party} harness run --adapter toy)" in checked.stdout
+    next_run = f"(next: PYTHONPATH={third_party} harness run --adapter toy --profile ci)"
+    assert next_run in checked.stdout
 
     report = tmp_path / "r"
     ran = _harness(

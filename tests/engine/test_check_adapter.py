@@ -80,7 +80,7 @@ def test_the_minimal_adapter_is_ready_and_told_what_it_leaves_untested(tmp_path:
         assert f"  {capability.value:19} {what}\n" in proc.stdout
     # the example's folder is not where a plain `harness` looks: the next
     # command carries the PYTHONPATH it needs
-    assert f"harness run --adapter {TOY} --adapter-opt keyed=true)" in proc.stdout
+    assert f"harness run --adapter {TOY} --adapter-opt keyed=true --profile ci)" in proc.stdout
     assert "(next: PYTHONPATH=" in proc.stdout
 
 
