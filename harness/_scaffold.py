@@ -10,7 +10,10 @@ written, and says what to fill in. Three files, never over one of yours:
   built-in adapter of that framework, given your app (``--app
   module:attr``);
 - ``tests/test_resilience.py``: one pytest test per property;
-- ``.github/workflows/resilience.yml``: docs/ci.md's single job.
+- ``.github/workflows/resilience.yml``: docs/ci.md's single job, but
+  installing the harness from where this one came from
+  (:func:`harness_source`), and the project's ``requirements.txt`` or
+  package only if it has one.
 
 Files are created exclusively (``O_EXCL``, never through a link): if any
 exists, nothing is written and the command exits 2 naming it.
@@ -18,9 +21,13 @@ exists, nothing is written and the command exits 2 naming it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import subprocess
+from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from ._errors import UsageError
 
@@ -47,6 +54,10 @@ the next one to write), then:
 
     PYTHONPATH=. harness check-adapter harness_adapter:QueueAdapter
     PYTHONPATH=. harness run --adapter harness_adapter:QueueAdapter --profile ci
+
+A variant of your runtime (a fix behind a switch, say) is an option: name
+it in OPTIONS, then ``--adapter-opt safe=1``; the report records it and
+``harness replay`` runs the same variant.
 
 Your job's side effects must go through ``world`` (a ``WorldClient``): it
 is where the harness counts effects and injects the services' faults.
@@ -78,16 +89,24 @@ from harness.world import World, WorldClient
 #: How long a worker's claim on a job lasts, in your queue's seconds.
 LEASE_SECONDS = 30.0
 
-#: Your job kinds: the effect each performs (``harness list services``
-#: names them) and an example payload.
-JOBS: dict[str, tuple[str, dict[str, Any]]] = {
-    "charge": ("payments.charge", {"customer_id": "c-1", "amount_cents": 500}),
+#: Your job kinds: the effects each performs, in order (``harness list
+#: services`` names them), and an example payload. A job of several steps
+#: names each: ``(("payments.charge", "email.send"), {...})``.
+JOBS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "charge": (("payments.charge",), {"customer_id": "c-1", "amount_cents": 500}),
 }
 
-#: What each effect promises: ``exactly_once`` needs an idempotency key or
-#: a lookup the service offers (``check-adapter`` refuses it otherwise: an
-#: email takes neither, so ``at_least_once`` is its honest promise).
+#: What each effect kind of JOBS promises, one entry per kind:
+#: ``exactly_once`` needs an idempotency key or a lookup the service offers
+#: (``check-adapter`` refuses it otherwise: an email takes neither, so
+#: ``at_least_once`` is its honest promise).
 DELIVERY = {"payments.charge": "exactly_once"}
+
+#: The adapter's options and their defaults, as strings: a variant of your
+#: runtime to test, e.g. ``{"safe": "0"}``, then ``--adapter-opt safe=1``
+#: (in pytest: ``resilience_suite(..., safe="1")``). The calls below get
+#: them as ``options``; an option not named here is refused.
+OPTIONS: dict[str, str] = {}
 
 #: Your job statuses, as the harness knows them, and the legal moves.
 STATES = {"pending": RunState.PENDING, "running": RunState.RUNNING, "done": RunState.COMPLETED}
@@ -98,9 +117,10 @@ TRANSITIONS = {
 }
 
 
-def open_queue(path: str) -> Any:
+def open_queue(path: str, options: dict[str, str]) -> Any:
     """Open (creating it if missing) your queue's store at ``path``: one
-    deployment's own database file. Called in the harness and in workers."""
+    deployment's own database file. Called in the harness and in workers,
+    with the adapter's ``options`` (OPTIONS, as this run set them)."""
     raise NotImplementedError("fill in harness_adapter.open_queue: open your queue's store")
 
 
@@ -117,28 +137,42 @@ def list_jobs(queue: Any) -> list[dict[str, Any]]:
 
 
 def run_worker(
-    queue: Any, world: WorldClient, now: Callable[[], float], worker_id: str
+    queue: Any,
+    world: WorldClient,
+    now: Callable[[], float],
+    worker_id: str,
+    options: dict[str, str],
 ) -> None:
     """One worker: run every job it can claim at ``now()``, then return.
-    Your handlers call their services through ``world``."""
+    Your handlers call their services through ``world``. A variant reads
+    its option here, e.g. ``keyed = options["safe"] == "1"``: send the job's
+    id as the charge's idempotency key only in the safe variant."""
     raise NotImplementedError("fill in harness_adapter.run_worker: run your worker loop")
 
 
 # --- The adapter: nothing to change below ----------------------------------
 
 
+def _effects(kinds: str | tuple[str, ...]) -> tuple[str, ...]:
+    # ("payments.charge") is a string, not a 1-tuple: one effect, not letters
+    return (kinds,) if isinstance(kinds, str) else tuple(kinds)
+
+
 def worker_main(args: dict[str, Any]) -> int:
     """A worker process (forked by the harness, SIGKILLed at will)."""
     clock = FileClock(args["clock"])
     world = WorldClient(args["world"], clock=clock.now)
-    run_worker(open_queue(args["queue"]), world, clock.now, args["worker_id"])
+    # another process: the adapter's options reach it in its arguments
+    options: dict[str, str] = args["options"]
+    queue = open_queue(args["queue"], options)
+    run_worker(queue, world, clock.now, args["worker_id"], options)
     return 0
 
 
 class QueueEnvironment(BaseEnvironment):
     """One deployment: the queue's store, a world, a clock, the workers."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, options: dict[str, str]) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.clock = FileClock(workdir / "clock", start=EPOCH)
         self.world = World(workdir / "world.db", clock=self.clock.now).create()
@@ -146,8 +180,9 @@ class QueueEnvironment(BaseEnvironment):
             "queue": str(workdir / "queue.db"),
             "world": self.world.path,
             "clock": str(workdir / "clock"),
+            "options": dict(options),
         }
-        self.queue = open_queue(self.args["queue"])
+        self.queue = open_queue(str(workdir / "queue.db"), options)
         self.workers = WorkerSet(workdir, [__name__])  # output in workdir/workers.log
         self.registry = RunRegistry(workdir / "registry.db", clock=self.clock.now)
 
@@ -196,23 +231,33 @@ class QueueEnvironment(BaseEnvironment):
 
 
 class QueueAdapter:
-    """Our job queue, for the harness."""
+    """Our job queue, for the harness (its options: OPTIONS)."""
 
     name = "queue"
     lease_seconds = LEASE_SECONDS
     capabilities = frozenset({Capability.CLOCK})
 
+    def __init__(self, **options: str) -> None:
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise ValueError(
+                f"{__name__}.OPTIONS names no option {', '.join(map(repr, unknown))} (it has "
+                f"{', '.join(map(repr, OPTIONS)) or 'none'}): add yours there, with its default"
+            )
+        self.options = {**OPTIONS, **{k: str(v) for k, v in options.items()}}
+
     def workflows(self) -> list[WorkflowSpec]:
         return [
-            WorkflowSpec(name=kind, inputs=(payload,), effects=(effect,))
-            for kind, (effect, payload) in JOBS.items()
+            WorkflowSpec(name=kind, inputs=(payload,), effects=_effects(effects))
+            for kind, (effects, payload) in JOBS.items()
         ]
 
     def open(self, workdir: Path, *, seed: int) -> QueueEnvironment:
-        return QueueEnvironment(workdir)
+        return QueueEnvironment(workdir, self.options)
 
     def describe(self) -> dict[str, Any]:
-        return {}  # the options this adapter was given: none
+        # every option, defaults too: the report names the variant it ran
+        return dict(self.options)
 '''
 
 FRAMEWORK_ADAPTER = '''\
@@ -245,7 +290,11 @@ class Adapter({cls}):
 SUITE = '''\
 """The harness's resilience suite: one test per property (``harness init``).
 
-    pytest tests/test_resilience.py --harness-profile ci
+    pytest --harness-profile ci
+
+runs the ci profile, as the workflow does; plain ``pytest`` runs the dev
+profile (a quick look) unless $CI is set. ``--adapter-opt KEY=VALUE`` is
+a keyword here: ``resilience_suite("{spec}", KEY="VALUE")``.
 """
 
 from harness.testing import resilience_suite
@@ -260,14 +309,17 @@ jobs:
   harness:
     runs-on: ubuntu-latest
     env:
-      HARNESS_PACKAGE: "stateful-agent-harness @ git+https://github.com/YOUR-ORG/stateful-agent-harness"
+      HARNESS_PACKAGE: @PACKAGE@  # @PACKAGE_NOTE@
       HARNESS_EXAMPLE_DB: ${{ secrets.HARNESS_EXAMPLE_DB }}  # optional: redis://host:6379/0
     steps:
       - uses: actions/checkout@v4
       - uses: actions/setup-python@v5
         with: { python-version: "3.11" }
-      - name: install
-        run: pip install "$HARNESS_PACKAGE" && pip install -e .
+      - name: install (the harness, then your requirements.txt or project if there is one)
+        run: |
+          pip install "${HARNESS_PACKAGE:?set HARNESS_PACKAGE above: see docs/ci.md}"
+          if [ -f requirements.txt ]; then pip install -r requirements.txt; fi
+          if [ -f pyproject.toml ] || [ -f setup.py ]; then pip install -e .; fi
       - name: check the adapter (a fault-free run of each workflow)
         run: PYTHONPATH=. harness check-adapter myproject.adapter:MyAdapter
       - name: search (exit 1 a property failed, 3 inconclusive)
@@ -280,6 +332,110 @@ jobs:
 """
 
 _SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+#: what CI may install the harness from, when ``harness init`` cannot tell
+_NO_SOURCE = "a git URL (stateful-agent-harness @ git+https://...@COMMIT) or a vendored copy's path"
+
+
+def harness_source() -> str | None:
+    """Where CI can install this harness from, as a pip requirement: the
+    git URL and commit pip recorded when it was installed from one (PEP
+    610's ``direct_url.json``), else the origin and commit of the git
+    checkout it runs from; None when neither tells (a local folder or
+    wheel with no remote): the workflow then asks for it."""
+    try:
+        recorded = distribution("stateful-agent-harness").read_text("direct_url.json")
+    except PackageNotFoundError:
+        recorded = None
+    found = _from_direct_url(recorded) if recorded else None
+    return found or _from_checkout(Path(__file__).resolve().parents[1])
+
+
+def _from_direct_url(text: str) -> str | None:
+    try:
+        record = json.loads(text)
+        url, vcs = record["url"], record.get("vcs_info")
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(url, str) or url.startswith("file:"):
+        return None  # a folder or file on this machine: CI has neither
+    if isinstance(vcs, dict) and vcs.get("vcs") == "git" and vcs.get("commit_id"):
+        return f"stateful-agent-harness @ git+{_public(url)}@{vcs['commit_id']}"
+    return f"stateful-agent-harness @ {_public(url)}" if "archive_info" in record else None
+
+
+def _from_checkout(root: Path) -> str | None:
+    if not (root / ".git").exists():
+        return None
+    # only this checkout's own answer: no GIT_DIR or the like from the caller
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+
+    def git(*words: str) -> str | None:
+        try:
+            proc = subprocess.run(
+                ["git", "-C", str(root), *words],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        out = proc.stdout.strip()
+        return out if proc.returncode == 0 and out else None
+
+    url, commit = git("remote", "get-url", "origin"), git("rev-parse", "HEAD")
+    if url is None or commit is None:
+        return None
+    # CI has no key for an SSH remote: the same repository over HTTPS
+    scp = re.fullmatch(r"[\w.-]+@([\w.-]+):(.+)", url)
+    if scp:
+        url = f"https://{scp.group(1)}/{scp.group(2)}"
+    elif url.startswith("ssh://"):
+        url = "https://" + url.removeprefix("ssh://").split("@", 1)[-1]
+    if not url.startswith(("https://", "http://")):
+        return None  # a path on this machine
+    return f"stateful-agent-harness @ git+{_public(url)}@{commit}"
+
+
+def _public(url: str) -> str:
+    # a token in a remote's URL (https://user:token@host/...) must not land
+    # in a workflow file the user commits
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http"):
+        return url  # ssh://git@host/...: the user is the account, not a secret
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def workflow_for(spec: str, package: str | None) -> str:
+    """docs/ci.md's single job for adapter ``spec``, installing the harness
+    from ``package`` (a pip requirement; None: the workflow asks for it)."""
+    if package is None:
+        value, note = "", f"set it to where CI installs the harness from: {_NO_SOURCE}"
+    else:
+        value, note = package, "where CI installs the harness from: the one harness init ran"
+    return (
+        WORKFLOW.replace("myproject.adapter:MyAdapter", spec)
+        .replace("@PACKAGE@", json.dumps(value))  # a YAML double-quoted string too
+        .replace("@PACKAGE_NOTE@", note)
+    )
+
+
+def next_steps(shape: str) -> list[str]:
+    """What ``harness init`` prints after writing the files for ``shape``."""
+    spec = "harness_adapter:QueueAdapter" if shape == "queue" else "harness_adapter:Adapter"
+    lines = [
+        "next: fill in what harness_adapter.py marks, then "
+        f"`PYTHONPATH=. harness check-adapter {spec}` and "
+        f"`PYTHONPATH=. harness run --adapter {spec} --profile ci`"
+    ]
+    if harness_source() is None:
+        lines.append(
+            "set HARNESS_PACKAGE in .github/workflows/resilience.yml to where CI installs the "
+            f"harness from ({_NO_SOURCE}): this one came from no git remote CI could use"
+        )
+    return lines
 
 
 def files_for(shape: str, app: str | None) -> dict[str, str]:
@@ -304,7 +460,7 @@ def files_for(shape: str, app: str | None) -> dict[str, str]:
     return {
         "harness_adapter.py": adapter,
         "tests/test_resilience.py": SUITE.format(spec=spec),
-        ".github/workflows/resilience.yml": WORKFLOW.replace("myproject.adapter:MyAdapter", spec),
+        ".github/workflows/resilience.yml": workflow_for(spec, harness_source()),
     }
 
 

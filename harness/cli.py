@@ -538,17 +538,12 @@ def _main(argv: list[str] | None, *, out: TextIO | None) -> int:
                 )
             return _list(ns.what, out, ns.services)
         if ns.command == "init":
-            from ._scaffold import write_scaffold
+            from ._scaffold import next_steps, write_scaffold
 
             for path in write_scaffold(ns.dir, ns.shape, ns.app):
                 print(f"harness: wrote {path}", file=out)
-            print(
-                "harness: next: fill in what harness_adapter.py marks, then "
-                "`PYTHONPATH=. harness check-adapter harness_adapter:"
-                + ("QueueAdapter" if ns.shape == "queue" else "Adapter")
-                + "`",
-                file=out,
-            )
+            for line in next_steps(ns.shape):
+                print(f"harness: {line}", file=out)
             return EXIT_OK
         _check_before_imports(ns)
         from ._commands import check_adapter, merge, replay, report, run
