@@ -6,6 +6,13 @@ The layout is the common Jenkins/GitLab JUnit format (``testsuites`` >
 variant -- ``harness.NAME[key=value,...]`` -- so that the same property
 checked against several variants stays several test cases.
 
+Every property keeps its test case (CI names a failure by it), however many
+there are; the first :data:`~._shown.PROPERTIES_SHOWN` failures show their
+witness and counterexample (:func:`failure_body`), the rest their message
+and where ``report.json`` has the rest. The file is written as text, the
+way ``ElementTree`` indents and escapes it, because building an element
+per property cost as much as reading the whole report.
+
 Runtime strings reach every text and attribute (messages, steps, the
 adapter's description), and XML 1.0 forbids most control characters in
 either, even escaped: each such character (and a lone surrogate) is written
@@ -15,13 +22,12 @@ as a visible ``\\xNN``/``\\uXXXX`` escape instead, so the file always parses.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..history import History
 from ._schema import OtherFailure, PropertyReport, Report
-from ._shown import WITNESS_SHOWN, more_steps, shown_steps
+from ._shown import PROPERTIES_SHOWN, WITNESS_SHOWN, more_steps, shown_steps
 from ._store import load_history
 from ._timeline import describe_event
 
@@ -41,13 +47,61 @@ def _escape(m: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def _sanitize(root: ET.Element) -> None:
-    for el in root.iter():
-        if el.text:
-            el.text = xml_text(el.text)
-        if el.tail:
-            el.tail = xml_text(el.tail)
-        el.attrib = {xml_text(k): xml_text(v) for k, v in el.attrib.items()}
+#: what an attribute value must escape (element content: the first three)
+_MARKUP = re.compile('[&<>"\r\n\t]')
+
+
+def _cdata(text: str) -> str:
+    """``text`` escaped as element content."""
+    if _MARKUP.search(text) is None:  # the usual case, in one scan
+        return text
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def _attr(text: str) -> str:
+    """``text`` escaped as a double-quoted attribute value; a newline, tab
+    or carriage return as a character reference, so it survives parsing."""
+    if _MARKUP.search(text) is None:
+        return text
+    text = _cdata(text)
+    if '"' in text:
+        text = text.replace('"', "&quot;")
+    if "\r" in text:
+        text = text.replace("\r", "&#13;")
+    if "\n" in text:
+        text = text.replace("\n", "&#10;")
+    if "\t" in text:
+        text = text.replace("\t", "&#09;")
+    return text
+
+
+#: joins the texts :func:`_each` escapes in one pass: no text of the
+#: harness's own holds it, and one that does is escaped on its own
+_JOIN = "\x00\x1e\x00"
+
+
+def _each(texts: list[str], escape: Callable[[str], str]) -> list[str]:
+    """``escape`` of each of ``texts``, in one pass over them all (a call
+    per text cost more than the rest of writing a test case)."""
+    parts = escape(_JOIN.join(texts)).split(_JOIN)
+    return parts if len(parts) == len(texts) else [escape(t) for t in texts]
+
+
+def _start(tag: str, attrs: Mapping[str, str]) -> str:
+    return f"<{tag}" + "".join(f' {k}="{_attr(v)}"' for k, v in attrs.items())
+
+
+def _leaf(tag: str, attrs: Mapping[str, str], text: str | None = None) -> str:
+    """One element without children (text, if any, escaped)."""
+    if not text:
+        return _start(tag, attrs) + " />"
+    return f"{_start(tag, attrs)}>{_cdata(text)}</{tag}>"
 
 
 def classname(report: Report) -> str:
@@ -77,8 +131,13 @@ def render_junit(report: Report, folder: Path) -> str:
             histories[where] = load_history(folder / where / name, folder)
         return histories[where]
 
-    failures = len(report.failed)
-    skipped = sum(1 for p in report.properties if p.verdict in ("unknown", "not_tested"))
+    failures = 0
+    skipped = 0
+    for p in report.properties:
+        if p.verdict == "fail":
+            failures += 1
+        elif p.verdict in ("unknown", "not_tested"):
+            skipped += 1
     per_case = report.duration_seconds / max(len(report.properties), 1)
     cls = classname(report)
     counts = {
@@ -88,9 +147,13 @@ def render_junit(report: Report, folder: Path) -> str:
         "skipped": str(skipped),
         "time": f"{report.duration_seconds:.3f}",
     }
-    root = ET.Element("testsuites", {"name": "stateful-agent-harness", **counts})
-    suite = ET.SubElement(root, "testsuite", {"name": cls, **counts})
-    props = ET.SubElement(suite, "properties")
+    # indented as ElementTree.indent does: two spaces a level
+    out = [
+        "<?xml version='1.0' encoding='utf-8'?>",
+        _start("testsuites", {"name": "stateful-agent-harness", **counts}) + ">",
+        "  " + _start("testsuite", {"name": cls, **counts}) + ">",
+        "    <properties>",
+    ]
     for name, value in (
         ("adapter", report.adapter.spec),
         ("profile", report.profile),
@@ -98,34 +161,68 @@ def render_junit(report: Report, folder: Path) -> str:
         ("scenarios", str(report.scenarios)),
         ("schema_version", str(report.schema_version)),
     ):
-        ET.SubElement(props, "property", {"name": name, "value": value})
-    for p in report.properties:
-        case = ET.SubElement(
-            suite, "testcase", {"name": p.name, "classname": cls, "time": f"{per_case:.3f}"}
-        )
+        out.append("      " + _leaf("property", {"name": name, "value": value}))
+    out.append("    </properties>")
+    # one line of text per test case, no element objects, the runtime's
+    # strings escaped all at once: a report may hold hundreds of thousands
+    properties = report.properties
+    names = _each([p.name for p in properties], _attr)
+    failed = [p for p in properties if p.verdict == "fail"]
+    messages = _each([p.message for p in failed], _attr)
+    briefly = _each([short_failure_body(p) for p in failed[PROPERTIES_SHOWN:]], _cdata)
+    rest = f'" classname="{_attr(cls)}" time="{per_case:.3f}"'
+    f = 0  # failures written
+    for i, p in enumerate(properties):
         if p.verdict == "fail":
-            failure = ET.SubElement(
-                case, "failure", {"message": p.message, "type": "PropertyFailed"}
+            if f < PROPERTIES_SHOWN:
+                body = _cdata(failure_body(report, p, history_of(p), shown, others))
+            else:
+                body = briefly[f - PROPERTIES_SHOWN]
+            out.append(
+                f'    <testcase name="{names[i]}{rest}>\n      <failure message="'
+                f'{messages[f]}" type="PropertyFailed">{body}</failure>\n    </testcase>'
             )
-            failure.text = failure_body(report, p, history_of(p), shown, others)
-        elif p.verdict == "unknown":
+            f += 1
+            continue
+        if p.verdict == "pass":
+            out.append(f'    <testcase name="{names[i]}{rest} />')
+            continue
+        case = {"name": p.name, "classname": cls, "time": f"{per_case:.3f}"}
+        children = []
+        if p.verdict == "unknown":
             reason = p.reason or p.message
-            ET.SubElement(case, "skipped", {"message": f"could not be judged: {reason}"})
+            children.append(_leaf("skipped", {"message": f"could not be judged: {reason}"}))
             if p.traceback:  # a user's invariant raised: where, in its own code
-                ET.SubElement(case, "system-err").text = p.traceback
+                children.append(_leaf("system-err", {}, p.traceback))
         elif p.verdict == "not_tested":
-            ET.SubElement(case, "skipped", {"message": f"not tested: {p.reason or p.message}"})
+            reason = p.reason or p.message
+            children.append(_leaf("skipped", {"message": f"not tested: {reason}"}))
+        if children:
+            inner = "".join(f"\n      {c}" for c in children)
+            out.append(f"    {_start('testcase', case)}>{inner}\n    </testcase>")
+        else:
+            out.append("    " + _leaf("testcase", case))
     lines = []
     if report.inconclusive:
         lines += ["inconclusive:", *(f"  {r}" for r in report.inconclusive)]
     if report.not_tested:
         lines += ["not tested:", *(f"  {g.capability}: {g.what}" for g in report.not_tested)]
     if lines:
-        out = ET.SubElement(suite, "system-out")
-        out.text = "\n".join(lines)
-    _sanitize(root)
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+        out.append("    " + _leaf("system-out", {}, "\n".join(lines)))
+    out += ["  </testsuite>", "</testsuites>"]
+    # every string went in escaped; what XML cannot carry at all goes in one pass
+    return xml_text("\n".join(out)) + "\n"
+
+
+def short_failure_body(prop: PropertyReport) -> str:
+    """A failure's body past the first :data:`~._shown.PROPERTIES_SHOWN`:
+    its message and where the rest of its evidence is."""
+    where = prop.counterexample or "."
+    return (
+        f"{prop.name}: {prop.message}\n"
+        f"its witness ({len(prop.witness)} events) and minimal counterexample ({where}) are in "
+        f"report.json: junit.xml shows the first {PROPERTIES_SHOWN} failures in full"
+    )
 
 
 def failure_body(

@@ -15,8 +15,18 @@ import re
 
 from ..outcome._verdicts import never_fired
 from ._schema import Report
-from ._shown import more_steps, shown_steps
-from ._start import start_here
+from ._shown import (
+    COUNTEREXAMPLES_SHOWN,
+    NAMES_SHOWN,
+    more_counterexamples,
+    more_names,
+    more_properties,
+    more_steps,
+    shown_names,
+    shown_properties,
+    shown_steps,
+)
+from ._start import StartHere, start_here
 
 _ICON = {"pass": "✅", "fail": "❌", "unknown": "❔", "not_tested": "⚪"}
 
@@ -76,14 +86,22 @@ def _part(report: Report) -> str:
     return text + missing + "."
 
 
-def _start_here(report: Report) -> list[str]:
+def _names(names: list[str]) -> str:
+    """Up to :data:`~._shown.NAMES_SHOWN` names, escaped, and how many more."""
+    listed, left_out = shown_names(names)
+    return ", ".join([*(md_text(n) for n in listed), *([more_names(left_out)] if left_out else [])])
+
+
+def _start_here(start: StartHere | None) -> list[str]:
     """The failing report's first block: what failed, the shortest
     counterexample and its replay, each failure by property with its hint."""
-    start = start_here(report)
     if start is None:
         return []
     g = start.first
-    also = ", ".join(_code(p.name) for p in g.also)
+    named = g.also[:NAMES_SHOWN]
+    also = ", ".join(_code(p.name) for p in named)
+    if g.also_count > len(named):
+        also += f", {more_names(g.also_count - len(named))}"
     # GitHub's Markdown: a trailing backslash breaks the line, and a list may
     # follow a paragraph without a blank line (a step summary stays short)
     head = (
@@ -111,6 +129,8 @@ def _start_here(report: Report) -> list[str]:
                 lines.append(f"- {_code(p.name)}{hint} ({len(grp.steps)} steps{where}{replay})")
             else:
                 lines.append(f"  - {_code(p.name)}, same scenario{hint}")
+    if start.left_out:
+        lines += ["", md_text(more_properties(start.left_out, "failed"))]
     return [*lines, ""]
 
 
@@ -120,11 +140,12 @@ def render_markdown(report: Report) -> str:
     a = report.adapter
     opts = ", ".join(f"{md_text(k)}={md_text(v)}" for k, v in sorted(a.description.items()))
     title = "INCONCLUSIVE" if report.verdict == "unknown" else report.verdict.upper()
+    start = start_here(report)
     lines = [
         f"### {_ICON[report.verdict]} harness: {title} -- {md_text(a.name)}"
         f"{f' ({opts})' if opts else ''}",
         "",
-        *_start_here(report),
+        *_start_here(start),
         f"{report.scenarios} scenarios in {report.duration_seconds:.1f} s, profile "
         f"{_code(report.profile)}, seed {_code(report.seed)}; {report.absorbed_duplicates} "
         "attempted duplicate effects absorbed by idempotency.",
@@ -146,29 +167,32 @@ def render_markdown(report: Report) -> str:
         "| property | verdict | |",
         "|---|---|---|",
     ]
-    for p in report.properties:
+    listed, left_out = shown_properties(report.properties)
+    for p in listed:
         message = p.message
         if len(message) > 160:  # cut the raw text: a cut escape would break the row
             message = message[:157] + "..."
         name = _code(p.name) + (" (your invariant)" if p.user else "")
         lines.append(f"| {name} | {_ICON[p.verdict]} {p.verdict} | {md_text(message)} |")
-    for p in report.properties:
+    if left_out:  # after a blank line: a line right below a table is one of its rows
+        lines += ["", md_text(more_properties(left_out))]
+    for p in listed:
         if p.traceback:  # a user's invariant raised: its traceback, below the table
             lines += ["", f"**{_code(p.name)} raised** (a bug in the invariant):", ""]
             lines += _block(p.traceback)
     ce = report.counterexample
-    start = start_here(report)
     # the start-here block shows its shortest counterexample in full already
     shown = start.first.folder if start is not None else None
     if ce is not None and shown != ".":
-        serves = ", ".join(md_text(n) for n in ce.counterexample_for or ce.failed_properties)
+        serves = _names(ce.counterexample_for or ce.failed_properties)
         lines += ["", f"**Minimal counterexample** ({serves}):", ""]
         lines += _step_lines(ce.steps)
         lines += ["", *_block(ce.replay)]
-    for n, other in enumerate(report.other_failures, 1):
+    others = report.other_failures
+    for n, other in enumerate(others[:COUNTEREXAMPLES_SHOWN], 1):
         if shown is not None and shown == (other.folder or f"failures/{n}"):
             continue
-        serves = ", ".join(md_text(n) for n in other.counterexample_for or other.failed_properties)
+        serves = _names(other.counterexample_for or other.failed_properties)
         lines += [
             "",
             f"**Minimal counterexample** ({serves}), kept in {_code(other.folder)}:",
@@ -177,6 +201,8 @@ def render_markdown(report: Report) -> str:
         lines += _step_lines(other.steps)
         if other.replay:
             lines += ["", *_block(other.replay)]
+    if len(others) > COUNTEREXAMPLES_SHOWN:
+        lines += ["", md_text(more_counterexamples(len(others) - COUNTEREXAMPLES_SHOWN))]
     fired = [f"{md_text(k)} {c.fired}" for k, c in sorted(report.faults.items()) if c.fired]
     lines += ["", "Faults fired: " + (", ".join(fired) or "none") + "."]
     excused = report.excused_line()

@@ -15,11 +15,16 @@ Built from the :class:`Report` alone, so ``harness report DIR`` re-renders it.
 
 from __future__ import annotations
 
+import heapq
 import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from ..checkers import BUILTIN
-from ._schema import Report
+from ._schema import Counterexample, PropertyReport, Report
+from ._shown import PROPERTIES_SHOWN
 
 #: The paragraph of a property's doc that is its hint.
 HINT = re.compile(r"^\s*A failure usually means:\s*(.+)$", re.IGNORECASE | re.DOTALL)
@@ -37,13 +42,13 @@ def hint_of(doc: str | None) -> str | None:
     return doc.strip().splitlines()[0].strip()
 
 
-def property_hint(report: Report, name: str) -> str | None:
-    """What a failure of property ``name`` usually means (see :func:`hint_of`)."""
-    p = next((p for p in report.properties if p.name == name), None)
-    if p is not None and p.user:
-        return hint_of(p.doc)
-    builtin = BUILTIN.get(name)
-    return hint_of(builtin.doc if builtin is not None else p.doc if p is not None else None)
+def property_hint(prop: PropertyReport) -> str | None:
+    """What a failure of ``prop`` usually means (see :func:`hint_of`): a
+    user's invariant's own doc, else the built-in property's."""
+    if prop.user:
+        return hint_of(prop.doc)
+    builtin = BUILTIN.get(prop.name)
+    return hint_of(builtin.doc if builtin is not None else prop.doc)
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class FailureGroup:
     #: where the scenario is kept, relative to the report ("." for the main one)
     folder: str
     fully_shrunk: bool = True
+    #: its properties past :data:`PROPERTIES_SHOWN`, not listed
+    left_out: int = 0
 
     @property
     def first(self) -> FailedProperty:
@@ -74,58 +81,96 @@ class FailureGroup:
     def also(self) -> list[FailedProperty]:
         return self.properties[1:]
 
+    @property
+    def also_count(self) -> int:
+        """How many properties failed with the first: listed or not."""
+        return len(self.properties) - 1 + self.left_out
+
 
 @dataclass(frozen=True)
 class StartHere:
-    """The failures, shortest counterexample first."""
+    """The failures, shortest counterexample first: at most
+    :data:`PROPERTIES_SHOWN` properties listed, ``left_out`` more."""
 
     groups: list[FailureGroup] = field(default_factory=list)
+    left_out: int = 0
 
     @property
     def first(self) -> FailureGroup:
         return self.groups[0]
 
 
+#: within :func:`once_per_report`: the blocks worked out, by report
+_WORKED_OUT: ContextVar[dict[int, tuple[Report, StartHere | None]] | None] = ContextVar(
+    "start_here_worked_out", default=None
+)
+
+
+@contextmanager
+def once_per_report() -> Iterator[None]:
+    """Within: :func:`start_here` of a report is worked out once, however
+    many renderings ask for it (report.html and summary.md both do)."""
+    token = _WORKED_OUT.set({})
+    try:
+        yield
+    finally:
+        _WORKED_OUT.reset(token)
+
+
 def start_here(report: Report) -> StartHere | None:
     """The "start here" block of a failing report (None unless it failed
-    and kept a counterexample)."""
+    and kept a counterexample). Each failed property is counted once, under
+    the shortest scenario that fails it; the first :data:`PROPERTIES_SHOWN`
+    of them are listed (with their hints), the rest only counted."""
     if report.verdict != "fail" or report.counterexample is None:
         return None
-    order = {p.name: i for i, p in enumerate(report.properties)}
-    failed = {p.name: p for p in report.failed}
+    memo = _WORKED_OUT.get()
+    if memo is not None and id(report) in memo and memo[id(report)][0] is report:
+        return memo[id(report)][1]
+    start = _work_out(report, report.counterexample)
+    if memo is not None:
+        memo[id(report)] = (report, start)
+    return start
 
-    def props(names: list[str]) -> list[FailedProperty]:
-        seen = sorted(dict.fromkeys(n for n in names if n in failed), key=lambda n: order[n])
-        return [FailedProperty(n, failed[n].message, property_hint(report, n)) for n in seen]
 
-    ce = report.counterexample
-    groups = [
-        FailureGroup(
-            props(ce.counterexample_for or ce.failed_properties),
-            list(ce.steps),
-            ce.replay,
-            ".",
-            ce.fully_shrunk,
-        )
+def _work_out(report: Report, ce: Counterexample) -> StartHere | None:
+    properties = report.properties
+    # one pass over the properties: a lookup per name, never a scan per name;
+    # then C loops over the names (a counterexample may serve thousands)
+    order = {p.name: i for i, p in enumerate(properties) if p.verdict == "fail"}
+    found: list[tuple[list[str], list[str], str | None, str, bool]] = [
+        (ce.counterexample_for or ce.failed_properties, ce.steps, ce.replay, ".", ce.fully_shrunk)
     ]
     for n, other in enumerate(report.other_failures, 1):
-        groups.append(
-            FailureGroup(
-                props(other.counterexample_for or other.failed_properties),
-                list(other.steps),
+        found.append(
+            (
+                other.counterexample_for or other.failed_properties,
+                other.steps,
                 other.replay,
                 other.folder or f"failures/{n}",
                 other.fully_shrunk,
             )
         )
     # the shortest first; on a tie, the main counterexample, then report order
-    groups.sort(key=lambda g: len(g.steps))
-    # each property once, under the shortest scenario that fails it
+    found.sort(key=lambda g: len(g[1]))
+    # each failed property once, under the shortest scenario that fails it;
+    # the first PROPERTIES_SHOWN listed, in report order within a scenario
     seen: set[str] = set()
-    kept = []
-    for g in groups:
-        mine = [p for p in g.properties if p.name not in seen]
-        seen.update(p.name for p in mine)
-        if mine:
-            kept.append(replace(g, properties=mine))
-    return StartHere(kept) if kept else None
+    kept: list[FailureGroup] = []
+    room, left_out = PROPERTIES_SHOWN, 0
+    for names, steps, replay, folder, fully_shrunk in found:
+        mine = set(filter(order.__contains__, names))
+        mine -= seen
+        seen |= mine
+        listed = heapq.nsmallest(room, mine, key=order.__getitem__)
+        room -= len(listed)
+        left_out += len(mine) - len(listed)
+        if listed:
+            shown = [properties[order[n]] for n in listed]
+            props = [FailedProperty(p.name, p.message, property_hint(p)) for p in shown]
+            kept.append(
+                FailureGroup(
+                    props, list(steps), replay, folder, fully_shrunk, len(mine) - len(listed)
+                )
+            )
+    return StartHere(kept, left_out) if kept else None
