@@ -39,6 +39,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 
+from ._canonical import canonical_json
+
 #: Version of the report format this code writes (and the newest it reads).
 REPORT_SCHEMA_VERSION = 3
 
@@ -329,7 +331,7 @@ class Report(_Frozen):
         """The canonical text of ``report.json`` (sorted keys, 2-space indent):
         the same report always gives the same bytes."""
         # (the free-form adapter description's non-finite floats dump as null)
-        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True, allow_nan=False)
+        return canonical_json(self.model_dump(mode="json"))
 
     @property
     def folder(self) -> Path | None:
