@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..outcome._verdicts import never_fired
+from ..outcome._verdicts import KIND_FAMILY, never_fired
 from ._schema import Report
 from ._shown import (
     COUNTEREXAMPLES_SHOWN,
@@ -217,7 +217,16 @@ def render_markdown(report: Report) -> str:
         if c.armed and not c.fired
     ]
     if unfired:
-        lines.append(f"Armed but never fired: {', '.join(unfired)}.")
+        # A kind whose family fired otherwise leaves no family untried: the
+        # run is not inconclusive for it (exit 3 is for a family never fired).
+        fired_families = {KIND_FAMILY.get(k, k) for k, c in report.faults.items() if c.fired}
+        spared = all(
+            KIND_FAMILY.get(k, k) in fired_families
+            for k, c in report.faults.items()
+            if c.armed and not c.fired
+        )
+        said = " (each of a family that fired otherwise: not inconclusive)" if spared else ""
+        lines.append(f"Armed but never fired{said}: {', '.join(unfired)}.")
     # never armed, with why: the runtime left the fault nothing to aim at
     moot = [
         f"{md_text(k)} ({md_text('; '.join(c.unfired))})"

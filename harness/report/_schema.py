@@ -353,9 +353,11 @@ class Report(_Frozen):
 
     def commit_fault_lines(self) -> list[str]:
         """Which (commit kind x fault) pairs the plan covered, and which it
-        did not, grouped by why (empty: no targeted plan)."""
+        did not, grouped by why (empty: no targeted plan, or no pair this
+        adapter offers: no commit traced, the capabilities they need
+        absent; the not-tested list says that already)."""
         pairs = self.commit_faults
-        if not pairs:
+        if not pairs or all(p.status == "not_offered" for p in pairs):
             return []
         covered = sum(1 for p in pairs if p.status == "covered")
         lines = [f"commit x fault pairs: {covered} of {len(pairs)} covered"]
@@ -376,8 +378,9 @@ class Report(_Frozen):
         return lines
 
     def commit_fault_summary(self) -> str | None:
-        """The pairs in one line: covered, and why the others are not."""
-        if not self.commit_faults:
+        """The pairs in one line: covered, and why the others are not (None
+        as for :meth:`commit_fault_lines`)."""
+        if not self.commit_fault_lines():
             return None
         status = Counter(p.status for p in self.commit_faults)
         words = {

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from chromium_support import render
 
+from harness.model import Scenario
 from harness.report import load_report, render_html
 
 
@@ -51,12 +52,14 @@ def test_the_failing_report_shows_the_timeline_with_the_witness_highlighted(
     html = (failing_run[0] / "report.html").read_text()
     assert 'class="banner fail"' in html
     assert '<svg class="timeline" id="timeline-1"' in html
-    for lane in ("runner", "nemesis", "world", "w0", "q0"):
+    # the counterexample's first worker (killed), and the one that resumed
+    (worker,) = {s.worker_id for s in _scenario(failing_run[0]).steps if hasattr(s, "worker_id")}
+    for lane in ("runner", "nemesis", "world", worker, "q0"):
         assert f'<text class="lane" x="6" y="{_lane_y(html, lane)}">{lane}</text>' in html, lane
     # the two charges of exactly_once_effects' witness, and the kill between them
     assert '<g class="mark witness" data-index="6">' in html
     assert '<g class="mark witness" data-index="10">' in html
-    assert '<g class="mark" data-index="8"><title>#8 w0 info worker' in html
+    assert f'<g class="mark" data-index="8"><title>#8 {worker} info worker' in html
     assert "SIGKILL" in html
     assert "harness replay " in html
 
@@ -120,3 +123,7 @@ def test_a_screenshot_of_the_failing_report_is_a_real_image(
 def test_every_rendering_names_the_replay_command(failing_run: tuple[Path, str], name: str) -> None:
     folder = failing_run[0]
     assert f"harness replay {folder}" in (folder / name).read_text()
+
+
+def _scenario(folder: Path) -> Scenario:
+    return Scenario.model_validate_json((folder / "scenario.json").read_text())
