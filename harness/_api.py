@@ -622,7 +622,12 @@ def _network_kinds(adapter: Adapter) -> tuple[str, ...]:
     from ._toxiproxy import choose
     from .scenarios._universe import NETWORK_KINDS, PROXY_NETWORK_KINDS
 
+    # Only an adapter that routes its workers through the proxy (the
+    # contract's route_worker; it says so with ``routes_workers``) gets them:
+    # another's network faults run on netfilter rules whatever the backend.
     if Capability.NETWORK_FAULTS not in adapter.capabilities:
+        return NETWORK_KINDS
+    if getattr(adapter, "routes_workers", False) is not True:
         return NETWORK_KINDS
     try:
         proxied = choose().backend == "toxiproxy"

@@ -740,7 +740,10 @@ def route_worker(env: object, worker_id: str, services: Mapping[str, str]) -> di
     """The URLs worker ``worker_id`` of ``env`` is to use for ``services``
     (name -> URL): through proxies of its own on the Toxiproxy backend of
     the network faults, else unchanged. Call it before starting the worker;
-    call :func:`release_routes` when the environment closes."""
+    call :func:`release_routes` when the environment closes. An adapter that
+    does says so with a class attribute ``routes_workers = True``: only then
+    are the faults only a proxy can inflict (a reply held back, fragmented
+    or cut) aimed at its workers."""
     from .. import _toxiproxy
 
     return _toxiproxy.route_worker(env, worker_id, services)

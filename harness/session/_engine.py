@@ -61,6 +61,9 @@ class _Done(BaseException):
 #: aims at (issue 11 measured mistakes only the sampled phase found), so a
 #: long targeted list must not crowd it out
 SAMPLED_SHARE = 0.2
+#: the fewest sampled draws of a plan whose stream is seeded with the
+#: targeted schedules (see Engine._stream): the ci profile's 30 are
+SEEDED_FROM = 30
 
 
 def targeted_cap(s: Settings) -> int:
@@ -229,6 +232,8 @@ class Engine:
         self.sampled_draws = 0
         #: sampled draws skipped as repeats of a scenario drawn before
         self.sampled_repeats = 0
+        #: the whole plan's sampled draws (see _stream)
+        self._draws = 0
         #: the universe and its targeted schedules, the sampled stream's seeds
         self._corpus: tuple[Universe, tuple[Scenario, ...]] | None = None
 
@@ -370,6 +375,7 @@ class Engine:
         outcome.whole_plan = s.max_examples + len(regressions)
         # Hypothesis draws the whole plan's sampled stream in every shard.
         draws = outcome.whole_plan - len(whole)
+        self._draws = draws
         # With a queue, the static part is only what the jobs expect to run
         # (the plan's notice and its budget estimate); the queue decides.
         aimed, outcome.planned = shard_plan(whole, outcome.whole_plan, s.shard)
@@ -639,10 +645,16 @@ class Engine:
             suppress_health_check=list(HealthCheck),
         )
 
-    def _stream(self, universe: Universe) -> SearchStrategy[Scenario]:
+    def _stream(self, universe: Universe, draws: int) -> SearchStrategy[Scenario]:
         """The sampled stream (:func:`~harness.scenarios.sampled_stream`):
         swarm scenarios, and every targeted schedule of ``universe`` as a
-        seed corpus (the whole list, not the plan's head), made once."""
+        seed corpus (the whole list, not the plan's head), made once. A plan
+        that samples fewer than :data:`SEEDED_FROM` scenarios (``draws``, the
+        whole plan's: every shard knows it) samples swarms only: a few
+        draws are worth most as the widest mix of families, the targeted
+        head having just run the seeds."""
+        if draws < SEEDED_FROM:
+            return sampled_stream(universe, ())
         if self._corpus is None or self._corpus[0] is not universe:
             self._corpus = (universe, tuple(targeted(universe)))
         return sampled_stream(universe, self._corpus[1])
@@ -679,7 +691,7 @@ class Engine:
             return True
 
         @self._hypothesis_settings(remaining, shrink=False)
-        @given(self._stream(universe))
+        @given(self._stream(universe, self._draws))
         def probe(scenario: Scenario) -> None:
             if self._stop:
                 raise _Done
@@ -796,7 +808,7 @@ class Engine:
         seen: set[str] = set()
 
         @self._hypothesis_settings(max_examples, shrink=True)
-        @given(self._stream(universe))
+        @given(self._stream(universe, self._draws))
         def probe(scenario: Scenario) -> None:
             # Replaying the search, skip its repeats as it did (the same
             # draws follow); once shrinking, every candidate is judged.

@@ -656,6 +656,10 @@ class ReferenceAdapter:
     """
 
     name = "reference"
+    #: its workers' store connections go through proxies of their own when
+    #: the network faults run on Toxiproxy (``route_worker``): a reply held
+    #: back, fragmented or cut can reach them
+    routes_workers = True
     #: a worker claims until nothing is claimable now (``run_until_idle``)
     drains = True
     capabilities: frozenset[Capability] = frozenset(
