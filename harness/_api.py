@@ -43,7 +43,7 @@ from .report._build import ROLLBACK_GAP
 from .report._folder import RENDERINGS, keep_file
 from .scenarios import Universe, commit_pair_rows, probe_universe, scenario_files
 from .session import Engine, check_declarations, run_exhaustive, run_random_kill
-from .session._engine import targeted_cap
+from .session._engine import SEEDED_FROM, targeted_cap
 from .session._probe import probe_outcome
 from .session._shared import PlanQueue, SharedOracles
 
@@ -593,8 +593,10 @@ class Session:
             max_runs=settings.max_runs,
             max_episodes=settings.max_episodes,
             # The sites right before effects aim the targeted schedules, which
-            # also seed the sampled stream: a search wants them either way.
-            aim_effects=settings.mode == "search",
+            # also seed a sampled stream of SEEDED_FROM draws or more (one run
+            # per effect: not spent on a short sampled-only search).
+            aim_effects=settings.mode == "search"
+            and (settings.targeted or settings.max_examples >= SEEDED_FROM),
             # A profiling worker that never exits is stuck past the budget too.
             worker_timeout=worker_timeout(settings.budget_seconds),
             network_kinds=_network_kinds(adapter),
