@@ -622,7 +622,7 @@ def _network_kinds(adapter: Adapter) -> tuple[str, ...]:
     """The network fault kinds the backend in use can inflict: a reply held
     back, fragmented or cut only through a proxy (Toxiproxy)."""
     from ._toxiproxy import choose
-    from .scenarios._universe import NETWORK_KINDS, PROXY_NETWORK_KINDS
+    from .vocabulary import NETWORK_KINDS, PROXY_NETWORK_KINDS
 
     # Only an adapter that routes its workers through the proxy (the
     # contract's route_worker; it says so with ``routes_workers``) gets them:

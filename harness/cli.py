@@ -652,31 +652,13 @@ def _list(what: str, out: TextIO, services: Path | None = None) -> int:
     if what == "adapters":
         _list_adapters(out)
     elif what == "faults":
-        from .scenarios import FAMILIES
+        from .vocabulary import FAULT_FAMILIES
 
-        docs = {
-            "crash": "SIGKILL a worker at a named crash point (and again during recovery)",
-            "zombie": "pause a worker past its lease, let another take over, continue it",
-            "message": "duplicated, forged, wrong-role and wrong-parameter approval decisions; "
-            "another tenant's message naming the run (a decision its approver signed, or the "
-            "event the run waits on)",
-            "late_approval": "an approval delivered after it expired",
-            "world": "a service rejects, times out before/after applying, or kills the caller",
-            "memory": "poisoned, cross-tenant, expired and superseded memory records",
-            "migration": "runs written by old code; workers of old and new code side by side",
-            "storage": "a worker's Postgres session terminated or Redis client killed, "
-            "inside a checkpoint transaction or between steps (needs storage_faults)",
-            "race": "two workers started at once on the same runs, the first held inside a "
-            "slowed effect (needs concurrent_workers; for runtimes without pause points)",
-            "operator": "an operator cancels a run while a paused worker holds it; the "
-            "worker's next write must not undo it (needs cancel)",
-            "network": "a worker's storage connections: its commit acknowledgement lost, "
-            "reset mid-transaction, or partitioned past its lease while another worker "
-            "takes over; on Toxiproxy also latency, slow and cut replies (needs "
-            f"network_faults; here: {_network_backend()})",
-        }
-        for fam in FAMILIES:
-            print(f"{fam:14} {docs[fam]}", file=out)
+        for fam in FAULT_FAMILIES:
+            doc = fam.doc
+            if fam.name == "network":
+                doc = f"{doc[:-1]}; here: {_network_backend()})"
+            print(f"{fam.name:14} {doc}", file=out)
     elif what == "services":
         code = _list_services(out, services)
         print(f"network faults run on: {_network_backend()}", file=out)

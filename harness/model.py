@@ -2,7 +2,8 @@
 
 This module sits at the bottom of the one-way flow (scenarios -> runner ->
 adapter -> runtime and world -> history -> checkers -> report): everything may
-import it, it imports nothing of the harness. All values are frozen and
+import it, it imports nothing of the harness but its vocabulary
+(:mod:`harness.vocabulary`). All values are frozen and
 round-trip through JSON with a type tag (``f`` for events, ``op`` for steps)
 and a schema version, so a history or a scenario written today can be replayed
 and re-checked later.
@@ -18,12 +19,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .vocabulary import Capability
+
 #: Version of the history/scenario JSON this code writes and reads.
 SCHEMA_VERSION = 1
+
+
+#: What a kind of step needs of the adapter, and the reason given when it is
+#: missing (a step's ``needs``; None: any adapter can run it).
+Needs = tuple[Capability, str] | None
 
 
 class _Frozen(BaseModel):
@@ -166,12 +174,20 @@ class CrashSpec(_Frozen):
     action: Literal["kill", "pause"] = "kill"
 
 
-class Submit(_Frozen):
+class _Step(_Frozen):
+    """A scenario step. A kind of step that needs a capability of the
+    adapter says which in ``needs`` (checked before a scenario runs:
+    ``harness.nemesis.validate``)."""
+
+    needs: ClassVar[Needs] = None
+
+
+class Submit(_Step):
     op: Literal["submit"] = "submit"
     run: RunSpec
 
 
-class RunWorker(_Frozen):
+class RunWorker(_Step):
     """Start a worker and let it work until idle -- or until its crash spec fires."""
 
     op: Literal["run_worker"] = "run_worker"
@@ -180,21 +196,21 @@ class RunWorker(_Frozen):
     code_version: int | None = None
 
 
-class ContinueWorker(_Frozen):
+class ContinueWorker(_Step):
     """SIGCONT a worker that a ``pause`` crash spec stopped; wait for it to end."""
 
     op: Literal["continue_worker"] = "continue_worker"
     worker_id: str
 
 
-class KillWorker(_Frozen):
+class KillWorker(_Step):
     """SIGKILL a (paused) worker."""
 
     op: Literal["kill_worker"] = "kill_worker"
     worker_id: str
 
 
-class Approve(_Frozen):
+class Approve(_Step):
     """Deliver the run's planned decision for the approval it waits on.
 
     ``variant``: ``valid`` (signed, right role and parameters), ``forged`` (bad
@@ -244,12 +260,13 @@ class Approve(_Frozen):
     signed_for: str | None = None
 
 
-class AdvanceClock(_Frozen):
+class AdvanceClock(_Step):
     op: Literal["advance_clock"] = "advance_clock"
+    needs: ClassVar[Needs] = (Capability.CLOCK, "advancing the clock needs the clock capability")
     seconds: float
 
 
-class ArmWorldFault(_Frozen):
+class ArmWorldFault(_Step):
     """Arm a fault at the world: modes as in :class:`harness.world.FaultRule`
     (``delay`` only for ``slow``). ``calls`` > 1 fires it on that many
     consecutive calls from the ``nth`` on: a persistent outage (mode
@@ -267,7 +284,7 @@ class ArmWorldFault(_Frozen):
     calls: int = Field(1, ge=1, le=1000)
 
 
-class KillAfter(_Frozen):
+class KillAfter(_Step):
     """Start a worker and SIGKILL it ``delay`` wall-clock seconds later (if it
     is still running). Only the ``random-kill`` mode uses it: where the kill
     lands depends on the OS scheduler, so such a scenario neither shrinks nor
@@ -279,7 +296,7 @@ class KillAfter(_Frozen):
     delay: float
 
 
-class RaceWorkers(_Frozen):
+class RaceWorkers(_Step):
     """Start several workers at once, then wait for each to end.
 
     The race for runtimes without pause points to use as barriers: armed
@@ -289,10 +306,14 @@ class RaceWorkers(_Frozen):
     """
 
     op: Literal["race_workers"] = "race_workers"
+    needs: ClassVar[Needs] = (
+        Capability.CONCURRENT_WORKERS,
+        "racing workers need the concurrent_workers capability",
+    )
     worker_ids: tuple[str, ...]
 
 
-class InjectMemory(_Frozen):
+class InjectMemory(_Step):
     """Plant a memory record: ``kind`` says what is wrong with it.
 
     ``stale``: an older version, then the newer one that supersedes it;
@@ -310,6 +331,10 @@ class InjectMemory(_Frozen):
     """
 
     op: Literal["inject_memory"] = "inject_memory"
+    needs: ClassVar[Needs] = (
+        Capability.MEMORY_INJECTION,
+        "planting memory needs the memory_injection capability",
+    )
     tenant: str
     namespace: str
     key: str
@@ -332,13 +357,17 @@ class InjectMemory(_Frozen):
     at_written_key: bool = False
 
 
-class ReleaseWorkers(_Frozen):
+class ReleaseWorkers(_Step):
     """Continue several paused workers at once (SIGCONT to each before
     waiting for any): workers held at the same crash point are released
     together from that barrier and work the same runs truly concurrently.
     Needs the ``concurrent_workers`` capability."""
 
     op: Literal["release_workers"] = "release_workers"
+    needs: ClassVar[Needs] = (
+        Capability.CONCURRENT_WORKERS,
+        "releasing workers together needs the concurrent_workers capability",
+    )
     worker_ids: tuple[str, ...]
 
 
@@ -347,10 +376,14 @@ class ReleaseWorkers(_Frozen):
 StorageKind = Literal["pg_terminate", "redis_client_kill"]
 
 
-class StorageFault(_Frozen):
+class StorageFault(_Step):
     """Cut a worker's storage connection (Postgres backend terminate, Redis CLIENT KILL)."""
 
     op: Literal["storage_fault"] = "storage_fault"
+    needs: ClassVar[Needs] = (
+        Capability.STORAGE_FAULTS,
+        "storage faults need the storage_faults capability",
+    )
     kind: StorageKind
 
 
@@ -368,7 +401,7 @@ NetworkKind = Literal[
 ]
 
 
-class NetworkFault(_Frozen):
+class NetworkFault(_Step):
     """A network fault on the storage connection a paused worker was using
     at its crash point (``network_faults`` capability), then the worker goes
     on and the step waits for it to end; the fault heals when it has.
@@ -380,19 +413,24 @@ class NetworkFault(_Frozen):
     before an effect). A partition needs the clock capability too."""
 
     op: Literal["network_fault"] = "network_fault"
+    needs: ClassVar[Needs] = (
+        Capability.NETWORK_FAULTS,
+        "network faults need the network_faults capability",
+    )
     kind: NetworkKind
     worker_id: str
 
 
-class Cancel(_Frozen):
+class Cancel(_Step):
     """An operator cancels a run out of band (``cancel`` capability): a write
     that takes no lease, racing whichever worker holds the run."""
 
     op: Literal["cancel"] = "cancel"
+    needs: ClassVar[Needs] = (Capability.CANCEL, "cancelling a run needs the cancel capability")
     run_id: str
 
 
-class Quiesce(_Frozen):
+class Quiesce(_Step):
     """Faults stop: run workers (approving validly what waits) until nothing moves."""
 
     op: Literal["quiesce"] = "quiesce"

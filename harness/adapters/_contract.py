@@ -154,30 +154,14 @@ from __future__ import annotations
 
 import string
 from collections.abc import Iterable, Mapping
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..model import CrashSpec, RunSpec, RunState, StorageKind
+from ..vocabulary import Capability as Capability  # its home; adapters import it here
 from ..world import World
-
-
-class Capability(StrEnum):
-    CRASH_POINTS = "crash_points"
-    CLOCK = "clock"
-    APPROVALS = "approvals"
-    MEMORY_INJECTION = "memory_injection"
-    VERSION_SWITCH = "version_switch"
-    CONTEXT = "context"
-    STORAGE_FAULTS = "storage_faults"
-    CONCURRENT_WORKERS = "concurrent_workers"
-    CANCEL = "cancel"
-    DURABLE_STATE = "durable_state"
-    OPERATIONS = "operations"
-    NETWORK_FAULTS = "network_faults"
-
 
 #: The normalized status of a ledger entry (:attr:`Observation.operations`):
 #: ``pending`` the intent is recorded and the call certainly not made;

@@ -11,44 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..adapters import Adapter, Capability
-from ..model import (
-    AdvanceClock,
-    Cancel,
-    InjectMemory,
-    NetworkFault,
-    RaceWorkers,
-    ReleaseWorkers,
-    RunWorker,
-    Scenario,
-    StorageFault,
-)
+from ..model import RunWorker, Scenario
 from ._context import ScenarioError
 
-#: What each kind of step needs, and the reason given when it is missing.
-_NEEDS: dict[type, tuple[Capability, str]] = {
-    AdvanceClock: (Capability.CLOCK, "advancing the clock needs the clock capability"),
-    Cancel: (Capability.CANCEL, "cancelling a run needs the cancel capability"),
-    InjectMemory: (
-        Capability.MEMORY_INJECTION,
-        "planting memory needs the memory_injection capability",
-    ),
-    RaceWorkers: (
-        Capability.CONCURRENT_WORKERS,
-        "racing workers need the concurrent_workers capability",
-    ),
-    ReleaseWorkers: (
-        Capability.CONCURRENT_WORKERS,
-        "releasing workers together needs the concurrent_workers capability",
-    ),
-    StorageFault: (
-        Capability.STORAGE_FAULTS,
-        "storage faults need the storage_faults capability",
-    ),
-    NetworkFault: (
-        Capability.NETWORK_FAULTS,
-        "network faults need the network_faults capability",
-    ),
-}
 _CRASH_POINTS = (Capability.CRASH_POINTS, "crash points need the crash_points capability")
 
 
@@ -56,7 +21,9 @@ def needs(step: object) -> tuple[Capability, str] | None:
     """The capability ``step`` needs (and why), or None if it needs none."""
     if isinstance(step, RunWorker):
         return None if step.crash is None else _CRASH_POINTS
-    return _NEEDS.get(type(step))
+    # each kind of step says what it needs (harness.model)
+    need: tuple[Capability, str] | None = getattr(type(step), "needs", None)
+    return need
 
 
 def validate(scenario: Scenario, adapter: Adapter | Iterable[Capability]) -> None:

@@ -5,8 +5,9 @@ fired, a capability not declared or a budget that cut the plan is said)."""
 
 from __future__ import annotations
 
+from ..vocabulary import KIND_FAMILY
 from ._outcome import Example, Outcome
-from ._verdicts import KIND_FAMILY, NEEDS_CAPABILITY, NEEDS_FAMILY, Judgement, Tally, judge
+from ._verdicts import NEEDS_CAPABILITY, NEEDS_FAMILY, Judgement, Tally, judge
 
 __all__ = [
     "KIND_FAMILY",

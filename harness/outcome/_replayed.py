@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..model import Verdict
+from ..vocabulary import KIND_FAMILY
 from ._outcome import Example
-from ._verdicts import KIND_FAMILY, NEEDS_FAMILY, Tally, judge
+from ._verdicts import NEEDS_FAMILY, Tally, judge
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import get_args
 
-from ..adapters._contract import Capability
 from ..checkers import BUILTIN
-from ..model import NetworkKind, PropertyResult, Verdict
+from ..model import PropertyResult, Verdict
+from ..vocabulary import KIND_FAMILY, Capability
 
 #: The capability without which a property has nothing to judge (from the
 #: built-in properties' records, ``harness.checkers.BUILTIN``).
@@ -37,38 +36,6 @@ NEEDS_CAPABILITY: dict[str, Capability] = {
 
 #: The fault family (and the fault kind it arms) a property is exercised by.
 NEEDS_FAMILY: dict[str, str] = {p.name: p.family for p in BUILTIN.values() if p.family}
-
-
-#: The family each fault kind (report.json's ``faults``) belongs to. A family
-#: armed in a run and never fired makes the run inconclusive; one of its
-#: kinds never firing (a world rule aimed past the last call) does not.
-KIND_FAMILY: dict[str, str] = {
-    "crash_point": "crash",
-    "kill": "crash",
-    "continue": "zombie",
-    "lease_wait": "zombie",
-    "duplicate_message": "message",
-    "forged_message": "message",
-    "wrong_role_message": "message",
-    "wrong_params_message": "message",
-    "cross_tenant_message": "message",
-    "changed_mind_message": "message",
-    "misdirected_message": "message",
-    "valid_message": "message",
-    "clock": "late_approval",
-    "world_fault": "world",
-    "effect_boundary": "world",
-    "lookup_fault": "world",
-    "memory": "memory",
-    "migration": "migration",
-    "storage": "storage",
-    # every kind of NetworkFault (harness.model.NetworkKind) but latency, which
-    # no backend here can fire: armed, it stays a family of its own, so a run
-    # that asked for it is inconclusive even when the other kinds fired
-    **{kind: "network" for kind in get_args(NetworkKind) if kind != "latency"},
-    "race": "race",
-    "operator_cancel": "operator",
-}
 
 
 @dataclass

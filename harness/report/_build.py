@@ -17,7 +17,7 @@ from ..checkers import split_traceback
 from ..model import Verdict
 from ..outcome import Example, Outcome
 from ..outcome._verdicts import PropertyVerdict
-from ..scenarios._universe import NETWORK_KINDS
+from ..vocabulary import NETWORK_KINDS
 from ._schema import (
     AdapterInfo,
     CommitFaultPair,
@@ -31,22 +31,7 @@ from ._schema import (
 )
 
 #: What each capability would let the harness test; reported when it is missing.
-CAPABILITY_GAPS = {
-    Capability.CRASH_POINTS: "kills at named crash points (only effect boundaries are tested)",
-    Capability.CLOCK: "lease expiry, zombies, approval expiry and timers",
-    Capability.APPROVALS: "approval integrity under duplicated, forged, cross-tenant and late "
-    "decisions",
-    Capability.MEMORY_INJECTION: "stale, cross-tenant and poisoned memory",
-    Capability.VERSION_SWITCH: "schema migration between crash and resume",
-    Capability.CONTEXT: "context rebuild after resume",
-    Capability.STORAGE_FAULTS: "storage connection faults",
-    Capability.CONCURRENT_WORKERS: "racing and zombie workers",
-    Capability.CANCEL: "an operator's cancellation while a worker holds the run",
-    Capability.DURABLE_STATE: "durable state (conversation, checkpoints, ledger) vs the oracle",
-    Capability.OPERATIONS: "the runtime's ledger vs the effects the world applied",
-    Capability.NETWORK_FAULTS: "lost commit acknowledgements, resets and partitions on a "
-    "worker's storage connections",
-}
+CAPABILITY_GAPS = {cap: cap.gap for cap in Capability}
 
 
 #: what the migration family leaves out for an adapter that does not

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from ..outcome._verdicts import KIND_FAMILY, never_fired
+from ..outcome._verdicts import never_fired
+from ..vocabulary import KIND_FAMILY
 from ._schema import Report
 from ._shown import (
     COUNTEREXAMPLES_SHOWN,

@@ -32,7 +32,7 @@ supplied (``memory``), a rollback order of code versions (``migration``:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
@@ -57,8 +57,9 @@ from ..model import (
     StorageFault,
     Submit,
 )
+from ..vocabulary import FAMILY_VARIANTS, FAULT_FAMILIES, NETWORK_KINDS
 from ..world import LOOKUP, LOOKUP_FAULT_MODES, SERVICES
-from ._universe import NETWORK_KINDS, PROXY_NETWORK_KINDS, TENANTS, Universe
+from ._universe import TENANTS, Universe
 
 #: How long the ``race`` family slows the first worker's effect: long enough
 #: for a second worker to start and read the same state meanwhile.
@@ -66,39 +67,8 @@ RACE_DELAY = 1.0
 
 #: Per family, the kinds a swarm picks a subset of (a family not listed has
 #: one kind). The order is the shrink order: the first kind is the simplest.
-FAMILY_KINDS: dict[str, tuple[str, ...]] = {
-    "world": (
-        "reject",
-        "timeout_before_apply",
-        "apply_then_timeout",
-        "kill_before_apply",
-        "kill_after_apply",
-        # the world kills the caller after applying, then refuses (or loses
-        # the answer to) the lookup the next worker reconciles with
-        "lookup_refused",
-    ),
-    # lapsed_newest, untrusted_newest: a verified version under a newer one
-    # that lapsed, or that only a user supplied (the key must read absent)
-    "memory": ("poisoned", "cross_tenant", "expired", "stale", "lapsed_newest", "untrusted_newest"),
-    # misdirected: a decision genuinely signed for another run's approval
-    # (its identical twin's, drawn with it: see ``run_specs``); while_held: the
-    # decision delivered while a worker holds the run paused, after its read
-    "message": (
-        "valid",
-        "forged",
-        "wrong_role",
-        "wrong_params",
-        "cross_tenant",
-        "changed_mind",
-        "misdirected",
-        "while_held",
-    ),
-    # the last three only through a proxy (Universe.offered_network_kinds)
-    "network": PROXY_NETWORK_KINDS,
-    # forward: old code, then this one (the final quiesce); rollback: this
-    # code, then the older release, then this one again
-    "migration": ("forward", "rollback"),
-}
+#: From the families' records (``harness.vocabulary``).
+FAMILY_KINDS = FAMILY_VARIANTS
 
 #: memory kinds planted where they could waive an approval (a verified
 #: waiver under a newer version that must hide it), as ``poisoned`` is
@@ -117,7 +87,7 @@ TWIN_ODDS = 2
 #: costs the worker its network timeout (seconds), where other episodes
 #: cost tenths; a second one in the same scenario finds little the first
 #: and the targeted schedules do not.
-ONCE_PER_SCENARIO = frozenset({"network"})
+ONCE_PER_SCENARIO = frozenset(f.name for f in FAULT_FAMILIES if f.once_per_scenario)
 
 #: Seconds a crash episode's runs may stay down (one episode in
 #: ``DOWNTIME_ODDS``): past the default approval lifetime and wait deadlines
@@ -320,130 +290,188 @@ def episode(
     scenario; ``spent``: families of :data:`ONCE_PER_SCENARIO` already drawn."""
     swarm = swarm or Swarm(families=u.enabled())
     family = _family(draw, u, swarm, spent)
-    run_ids = [r.run_id for r in runs]
-    if family == "crash":
-        # A worker killed at a crash point, then possibly a kill during recovery.
-        # A worker killed at a crash point, then possibly kills during recovery:
-        # each recovering worker may be killed in turn (a chain that shrinks
-        # to none), the long runs of one fault that swarms favour.
-        crash = _crash(draw, u, runs=runs)
-        steps: list[Step] = [
-            *_approved_first(draw, u, run_ids, n),
-            RunWorker(worker_id=f"w{n}", crash=crash),
-        ]
-        chain = draw(st.integers(min_value=0, max_value=2))
-        for k in range(chain):
-            tag = "r" * (k + 1)
-            steps.append(RunWorker(worker_id=f"w{n}{tag}", crash=_crash(draw, u, runs=runs)))
-        # Sometimes the runs stay down past every deadline before anyone
-        # resumes them: what was decided or delivered before the crash meets
-        # a clock that moved on (an approval that expired meanwhile, a wait
-        # whose answer came before its deadline). Shrinks to no downtime.
-        if (
-            Capability.CLOCK in u.capabilities
-            and draw(st.integers(0, DOWNTIME_ODDS - 1)) == DOWNTIME_ODDS - 1
-        ):
-            steps.append(AdvanceClock(seconds=DOWNTIME))
-        return steps
-    if family == "zombie":
-        # A paused worker outlives its lease; another takes over; it wakes up.
-        return [
-            RunWorker(worker_id=f"z{n}", crash=_crash(draw, u, "pause", runs)),
-            AdvanceClock(seconds=u.lease_seconds + 1),
-            RunWorker(worker_id=f"w{n}"),
-            ContinueWorker(worker_id=f"z{n}"),
-        ]
-    if family == "operator":
-        # An operator cancels a run while a worker, paused mid-step, holds it.
-        return [
-            RunWorker(worker_id=f"o{n}", crash=_crash(draw, u, "pause", runs)),
-            Cancel(run_id=draw(st.sampled_from(run_ids))),
-            ContinueWorker(worker_id=f"o{n}"),
-        ]
-    if family == "message":
-        variant = _kind(draw, swarm, "message")
-        if variant == "while_held":
-            return _held_delivery(draw, u, runs, n)
-        if variant == "misdirected":
-            return _misdirected(draw, u, runs, n)
-        # An invalid message may carry the opposite of the approver's
-        # decision: a runtime that trusts it then does what was refused.
-        opposite = variant not in ("valid", "changed_mind") and draw(st.booleans())
-        return [
-            RunWorker(worker_id=f"w{n}"),
-            Approve(
-                run_id=draw(st.sampled_from(run_ids)),
-                variant=variant,
-                decision="opposite" if opposite else "planned",
-                copies=draw(st.integers(min_value=1, max_value=3)),
-                fresh_copies=draw(st.integers(min_value=0, max_value=1)),
-            ),
-        ]
-    if family == "late_approval":
-        return [
-            RunWorker(worker_id=f"w{n}"),
-            AdvanceClock(seconds=draw(st.sampled_from((600.0, 4000.0)))),
-            Approve(run_id=draw(st.sampled_from(run_ids))),
-        ]
-    wf_effects = sorted(
+    return EPISODES[family](draw, u, runs, n, swarm)
+
+
+#: An episode of one family: (draw, universe, the scenario's runs, its
+#: episode number, its swarm) -> steps.
+Episode = Callable[[st.DrawFn, Universe, tuple[RunSpec, ...], int, Swarm], list[Step]]
+
+
+def _run_ids(runs: tuple[RunSpec, ...]) -> list[str]:
+    return [r.run_id for r in runs]
+
+
+def _effects(u: Universe, runs: tuple[RunSpec, ...]) -> list[str]:
+    """The effect kinds the runs' workflows make, sorted."""
+    return sorted(
         {e for r in runs for wf in u.workflows if wf.name == r.workflow for e in wf.effects}
     )
-    if family == "race":
-        return _race_episode(draw, wf_effects, run_ids, n)
-    if family == "world":
-        kind = draw(st.sampled_from(wf_effects or ["payments.charge"]))
-        service, _, action = kind.partition(".")
-        mode = _kind(draw, swarm, "world")
-        # Mostly the first call from now; sometimes a later one (a retry, the
-        # next run's call), so a fault also lands after a recovery.
-        nth = draw(st.sampled_from((1, 1, 1, 1, 2, 3)))
-        # After a decision only when a run waits for one, and not often: an
-        # ungated run would be done before the fault is armed.
-        waits = any(wf.needs_approval for r in runs for wf in u.workflows if wf.name == r.workflow)
-        first = _approved_first(draw, u, run_ids, n) if waits and draw(st.booleans()) else []
-        armed = (
-            _lookup_refused(draw, wf_effects, nth, "kill_after_apply" in swarm.kinds_of("world"))
-            if mode == "lookup_refused"
-            else [ArmWorldFault(service=service, action=action, nth=nth, mode=mode)]
-        )
-        return [*first, *armed, RunWorker(worker_id=f"w{n}")]
-    if family == "memory":
-        kind = _kind(draw, swarm, "memory")
-        # Poison is planted where it could do harm: as a stand-in for an
-        # approval, so for a run whose workflow asks for one (if any does).
-        # Only runs whose workflow has a place to plant at (the universe
-        # enables the family when one has): none in this workload, and the
-        # episode plants nothing (no fault armed, none counted).
-        aimed = tuple(r for r in runs if u.memory_targets(r))
-        if not aimed:
-            return [RunWorker(worker_id=f"w{n}")]
-        gated = tuple(
-            r for r in aimed for wf in u.workflows if wf.name == r.workflow and wf.needs_approval
-        )
-        run = draw(st.sampled_from(gated if kind in GATED_MEMORY_KINDS and gated else aimed))
-        namespace, key, value = draw(st.sampled_from(u.memory_targets(run)))
-        provenance = "user_supplied" if kind == "poisoned" else "system_verified"
-        return [
-            InjectMemory(
-                tenant=run.tenant,
-                namespace=namespace,
-                key=key,
-                value=value,
-                kind=kind,
-                provenance=provenance,
-            ),
-            RunWorker(worker_id=f"w{n}"),
-        ]
-    if family == "storage":
-        return _storage_episode(draw, u, runs, n)
-    if family == "network":
-        kind = _kind(draw, swarm, "network")
-        offered = _offered(u, "network")
-        # a swarm made without the universe's kinds: only what the backend can do
-        return _network_episode(draw, u, runs, n, kind if kind in offered else offered[0])
-    # migration: crash under old code, resume under the current one; or
-    # (rollback) this code first, then the older release meets what it wrote
-    # (drawn either way, so that one declaration does not move the stream)
+
+
+def _crash_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    """A worker killed at a crash point, then possibly kills during recovery:
+    each recovering worker may be killed in turn (a chain that shrinks to
+    none), the long runs of one fault that swarms favour."""
+    crash = _crash(draw, u, runs=runs)
+    steps: list[Step] = [
+        *_approved_first(draw, u, _run_ids(runs), n),
+        RunWorker(worker_id=f"w{n}", crash=crash),
+    ]
+    chain = draw(st.integers(min_value=0, max_value=2))
+    for k in range(chain):
+        tag = "r" * (k + 1)
+        steps.append(RunWorker(worker_id=f"w{n}{tag}", crash=_crash(draw, u, runs=runs)))
+    # Sometimes the runs stay down past every deadline before anyone
+    # resumes them: what was decided or delivered before the crash meets
+    # a clock that moved on (an approval that expired meanwhile, a wait
+    # whose answer came before its deadline). Shrinks to no downtime.
+    if (
+        Capability.CLOCK in u.capabilities
+        and draw(st.integers(0, DOWNTIME_ODDS - 1)) == DOWNTIME_ODDS - 1
+    ):
+        steps.append(AdvanceClock(seconds=DOWNTIME))
+    return steps
+
+
+def _zombie_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    """A paused worker outlives its lease; another takes over; it wakes up."""
+    return [
+        RunWorker(worker_id=f"z{n}", crash=_crash(draw, u, "pause", runs)),
+        AdvanceClock(seconds=u.lease_seconds + 1),
+        RunWorker(worker_id=f"w{n}"),
+        ContinueWorker(worker_id=f"z{n}"),
+    ]
+
+
+def _operator_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    """An operator cancels a run while a worker, paused mid-step, holds it."""
+    return [
+        RunWorker(worker_id=f"o{n}", crash=_crash(draw, u, "pause", runs)),
+        Cancel(run_id=draw(st.sampled_from(_run_ids(runs)))),
+        ContinueWorker(worker_id=f"o{n}"),
+    ]
+
+
+def _message_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    variant = _kind(draw, swarm, "message")
+    if variant == "while_held":
+        return _held_delivery(draw, u, runs, n)
+    if variant == "misdirected":
+        return _misdirected(draw, u, runs, n)
+    # An invalid message may carry the opposite of the approver's
+    # decision: a runtime that trusts it then does what was refused.
+    opposite = variant not in ("valid", "changed_mind") and draw(st.booleans())
+    return [
+        RunWorker(worker_id=f"w{n}"),
+        Approve(
+            run_id=draw(st.sampled_from(_run_ids(runs))),
+            variant=variant,
+            decision="opposite" if opposite else "planned",
+            copies=draw(st.integers(min_value=1, max_value=3)),
+            fresh_copies=draw(st.integers(min_value=0, max_value=1)),
+        ),
+    ]
+
+
+def _late_approval_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    return [
+        RunWorker(worker_id=f"w{n}"),
+        AdvanceClock(seconds=draw(st.sampled_from((600.0, 4000.0)))),
+        Approve(run_id=draw(st.sampled_from(_run_ids(runs)))),
+    ]
+
+
+def _race(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    return _race_episode(draw, _effects(u, runs), _run_ids(runs), n)
+
+
+def _world_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    wf_effects = _effects(u, runs)
+    kind = draw(st.sampled_from(wf_effects or ["payments.charge"]))
+    service, _, action = kind.partition(".")
+    mode = _kind(draw, swarm, "world")
+    # Mostly the first call from now; sometimes a later one (a retry, the
+    # next run's call), so a fault also lands after a recovery.
+    nth = draw(st.sampled_from((1, 1, 1, 1, 2, 3)))
+    # After a decision only when a run waits for one, and not often: an
+    # ungated run would be done before the fault is armed.
+    waits = any(wf.needs_approval for r in runs for wf in u.workflows if wf.name == r.workflow)
+    first = _approved_first(draw, u, _run_ids(runs), n) if waits and draw(st.booleans()) else []
+    armed = (
+        _lookup_refused(draw, wf_effects, nth, "kill_after_apply" in swarm.kinds_of("world"))
+        if mode == "lookup_refused"
+        else [ArmWorldFault(service=service, action=action, nth=nth, mode=mode)]
+    )
+    return [*first, *armed, RunWorker(worker_id=f"w{n}")]
+
+
+def _memory_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    kind = _kind(draw, swarm, "memory")
+    # Poison is planted where it could do harm: as a stand-in for an
+    # approval, so for a run whose workflow asks for one (if any does).
+    # Only runs whose workflow has a place to plant at (the universe
+    # enables the family when one has): none in this workload, and the
+    # episode plants nothing (no fault armed, none counted).
+    aimed = tuple(r for r in runs if u.memory_targets(r))
+    if not aimed:
+        return [RunWorker(worker_id=f"w{n}")]
+    gated = tuple(
+        r for r in aimed for wf in u.workflows if wf.name == r.workflow and wf.needs_approval
+    )
+    run = draw(st.sampled_from(gated if kind in GATED_MEMORY_KINDS and gated else aimed))
+    namespace, key, value = draw(st.sampled_from(u.memory_targets(run)))
+    provenance = "user_supplied" if kind == "poisoned" else "system_verified"
+    return [
+        InjectMemory(
+            tenant=run.tenant,
+            namespace=namespace,
+            key=key,
+            value=value,
+            kind=kind,
+            provenance=provenance,
+        ),
+        RunWorker(worker_id=f"w{n}"),
+    ]
+
+
+def _storage(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    return _storage_episode(draw, u, runs, n)
+
+
+def _network(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    kind = _kind(draw, swarm, "network")
+    offered = _offered(u, "network")
+    # a swarm made without the universe's kinds: only what the backend can do
+    return _network_episode(draw, u, runs, n, kind if kind in offered else offered[0])
+
+
+def _migration_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    """Crash under old code, resume under the current one; or (rollback)
+    this code first, then the older release meets what it wrote (drawn
+    either way, so that one declaration does not move the stream)."""
     rollback = _kind(draw, swarm, "migration") == "rollback" and u.rollbacks
     if rollback and u.crash_points:
         return [
@@ -454,6 +482,7 @@ def episode(
         # No crash points: old code runs until its runs wait or end, or until
         # the world kills it at an effect boundary.
         old: list[Step] = []
+        wf_effects = _effects(u, runs)
         kill: bool = draw(st.booleans())
         if wf_effects and kill:
             service, _, action = draw(st.sampled_from(wf_effects)).partition(".")
@@ -462,6 +491,23 @@ def episode(
             )
         return [*old, RunWorker(worker_id=f"v{n}", code_version=1)]
     return [RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u, runs=runs))]
+
+
+#: Each fault family's episode for the sampled search (one per family of
+#: ``harness.vocabulary.FAULT_FAMILIES``: a test keeps the two in step).
+EPISODES: Mapping[str, Episode] = {
+    "crash": _crash_episode,
+    "zombie": _zombie_episode,
+    "message": _message_episode,
+    "late_approval": _late_approval_episode,
+    "world": _world_episode,
+    "memory": _memory_episode,
+    "migration": _migration_episode,
+    "storage": _storage,
+    "race": _race,
+    "operator": _operator_episode,
+    "network": _network,
+}
 
 
 def _gated(u: Universe, runs: tuple[RunSpec, ...]) -> list[RunSpec]:

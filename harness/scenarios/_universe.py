@@ -15,6 +15,7 @@ from ..adapters._contract import offered_storage_kinds
 from ..adapters._netinfo import offered_network_kinds
 from ..model import RunSpec, StorageKind
 from ..nemesis import WORKER_TIMEOUT
+from ..vocabulary import FAMILIES, FAMILY, NETWORK_KINDS, PROXY_NETWORK_KINDS
 from ._profile import WorkflowProfile, profile_workflow
 
 TENANTS = ("acme", "globex")
@@ -22,25 +23,6 @@ TENANTS = ("acme", "globex")
 #: when its workflow declares no ``memory_targets``: one it never writes
 PLANTED_KEY = "harness-planted"
 PLANTED_VALUE: Mapping[str, Any] = {"claim": "planted by the harness", "planted": True}
-#: Fault families, by name; a profile may switch some off.
-FAMILIES = (
-    "crash",
-    "zombie",
-    "message",
-    "late_approval",
-    "world",
-    "memory",
-    "migration",
-    "storage",
-    "race",
-    "operator",
-    "network",
-)
-
-#: The network fault kinds scenarios arm on any backend (the kernel's rules too).
-NETWORK_KINDS = ("commit_ack_lost", "reset_mid_transaction", "partition")
-#: ... and on a proxy's (Toxiproxy): a reply held back, fragmented or cut.
-PROXY_NETWORK_KINDS = (*NETWORK_KINDS, "latency", "slow_reply", "cut_reply")
 
 
 @dataclass(frozen=True)
@@ -128,20 +110,9 @@ class Universe:
 
     def enabled(self) -> tuple[str, ...]:
         caps = self.capabilities
-        need = {
-            "crash": Capability.CRASH_POINTS,
-            "zombie": Capability.CONCURRENT_WORKERS,
-            "late_approval": Capability.CLOCK,
-            "memory": Capability.MEMORY_INJECTION,
-            "migration": Capability.VERSION_SWITCH,
-            "message": Capability.APPROVALS,
-            "storage": Capability.STORAGE_FAULTS,
-            "operator": Capability.CANCEL,
-            "network": Capability.NETWORK_FAULTS,
-        }
         out = []
         for fam in self.families:
-            cap = need.get(fam)
+            cap = FAMILY[fam].needs if fam in FAMILY else None
             if cap is None or cap in caps:
                 if fam == "crash" and not self.crash_points:
                     continue
