@@ -44,6 +44,7 @@ from pydantic import BaseModel, ValidationError
 from .._errors import AdapterError, HarnessError, Interrupted
 from .._signals import sigint_is_ours, signal_received
 from ._contract import Adapter, Environment, Observation, RunView, WorkflowSpec
+from ._hooks import ENVIRONMENT_HOOKS, ENVIRONMENT_MEMBERS, check_hooks
 
 #: environment methods whose exceptions the runner records as findings
 _PASS_THROUGH = frozenset({"submit", "deliver", "world"})
@@ -423,8 +424,31 @@ class GuardedAdapter(_Guarded):
                 raise AdapterError(
                     f"{type(self.unguarded).__name__}.open() returned None, not an environment"
                 )
+            kind = type(result)
+            if kind not in _HOOKS_CHECKED:
+                try:
+                    check_hooks(
+                        result,
+                        f"{type(self.unguarded).__name__}.open() gave {kind.__name__}",
+                        ENVIRONMENT_HOOKS,
+                        ENVIRONMENT_MEMBERS,
+                    )
+                except AdapterError as exc:
+                    # refused: it must not outlive the refusal
+                    close = getattr(result, "close", None)
+                    if callable(close):
+                        try:
+                            close()
+                        except Exception as closing:
+                            exc.add_note(f"then its close() failed too: {closing}")
+                    raise
+                _HOOKS_CHECKED.add(kind)
             return GuardedEnvironment(result)
         return result
+
+
+#: Environment classes whose hook names were checked (once per class)
+_HOOKS_CHECKED: set[type] = set()
 
 
 def _hook(adapter: Any, which: str) -> tuple[str, Any]:

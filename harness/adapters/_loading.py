@@ -10,6 +10,7 @@ from typing import Any
 from .._errors import AdapterLoadError, UsageError
 from ._contract import Adapter, Capability
 from ._guard import call, check_workflows, raise_escaped
+from ._hooks import ADAPTER_HOOKS, ADAPTER_MEMBERS, check_hooks
 from ._registry import BUILTIN, Registered, extra_for
 from ._specs import check_spec
 
@@ -171,6 +172,7 @@ def validate_adapter(adapter: Any, spec: str) -> None:
     for wf in workflows:
         if not wf.inputs:
             raise AdapterLoadError(f"{spec}: workflow {wf.name!r} has no example inputs")
+    check_hooks(adapter, spec, ADAPTER_HOOKS, ADAPTER_MEMBERS)
 
 
 def parse_opts(pairs: list[str] | None) -> dict[str, str]:
