@@ -17,9 +17,10 @@ from ..vocabulary import FAMILIES
 from ._exhaustive import exhaustive
 from ._files import ScenarioFileError, load_scenario_file, scenario_files
 from ._profile import Commit, EffectSite, WorkflowProfile, profile_workflow
+from ._schedules._common import schedule_kind
 from ._seeded import sampled_stream
 from ._strategies import episode, run_specs, scenarios
-from ._targeted import commit_pair_rows, schedule_kind, targeted
+from ._targeted import commit_pair_rows, targeted
 from ._universe import PLANTED_KEY, TENANTS, Universe, probe_universe
 
 __all__ = [

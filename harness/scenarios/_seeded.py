@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 
 from ..model import Quiesce, Scenario, Step, Submit
+from ._schedules._common import schedule_kind
 from ._strategies import ONCE_PER_SCENARIO, _of_family, episode, run_specs, scenarios, swarms
-from ._targeted import schedule_kind
 from ._universe import Universe
 
 #: the most swarm episodes added to a seed

@@ -24,11 +24,8 @@ from harness.adapters.reference import ReferenceAdapter
 from harness.model import Cancel, ContinueWorker, CrashSpec, RunWorker, Scenario
 from harness.scenarios import EffectSite, Universe, WorkflowProfile, probe_universe, targeted
 from harness.scenarios._profile import COMMIT_KINDS
-from harness.scenarios._targeted import (
-    COMMIT_FAULTS,
-    commit_fault_pairs,
-    commit_fault_plan,
-)
+from harness.scenarios._schedules.pairs import COMMIT_FAULTS, commit_fault_pairs
+from harness.scenarios._targeted import commit_fault_plan
 
 PAY = WorkflowSpec(name="pay", inputs=({"x": 1},), needs_approval=True, effects=("mail.send",))
 

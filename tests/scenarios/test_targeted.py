@@ -26,7 +26,8 @@ from harness.scenarios import (
     profile_workflow,
     targeted,
 )
-from harness.scenarios._targeted import MEMORY_KINDS, OUTAGE_CALLS, WORLD_MODES, schedule_kind
+from harness.scenarios._schedules._common import MEMORY_KINDS, schedule_kind
+from harness.scenarios._schedules.world import OUTAGE_CALLS, WORLD_MODES
 from harness.scenarios._universe import PLANTED_KEY
 
 CAPS = frozenset(Capability) - {Capability.STORAGE_FAULTS}

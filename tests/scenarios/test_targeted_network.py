@@ -8,7 +8,7 @@ from __future__ import annotations
 from harness.adapters._contract import Capability, WorkflowSpec
 from harness.model import CrashSpec, NetworkFault, RunWorker, Scenario
 from harness.scenarios import EffectSite, Universe, WorkflowProfile, targeted
-from harness.scenarios._targeted import MAX_NETWORK
+from harness.scenarios._schedules.connections import MAX_NETWORK
 from harness.scenarios._universe import PROXY_NETWORK_KINDS
 
 #: a made-up runtime: sites a..g between steps, t1..t3 inside a transaction

@@ -1,0 +1,2 @@
+"""The targeted schedules, one module per family (the plan that orders
+them: ``harness.scenarios._targeted``)."""

@@ -1,0 +1,61 @@
+"""Targeted schedules of the ``late_approval`` family: the clock past a wait's
+deadline with what the run waits for withheld."""
+
+from __future__ import annotations
+
+from ...adapters import Capability
+from ...model import AdvanceClock, CrashSpec, RunWorker, Scenario
+from ._common import OUTAGE_SECONDS, _Aim, _interleave, _rounds, _run, _scenario
+
+#: how far the clock jumps past a waiting run: beyond any deadline a runtime
+#: or a workflow sets for an event or a decision (a day and a bit)
+WAIT_SECONDS = OUTAGE_SECONDS
+
+
+#: wait-deadline schedules at most
+MAX_WAIT_DEADLINES = 8
+
+
+def _wait_deadlines(a: _Aim) -> list[Scenario]:
+    """A run left waiting while the clock passes its deadline, with what it
+    waits for withheld. The worker is killed right after each commit of the
+    fault-free run that hands off (the run yields and the worker's loop
+    finds another run to do: the run now waits for what it handed off, a
+    child's result or a message, and the other run has not yet made it),
+    then the clock jumps a day; a gated run is left waiting for its
+    decision while the clock jumps, and a worker runs before the decision
+    comes. The runtime must time the wait out (the clock fault names the
+    runs whose deadline, the ``wake_at`` they report, it passes: they may
+    end otherwise than fault-free), take what came in time, or keep waiting
+    without starving the run it waits on; never wait past its deadline
+    for ever. Each workflow's first wait, then each one's next."""
+    if "late_approval" not in a.families or Capability.CLOCK not in a.u.capabilities:
+        return []
+    groups: list[list[Scenario]] = []
+    for wf in a.workflows:
+        mine: list[Scenario] = []
+        if "crash" in a.families and a.in_txn:
+            for c in a.profile(wf).commits(a.in_txn):
+                if not c.handoff or c.after is None:
+                    continue
+                mine.append(
+                    _scenario(
+                        f"{wf.name}/deadline_passes/r{c.round}/{c.last[0]}@{c.last[1]}",
+                        _run(wf),
+                        *_rounds(c.round),
+                        RunWorker(worker_id="w1", crash=CrashSpec(site=c.after[0], nth=c.after[1])),
+                        AdvanceClock(seconds=WAIT_SECONDS),
+                    )
+                )
+        if wf.needs_approval:
+            mine.append(
+                _scenario(
+                    f"{wf.name}/deadline_passes/approval",
+                    _run(wf),
+                    RunWorker(worker_id="w1"),
+                    AdvanceClock(seconds=WAIT_SECONDS),
+                    RunWorker(worker_id="w2"),
+                )
+            )
+        groups.append(mine)
+    return _interleave(groups)[:MAX_WAIT_DEADLINES]

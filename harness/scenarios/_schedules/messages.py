@@ -1,0 +1,223 @@
+"""Targeted schedules of the ``message`` family: bad and misdirected decisions,
+deliveries while a worker holds the run, another tenant's events, identical
+twin runs."""
+
+from __future__ import annotations
+
+from ...model import Approve, ContinueWorker, CrashSpec, Quiesce, RunWorker, Scenario, Submit
+from .._universe import TENANTS
+from ._common import _Aim, _keyed, _paused, _rounds, _run, _scenario
+
+
+def _messages(a: _Aim) -> list[Scenario]:
+    """The decision delivered twice (same message id); and, for the first
+    gated workflow, decisions the runtime must refuse at the door.
+
+    A refused message carries the *opposite* of the approver's decision: the
+    approver (asked at the final Quiesce) rejects while the forged, wrong-role
+    or wrong-params message approves, so a runtime that trusts it performs an
+    effect nobody genuinely approved. A message carrying the same decision
+    the approver gives would leave a trusting runtime and a checking one
+    indistinguishable. Then once the other way round: the approver approves,
+    a forged message rejects (a trusting runtime cancels the run).
+
+    A decision genuinely signed for another approval of the run's tenant
+    (``misdirected``): the twin run's, same workflow and input, so the same
+    role and parameters; only the approval it answers differs. It carries
+    the decision the twin's approver gives (approved) to a run whose
+    approver rejects, so a runtime that checks signature, tenant, role and
+    parameters but not which approval a decision answers refunds a
+    customer nobody approved.
+
+    A message of another tenant naming the run (``cross_tenant``): the
+    decision that tenant's approver genuinely signed, with its own key,
+    carrying the opposite decision; and, for each workflow whose fault-free
+    run hands off and waits (a child's result, a message), the event it
+    waits on, sent by another tenant while it waits (the worker killed right
+    after the first commit that hands off, as ``_wait_deadlines``). Neither
+    may move the run.
+    """
+    if "message" not in a.families:
+        return []
+    gated = [wf for wf in a.workflows if wf.needs_approval]
+    twice = [
+        _scenario(
+            f"{wf.name}/duplicate_decision",
+            _run(wf),
+            RunWorker(worker_id="w1"),
+            Approve(run_id="r1", copies=2),
+        )
+        for wf in gated
+    ]
+    refused = [
+        _scenario(
+            f"{wf.name}/{variant}_decision",
+            _run(wf).model_copy(update={"decision": "rejected"}),
+            RunWorker(worker_id="w1"),
+            Approve(run_id="r1", variant=variant, decision="opposite"),
+        )
+        for wf in gated[:1]
+        for variant in ("forged", "wrong_role", "wrong_params", "cross_tenant")
+    ]
+    # The decision the approver genuinely signed for another run's approval
+    # (same tenant, workflow and input, so the same role and parameters),
+    # addressed to this run, which the approver will reject.
+    refused += [
+        _scenario(
+            f"{wf.name}/misdirected_decision",
+            _run(wf).model_copy(update={"decision": "rejected"}),
+            Submit(run=_run(wf).model_copy(update={"run_id": "r2"})),
+            RunWorker(worker_id="w1"),
+            Approve(run_id="r1", variant="misdirected", decision="opposite", signed_for="r2"),
+        )
+        for wf in gated[:1]
+    ]
+    refused += [
+        _scenario(
+            f"{wf.name}/forged_rejection",
+            _run(wf),
+            RunWorker(worker_id="w1"),
+            Approve(run_id="r1", variant="forged", decision="opposite"),
+        )
+        for wf in gated[:1]
+    ]
+    # The approver's genuine opposite decision right behind the first: the
+    # first counts, whichever the plan is.
+    changed = [
+        _scenario(
+            f"{wf.name}/changed_mind/{planned}",
+            _run(wf).model_copy(update={"decision": planned}),
+            RunWorker(worker_id="w1"),
+            Approve(run_id="r1", variant="changed_mind"),
+        )
+        for wf in gated[:1]
+        for planned in ("rejected", "approved")
+    ]
+    return twice[:1] + refused + changed + _cross_tenant_events(a) + twice[1:]
+
+
+#: delivery-while-held schedules at most (one per gated workflow)
+MAX_HELD_DELIVERIES = 2
+
+
+def _deliveries_while_held(a: _Aim) -> list[Scenario]:
+    """A message delivered while a worker holds the run between its inbox
+    read and the commit that acknowledges what it read. The run waits for
+    its decision; a message it must ignore (a forged decision) comes first,
+    so the worker that next claims the run reads it and commits its
+    acknowledgement; that worker is paused at the last pause point before
+    the first commit of the round that follows a decision in the fault-free
+    run (after its read, before its acknowledging commit), the approver's
+    valid decision is delivered, and the worker goes on, its commit
+    succeeding. The decision was never read: it must still be pending
+    after that commit, and the run must take it. A runtime that
+    acknowledges the run's whole pending inbox, not the messages it read,
+    loses it unseen (the run then waits for ever, or times out). The
+    ignored message carries the approver's own decision, so a runtime that
+    wrongly trusts it ends the same: this schedule tests the acknowledgement
+    only. Gated workflows first-decision rounds, a few."""
+    if "message" not in a.families or not a.pausable:
+        return []
+    out: list[Scenario] = []
+    for wf in a.workflows:
+        p = a.profile(wf)
+        r = p.resume_round
+        if not wf.needs_approval or r < 1 or r >= len(p.rounds):
+            continue
+        trace = p.rounds[r]
+        first = next((i for i, (site, _) in enumerate(trace) if site in a.in_txn), len(trace))
+        held = next((trace[i] for i in reversed(range(first)) if trace[i][0] in a.pausable), None)
+        if held is None:
+            continue
+        out.append(
+            _scenario(
+                f"{wf.name}/deliver_while_held/r{r}/{held[0]}@{held[1]}",
+                _run(wf),
+                *_rounds(r - 1),
+                RunWorker(worker_id=f"p{r - 1}"),
+                Approve(run_id="r1", variant="forged"),
+                _paused("h1", *held),
+                Approve(run_id="r1"),
+                ContinueWorker(worker_id="h1"),
+            )
+        )
+    return out[:MAX_HELD_DELIVERIES]
+
+
+def _cross_tenant_events(a: _Aim) -> list[Scenario]:
+    """Another tenant sends the event a run waits on (see :func:`_messages`)."""
+    if "crash" not in a.families or not a.in_txn:
+        return []
+    out: list[Scenario] = []
+    for wf in a.workflows:
+        c = next((c for c in a.profile(wf).commits(a.in_txn) if c.handoff and c.after), None)
+        if c is None or c.after is None:
+            continue
+        out.append(
+            _scenario(
+                f"{wf.name}/cross_tenant_event/r{c.round}/{c.last[0]}@{c.last[1]}",
+                _run(wf),
+                *_rounds(c.round),
+                RunWorker(worker_id="w1", crash=CrashSpec(site=c.after[0], nth=c.after[1])),
+                Approve(run_id="r1", variant="cross_tenant", decision="opposite"),
+            )
+        )
+    return out
+
+
+def _tenant_twins(a: _Aim) -> list[Scenario]:
+    """The same run for a second tenant, submitted once the first tenant's
+    has ended, without any fault: a runtime that lets one tenant's data
+    reach another's run (a cache keyed by content, a deduplication or a
+    memory read that forgets the tenant) changes the second run, and the
+    oracle, one deployment per tenant, shows it. With the cross-tenant
+    families (``memory``, ``message``): isolation is what they test."""
+    if not {"memory", "message"} & a.families or len(TENANTS) < 2:
+        return []
+    out = []
+    for wf in a.workflows:
+        first = _run(wf)
+        twin = first.model_copy(update={"run_id": "r2", "tenant": TENANTS[1]})
+        out.append(
+            _scenario(
+                f"{wf.name}/tenant_twin/{TENANTS[1]}",
+                first,
+                Quiesce(),  # the first run to its end, its decisions delivered
+                Submit(run=twin),
+                RunWorker(worker_id="t1"),
+            )
+        )
+    return out
+
+
+#: identical-twin schedules at most (one per workflow with a keyed effect)
+MAX_RUN_TWINS = 2
+
+
+def _run_twins(a: _Aim) -> list[Scenario]:
+    """Two identical runs of one tenant (same workflow, input and decision,
+    two run ids), submitted together, without any fault: each must have its
+    own effects. A runtime that derives an idempotency key from the
+    request's content sends the second run's request under the first's key,
+    and the world answers it with the first run's effect: the second
+    customer is never refunded. The oracle runs both in one deployment and
+    makes the same mistake; ``exactly_once_effects`` sees it from the
+    world's records alone (a run answered with another run's effect). On
+    the workflows whose effects a service deduplicates by key, gated first."""
+    if "world" not in a.families:
+        return []
+    out = []
+    for wf in a.workflows:
+        if not any(_keyed(eff) for eff in wf.effects):
+            continue
+        first = _run(wf)
+        twin = first.model_copy(update={"run_id": "r2"})
+        out.append(
+            _scenario(
+                f"{wf.name}/run_twin/{first.tenant}",
+                first,
+                Submit(run=twin),
+                RunWorker(worker_id="w1"),
+            )
+        )
+    return out[:MAX_RUN_TWINS]

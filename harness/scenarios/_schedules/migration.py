@@ -1,0 +1,105 @@
+"""Targeted schedules of the ``migration`` family: upgrades between crash and
+resume, and rollback orders of versions."""
+
+from __future__ import annotations
+
+from ...adapters import WorkflowSpec
+from ...model import Approve, RunWorker, Scenario, Step
+from ._common import _Aim, _interleave, _kill_after_apply, _run, _scenario
+
+
+def _upgrades(a: _Aim) -> list[Scenario]:
+    """Submitted and started by the previous release, resumed by this one.
+
+    The old code's worker runs until its run waits or ends. Without crash
+    points that stops a workflow mid-run only at an approval wait, so the
+    old code is also stopped at each effect boundary: the world kills its
+    worker right after applying the effect (as the sampled migrations do),
+    and this release resumes a run the old code left half done. A gated
+    workflow's run then gets its decision and a second old worker, so a
+    kill aimed past the approval lands under the old code too; and, with or
+    without crash points, a gated run is decided and finished by the old
+    code alone.
+    Per workflow: the stop most likely mid-run first (the wait of a gated
+    workflow, else the first effect), across workflows breadth-first."""
+    if "migration" not in a.families:
+        return []
+    groups = []
+    for wf in a.workflows:
+        plain = _scenario(
+            f"{wf.name}/upgrade_mid_run",
+            _run(wf, code_version=1),
+            RunWorker(worker_id="v1", code_version=1),
+        )
+        kills = []
+        if not a.u.crash_points and "world" in a.families:
+            gated = wf.needs_approval
+            decided: list[Step] = [Approve(run_id="r1"), RunWorker(worker_id="v2", code_version=1)]
+            kills = [
+                _scenario(
+                    f"{wf.name}/upgrade_mid_run/kill_after_apply/{eff}",
+                    _run(wf, code_version=1),
+                    _kill_after_apply(eff),
+                    RunWorker(worker_id="v1", code_version=1),
+                    *(decided if gated else []),
+                )
+                for eff in wf.effects
+            ]
+        if not wf.needs_approval:
+            groups.append([*kills, plain])
+            continue
+        # The previous release decides and finishes its own run: a rolling
+        # deploy keeps old workers serving, and the old code must honour
+        # the approvals it asked for (a deploy that migrates approvals the
+        # wrong way round denies them). Judged against today's oracle by
+        # state, effect counts and output keys (migration_safety).
+        decided_old = _scenario(
+            f"{wf.name}/upgrade_mid_run/decided_by_older_release",
+            _run(wf, code_version=1),
+            RunWorker(worker_id="v1", code_version=1),
+            Approve(run_id="r1"),
+            RunWorker(worker_id="v2", code_version=1),
+        )
+        groups.append([plain, decided_old, *kills])
+    return _interleave(groups)
+
+
+#: rollback-order schedules at most
+MAX_ROLLBACKS = 3
+
+
+def _rollbacks(a: _Aim) -> list[Scenario]:
+    """A rollback order of code versions: this release's worker, then the
+    previous release's, then this release's again (a deploy rolled back and
+    forward, or a rolling deploy whose old workers still serve). Today's
+    worker runs a gated run until it waits for its decision, so what the
+    run has stored (its payload, its approval's parameters, its definition)
+    is as today's code wrote it; the decision arrives; the previous
+    release's worker claims the run and meets records newer than itself;
+    then today's worker again. The older code must park the run loudly or
+    finish it right: one that fails the run it cannot read, reads a newer
+    payload as its own shape, or writes it back stamped with its own
+    version (which today's code then upgrades a second time) ends the run
+    unlike the oracle (``migration_safety``). The forward upgrades
+    (``_upgrades``) never show the old code a newer record.
+    Per gated workflow, the run submitted by the previous release (so the
+    payload the old code meets is one today's code upgraded), then, for
+    the first, one submitted by today's code (a definition from the
+    future); a few."""
+    if "migration" not in a.families or not a.u.rollbacks:
+        return []  # a promise the adapter did not make (``rolls_back``)
+    gated = [wf for wf in a.workflows if wf.needs_approval]
+
+    def rollback(wf: WorkflowSpec, submitted: str, code_version: int | None) -> Scenario:
+        return _scenario(
+            f"{wf.name}/rollback/{submitted}",
+            _run(wf, code_version=code_version),
+            RunWorker(worker_id="n1"),
+            Approve(run_id="r1"),
+            RunWorker(worker_id="o1", code_version=1),
+            RunWorker(worker_id="n2"),
+        )
+
+    out = [rollback(wf, "submitted_by_older_release", 1) for wf in gated]
+    out[1:1] = [rollback(wf, "submitted_by_this_release", None) for wf in gated[:1]]
+    return out[:MAX_ROLLBACKS]
