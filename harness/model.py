@@ -21,7 +21,13 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from .vocabulary import Capability
 
@@ -431,10 +437,23 @@ class Cancel(_Step):
 
 
 class Quiesce(_Step):
-    """Faults stop: run workers (approving validly what waits) until nothing moves."""
+    """Faults stop: run workers (approving validly what waits) until nothing moves.
+
+    With ``code_version``, the workers are the older release's (a rollback
+    that stays: only old workers serve for a while): it keeps what it meets
+    past every retry and backoff it would take, before today's code returns
+    (the scenario's final quiesce). Left out of the JSON when unset."""
 
     op: Literal["quiesce"] = "quiesce"
     approve_waits: bool = True
+    code_version: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _unset_version_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.code_version is None:
+            data.pop("code_version", None)
+        return data
 
 
 Step = Annotated[

@@ -11,16 +11,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..adapters import Adapter, Capability
-from ..model import RunWorker, Scenario
+from ..model import Quiesce, RunWorker, Scenario
 from ._context import ScenarioError
 
 _CRASH_POINTS = (Capability.CRASH_POINTS, "crash points need the crash_points capability")
+_OLDER_RELEASE = (
+    Capability.VERSION_SWITCH,
+    "the older release's workers need the version_switch capability",
+)
 
 
 def needs(step: object) -> tuple[Capability, str] | None:
     """The capability ``step`` needs (and why), or None if it needs none."""
     if isinstance(step, RunWorker):
         return None if step.crash is None else _CRASH_POINTS
+    if isinstance(step, Quiesce) and step.code_version is not None:
+        return _OLDER_RELEASE
     # each kind of step says what it needs (harness.model)
     need: tuple[Capability, str] | None = getattr(type(step), "needs", None)
     return need

@@ -177,21 +177,33 @@ class RunContext:
         what waits, answering for an operator what waits for one) until a
         round changes nothing -- or, for an adapter that declares
         ``drains``, until a round's worker exits 0 with nothing delivered
-        and no fault fired (the worker ran all there was to run)."""
+        and no fault fired (the worker ran all there was to run). With
+        ``step.code_version``, the workers are the older release's (a
+        ``migration`` fault naming every run, as an older ``RunWorker``)."""
         for worker_id in list(self.paused):
             nemesis.continue_worker(self, ContinueWorker(worker_id=worker_id))
         last: tuple[Any, ...] | None = None
+        version = step.code_version
+        prefix = "q" if version is None else f"v{version}q"
+        if version is not None:
+            # the older release's workers read every run (as RunWorker's do)
+            self.recorder.fault("migration", True, code_version=version, runs=sorted(self.runs))
         # An adapter whose workers drain (see ``Adapter.drains`` in the
         # contract) needs no extra worker to confirm that nothing moves.
         drains = getattr(self.adapter, "drains", False) is True
         for rnd in range(MAX_QUIESCE_ROUNDS):
             fired_before = len(self.env.world.fired())
-            handle = self.env.start_worker(f"q{rnd}")
+            worker_id = f"{prefix}{rnd}"
+            handle = (
+                self.env.start_worker(worker_id)
+                if version is None
+                else self.env.start_worker(worker_id, code_version=version)
+            )
             self.recorder.record(
                 "invoke",
                 EventF.WORKER,
-                f"q{rnd}",
-                {"worker_id": f"q{rnd}", "crash": None, "code_version": None},
+                worker_id,
+                {"worker_id": worker_id, "crash": None, "code_version": version},
             )
             exit_ = self.await_worker(handle)
             self.recorder.sync()

@@ -554,6 +554,27 @@ MUTANTS = (
         # caught since targeted upgrade_mid_run/decided_by_older_release
         caught=True,
     ),
+    HandMutant(
+        "newer-payload-taken-at-our-version",
+        4,
+        "a deploy in flight writes payloads one version ahead, and a version only "
+        "adds fields: take a newer payload at our version instead of parking the run "
+        "(the older release then fails the refund step on a renamed field at every "
+        "retry, and the run ends failed where it should wait for newer workers)",
+        (
+            Edit(
+                "_workflows.py",
+                "        if version > target:\n"
+                '            raise FutureSchemaError(f"{name} working-state payload", '
+                "version, target)\n",
+                "        if version > target:\n            version = target\n",
+            ),
+        ),
+        # caught since targeted rollback/older_release_stays (the older
+        # release alone serves past its retries); the rollback orders
+        # before it let today's code finish the run after one failed step
+        caught=True,
+    ),
 )
 
 #: Postgres-only: needs truly concurrent workers on a real row lock

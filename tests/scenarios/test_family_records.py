@@ -76,3 +76,18 @@ def test_the_readme_counts_the_families() -> None:
     words = {10: "ten", 11: "eleven", 12: "twelve", 13: "thirteen", 14: "fourteen"}
     readme = (ROOT / "README.md").read_text()
     assert f"{words[len(FAMILIES)]} fault families" in readme
+
+
+def test_an_older_release_quiesce_needs_version_switch_and_keeps_old_json() -> None:
+    from harness.model import Quiesce, Scenario
+
+    # scenario files and example databases written before it stay the same
+    assert Quiesce().model_dump_json() == '{"op":"quiesce","approve_waits":true}'
+    older = Quiesce(code_version=1)
+    assert needs(older) == (
+        Capability.VERSION_SWITCH,
+        "the older release's workers need the version_switch capability",
+    )
+    assert needs(Quiesce()) is None
+    again = Scenario.model_validate_json(Scenario(name="s", steps=(older,)).model_dump_json())
+    assert again.steps == (older,)

@@ -498,12 +498,19 @@ def test_a_kill_lands_after_the_last_write_before_the_run_is_recorded_ended() ->
 def test_a_rollback_order_shows_the_older_code_what_this_release_wrote() -> None:
     rollbacks = [s for s in targeted(universe()) if "/rollback/" in s.name]
     # per gated workflow, a run the previous release accepted; for the first,
-    # one this release accepted too (its definition is from the future)
+    # one this release accepted too (its definition is from the future), and
+    # one the previous release alone then serves for a while
     assert [s.name for s in rollbacks] == [
         "targeted/pay/rollback/submitted_by_older_release",
         "targeted/pay/rollback/submitted_by_this_release",
+        "targeted/pay/rollback/older_release_stays",
     ]
-    older, this = rollbacks
+    older, this, stays = rollbacks
+    # the run is the older release's own, this release runs it until it
+    # waits, the decision, then only older workers until nothing moves
+    assert [r.code_version for r in stays.runs] == [1]
+    assert [x.op for x in stays.steps] == ["submit", "run_worker", "approve", "quiesce", "quiesce"]
+    assert [getattr(x, "code_version", None) for x in stays.steps[3:]] == [1, None]
     assert [r.code_version for r in (*older.runs, *this.runs)] == [1, None]
     # this release runs it until it waits, the decision, the previous
     # release's worker, this release's again

@@ -4,7 +4,7 @@ resume, and rollback orders of versions."""
 from __future__ import annotations
 
 from ...adapters import WorkflowSpec
-from ...model import Approve, RunWorker, Scenario, Step
+from ...model import Approve, Quiesce, RunWorker, Scenario, Step
 from ._common import _Aim, _interleave, _kill_after_apply, _run, _scenario
 
 
@@ -65,7 +65,7 @@ def _upgrades(a: _Aim) -> list[Scenario]:
 
 
 #: rollback-order schedules at most
-MAX_ROLLBACKS = 3
+MAX_ROLLBACKS = 4
 
 
 def _rollbacks(a: _Aim) -> list[Scenario]:
@@ -85,7 +85,9 @@ def _rollbacks(a: _Aim) -> list[Scenario]:
     Per gated workflow, the run submitted by the previous release (so the
     payload the old code meets is one today's code upgraded), then, for
     the first, one submitted by today's code (a definition from the
-    future); a few."""
+    future), and one where the rollback stays: the older release alone
+    serves (a :class:`~harness.model.Quiesce` of its workers, past every
+    retry and backoff it takes) before today's code returns; a few."""
     if "migration" not in a.families or not a.u.rollbacks:
         return []  # a promise the adapter did not make (``rolls_back``)
     gated = [wf for wf in a.workflows if wf.needs_approval]
@@ -100,6 +102,22 @@ def _rollbacks(a: _Aim) -> list[Scenario]:
             RunWorker(worker_id="n2"),
         )
 
+    def stays(wf: WorkflowSpec) -> Scenario:
+        # The rollback stays a while: only the older release serves, past
+        # every retry and backoff it would take with what it meets, before
+        # today's code returns. The run is the older release's own (its
+        # definition), its payload as today's code upgraded it: older code
+        # that reads the newer payload as its own shape fails its step at
+        # every retry, and the run ends failed, not parked.
+        return _scenario(
+            f"{wf.name}/rollback/older_release_stays",
+            _run(wf, code_version=1),
+            RunWorker(worker_id="n1"),
+            Approve(run_id="r1"),
+            Quiesce(code_version=1),
+        )
+
     out = [rollback(wf, "submitted_by_older_release", 1) for wf in gated]
     out[1:1] = [rollback(wf, "submitted_by_this_release", None) for wf in gated[:1]]
+    out[2:2] = [stays(wf) for wf in gated[:1]]
     return out[:MAX_ROLLBACKS]
