@@ -575,6 +575,25 @@ MUTANTS = (
         # before it let today's code finish the run after one failed step
         caught=True,
     ),
+    HandMutant(
+        "first-send-trusts-the-decision-step",
+        4,
+        "the decision step checked the approval a moment ago: only a retried step "
+        "needs to check it again before the call (a run resumed a day later, its "
+        "worker killed right after the decision's commit, then refunds on an expired "
+        "approval)",
+        (
+            Edit(
+                "_executor/_effects.py",
+                "    if a.requires_approval is not None:\n        recheck_approval(",
+                "    if a.requires_approval is not None and run.attempt > 0:\n"
+                "        recheck_approval(",
+            ),
+        ),
+        # caught since targeted outage_after/decision_commit; the outages
+        # before each effect resume through reconciliation, which re-checks
+        caught=True,
+    ),
 )
 
 #: Postgres-only: needs truly concurrent workers on a real row lock
