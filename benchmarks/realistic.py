@@ -73,8 +73,12 @@ def outcome_of(run: _mutants.HarnessRun) -> str:
     return {0: "missed", 2: "refused"}.get(run.returncode, "inconclusive")
 
 
-def phase_args(phase: str, budget: float, backend: str, seed: int) -> list[str]:
+def phase_args(
+    phase: str, budget: float, backend: str, seed: int, max_examples: int | None = None
+) -> list[str]:
     extra = ["--no-targeted"] if phase.startswith("sampled") else []
+    if max_examples is not None:
+        extra += ["--max-examples", str(max_examples)]
     if backend == "postgres":
         extra += ["--adapter-opt", "backend=postgres", "--adapter-opt", "queue=redis"]
     if seed:
@@ -130,6 +134,7 @@ def run_phase(
     seed: int,
     timeout: float,
     repo: Path,
+    max_examples: int | None = None,
 ) -> dict[str, Any]:
     """One phase of the ``ci`` profile on a copy carrying ``m``."""
     with tempfile.TemporaryDirectory(prefix="realistic-") as tmp:
@@ -137,7 +142,7 @@ def run_phase(
         run = _mutants.run_harness(
             copy,
             Path(tmp) / "report",
-            phase_args(phase, budget, backend, seed),
+            phase_args(phase, budget, backend, seed, max_examples),
             timeout=timeout,
             repo=repo,
         )
@@ -179,6 +184,7 @@ def judge(
     repo: Path,
     baseline: tuple[Path, str] | None,
     jobs: int,
+    max_examples: int | None = None,
     log: Any = sys.stderr,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """{mistake: {phase: result}}, from the cache or run now; the work is
@@ -198,6 +204,8 @@ def judge(
                 "seed": seed,
                 "revision": baseline[1] if base and baseline else revision,
             }
+            if max_examples is not None:  # the key of a run with the profile's plan is as it was
+                key["max_examples"] = max_examples
             hit = cache.get(key)
             if hit is not None:
                 results[m.name][phase] = hit
@@ -208,7 +216,14 @@ def judge(
     def one(item: tuple[Mistake, str, dict[str, Any], Path]) -> None:
         m, phase, key, repo = item
         result = run_phase(
-            m, phase, budget=budget, backend=backend, seed=seed, timeout=timeout, repo=repo
+            m,
+            phase,
+            budget=budget,
+            backend=backend,
+            seed=seed,
+            timeout=timeout,
+            repo=repo,
+            max_examples=max_examples,
         )
         cache.put(key, result)
         results[m.name][phase] = result
@@ -288,6 +303,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated mistake names (default: every one)")
     ap.add_argument("--seed", type=int, default=0, help="harness --seed (default 0)")
     ap.add_argument(
+        "--max-examples",
+        type=int,
+        help="harness --max-examples (default: the ci profile's plan)",
+    )
+    ap.add_argument(
         "--budget",
         type=float,
         default=180.0,
@@ -352,10 +372,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             repo=repo,
             baseline=baseline,
             jobs=ns.jobs,
+            max_examples=ns.max_examples,
         )
+    plan = "" if ns.max_examples is None else f", --max-examples {ns.max_examples}"
     print(
         f"realistic-mistakes benchmark: {len(chosen)} mistakes, harness {revision}, "
-        f"ci profile, {ns.backend}, seed {ns.seed}, --budget {ns.budget:g}"
+        f"ci profile{plan}, {ns.backend}, seed {ns.seed}, --budget {ns.budget:g}"
     )
     print(table(chosen, phases, results))
     if ns.json:
