@@ -225,7 +225,10 @@ def judge(
             repo=repo,
             max_examples=max_examples,
         )
-        cache.put(key, result)
+        # A run a signal stopped (the benchmark's own ^C, a kill) says
+        # nothing about the mistake: never cached as its result.
+        if result["returncode"] not in (130, 143) and (result["returncode"] or 0) >= 0:
+            cache.put(key, result)
         results[m.name][phase] = result
         print(
             f"realistic: [{time.monotonic() - started:6.0f} s] {phase:16} "
