@@ -30,18 +30,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .._janitor import scratch
 from ..adapters import Adapter, WorkflowSpec
-from ..adapters._guard import call
-from ..model import RunSpec, RunState
-from ..nemesis import WORKER_TIMEOUT, wait_worker
-from ..world import FaultRule
+from ..runner import WORKER_TIMEOUT, profile_traces
 
-#: worker rounds a profile runs at most (a workflow with one approval needs 2)
-ROUNDS = 6
 #: the kinds of commit a fault-free run makes (see :meth:`WorkflowProfile.commit_kinds`)
 COMMIT_KINDS = ("decision", "intent", "sent_mark", "result", "checkpoint", "inbox_ack", "last")
 
@@ -207,89 +200,6 @@ class WorkflowProfile:
         return ()
 
 
-def _traceable(env: Any) -> bool:
-    return hasattr(env, "crash_point_trace") and bool(env.crash_points())
-
-
-def _drive(
-    env: Any,
-    workflow: WorkflowSpec,
-    timeout: float,
-    contexts: list[Mapping[str, Any]] | None = None,
-) -> tuple[list[list[tuple[str, int]]], int | None]:
-    """Submit one run, run worker rounds delivering its decision after each.
-    Returns the trace per round and the round after the first decision
-    (and adds the contexts observed to ``contexts``). A worker still
-    running after ``timeout`` seconds is an adapter error."""
-    env.trace_crash_points = True
-    # Nothing is faulted here: a runtime that refuses the workflow's own
-    # first input, or its approver's valid decision, is broken (or its
-    # adapter is), and the search could not aim anywhere.
-    where = f"the fault-free profile run of workflow {workflow.name!r}: submit"
-    call(
-        where,
-        env.submit,
-        RunSpec(run_id="p1", tenant="acme", workflow=workflow.name, input=dict(workflow.inputs[0])),
-    )
-    rounds: list[list[tuple[str, int]]] = []
-    resume: int | None = None
-    seen = 0
-    for i in range(ROUNDS):
-        wait_worker(env.start_worker(f"profile-{i}"), timeout)
-        trace = env.crash_point_trace()
-        rounds.append([(site, n) for _worker, site, n in trace[seen:]])
-        seen = len(trace)
-        obs = env.observe()
-        if contexts is not None:
-            contexts.extend(obs.contexts)
-        waiting = [r for r in obs.runs if r.state is RunState.WAITING_APPROVAL]
-        for r in waiting:
-            msg = env.approval_message(r.run_id, "approved", "valid", f"profile:{i}")
-            if msg is not None:
-                call(
-                    f"the fault-free profile run of workflow {workflow.name!r}: deliver of "
-                    "the approver's valid decision",
-                    env.deliver,
-                    msg,
-                )
-                if resume is None:
-                    resume = i + 1
-        if not waiting:
-            break
-    return rounds, resume
-
-
-def _effect_site(
-    adapter: Adapter, workflow: WorkflowSpec, effect: str, workdir: Path, timeout: float
-) -> EffectSite | None:
-    service, _, action = effect.partition(".")
-    env: Any = adapter.open(workdir, seed=0)
-    try:
-        env.world.arm(FaultRule(service, nth=1, mode="kill_before_apply", action=action or None))
-        rounds, _ = _drive(env, workflow, timeout)
-        if not env.world.fired():
-            return None
-        # What the ledger says of the call the world stopped: marked as
-        # possibly sent (a sent-mark commit came before it), or pending.
-        ops = [
-            o
-            for o in env.observe().operations
-            if o.get("run_id") == "p1" and o.get("kind") == effect
-        ]
-        status = ops[-1].get("status") if ops else None
-        sent_mark = None if status is None else status == "in_doubt"
-        # The kill ends the profile: the killed worker is the last that traced.
-        for i in reversed(range(len(rounds))):
-            if rounds[i]:
-                site, n = rounds[i][-1]
-                return EffectSite(
-                    effect, i, site, n, approach=tuple(rounds[i]), sent_mark=sent_mark
-                )
-        return None
-    finally:
-        env.close()
-
-
 def profile_workflow(
     adapter: Adapter,
     workflow: WorkflowSpec,
@@ -300,35 +210,48 @@ def profile_workflow(
     """Profile one workflow (empty when the environment cannot trace). With
     ``effects`` false, the sites right before each effect are not looked for
     (one run fewer per effect; only the targeted schedules use them). A
-    worker still running after ``worker_timeout`` is an adapter error."""
-    with scratch("profile") as tmp:
-        env: Any = adapter.open(Path(tmp) / "free", seed=0)
-        try:
-            if not _traceable(env):
-                return WorkflowProfile(workflow.name)
-            contexts: list[Mapping[str, Any]] = []
-            rounds, resume = _drive(env, workflow, worker_timeout, contexts)
-        finally:
-            env.close()
-        hits: dict[str, int] = {}
-        for trace in rounds:
-            for site, n in trace:
-                hits[site] = max(hits.get(site, 0), n)
-        sites = []
-        for i, effect in enumerate(workflow.effects if effects else ()):
-            found = _effect_site(
-                adapter, workflow, effect, Path(tmp) / f"effect-{i}", worker_timeout
-            )
-            if found is not None:
-                sites.append(found)
+    worker still running after ``worker_timeout`` is an adapter error. The
+    runs are the runner's (:func:`harness.runner.profile_traces`); this
+    reads their traces."""
+    free, stopped = profile_traces(
+        adapter, workflow, workflow.effects if effects else (), worker_timeout
+    )
+    if free is None:
+        return WorkflowProfile(workflow.name)
+    hits: dict[str, int] = {}
+    for trace in free.rounds:
+        for site, n in trace:
+            hits[site] = max(hits.get(site, 0), n)
+    sites: list[EffectSite] = []
+    for effect in workflow.effects:
+        found = stopped.get(effect)
+        at = None if found is None else _effect_site(effect, found.rounds, found.status)
+        if at is not None:
+            sites.append(at)
     return WorkflowProfile(
         workflow=workflow.name,
         hits=hits,
-        rounds=tuple(tuple(t) for t in rounds),
-        resume_round=resume or 0,
+        rounds=tuple(tuple(t) for t in free.rounds),
+        resume_round=free.resume or 0,
         effect_sites=tuple(sites),
-        memory_keys=_memory_keys(contexts),
+        memory_keys=_memory_keys(list(free.contexts)),
     )
+
+
+def _effect_site(
+    effect: str, rounds: list[list[tuple[str, int]]], status: object
+) -> EffectSite | None:
+    """The site right before ``effect`` in a run the world stopped at its
+    first call: the last crash point the killed worker passed (the kill
+    ends the run: the killed worker is the last that traced). ``status``:
+    what the ledger says of the stopped call: marked as possibly sent (a
+    sent-mark commit came before it), or pending."""
+    sent_mark = None if status is None else status == "in_doubt"
+    for i in reversed(range(len(rounds))):
+        if rounds[i]:
+            site, n = rounds[i][-1]
+            return EffectSite(effect, i, site, n, approach=tuple(rounds[i]), sent_mark=sent_mark)
+    return None
 
 
 def _memory_keys(contexts: list[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:

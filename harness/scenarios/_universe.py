@@ -6,15 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from .._janitor import scratch
 from ..adapters import STORAGE_KINDS, Adapter, Capability, WorkflowSpec
-from ..adapters._contract import offered_storage_kinds
 from ..adapters._netinfo import offered_network_kinds
 from ..model import RunSpec, StorageKind
-from ..nemesis import WORKER_TIMEOUT
+from ..runner import WORKER_TIMEOUT, environment_facts
 from ..vocabulary import FAMILIES, FAMILY, NETWORK_KINDS, PROXY_NETWORK_KINDS
 from ._profile import WorkflowProfile, profile_workflow
 
@@ -172,15 +169,7 @@ def probe_universe(
     ``worker_timeout`` seconds is an adapter error. ``network_kinds``: the
     kinds the network backend in use can inflict (:data:`PROXY_NETWORK_KINDS`
     on Toxiproxy), of which those the adapter's connections allow are offered."""
-    with scratch("probe") as tmp:
-        env = adapter.open(Path(tmp) / "env", seed=0)
-        try:
-            crash_points = tuple(env.crash_points())
-            pause_points = tuple(env.pause_points())
-            storage_kinds = offered_storage_kinds(env, frozenset(adapter.capabilities))
-            delivery = dict(env.declarations().delivery)
-        finally:
-            env.close()
+    facts = environment_facts(adapter)
     profiles = {
         wf.name: profile_workflow(adapter, wf, effects=aim_effects, worker_timeout=worker_timeout)
         for wf in adapter.workflows()
@@ -189,15 +178,15 @@ def probe_universe(
         site_hits={k: p.hits for k, p in profiles.items() if p.hits},
         profiles={k: p for k, p in profiles.items() if p.hits},
         workflows=tuple(adapter.workflows()),
-        crash_points=crash_points,
-        pause_points=pause_points,
+        crash_points=facts.crash_points,
+        pause_points=facts.pause_points,
         capabilities=frozenset(adapter.capabilities),
         lease_seconds=float(getattr(adapter, "lease_seconds", 30.0)),
         families=families or FAMILIES,
         max_runs=max_runs,
         max_episodes=max_episodes,
-        storage_kinds=storage_kinds,
-        delivery=delivery,
+        storage_kinds=facts.storage_kinds,
+        delivery=dict(facts.delivery),
         network_kinds=offered_network_kinds(adapter, network_kinds),
         rollbacks=getattr(adapter, "rolls_back", False) is True,
     )
