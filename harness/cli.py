@@ -43,6 +43,8 @@ from ._signals import exit_code, handling_signals, sigint_is_ours, signal_receiv
 # imported inside main(), with the handlers in place.
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+#: the reader of stdout went away (128 + SIGPIPE, as a shell reports it)
+EXIT_BROKEN_PIPE = 141
 
 
 EXIT_CODES = """\
@@ -52,7 +54,8 @@ exit codes:
   2    usage, configuration or adapter error (the message says how to fix it)
   3    inconclusive: something that should have been judged was not (the
        report says what)
-  130  interrupted by SIGINT, 143 by SIGTERM (a partial report is kept)"""
+  130  interrupted by SIGINT, 143 by SIGTERM (a partial report is kept)
+  141  the reader of its output went away (harness list faults | head)"""
 
 RUN_EXAMPLES = """\
 examples:
@@ -480,6 +483,13 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
                 return _escaped(exc, argv)
     except Interrupted as exc:  # in start-up, or while the line below was printed
         return _interrupted(exc)
+    except BrokenPipeError:
+        # The reader went away (``harness list faults | head``): no
+        # traceback, and nothing more written where no one reads. Python's
+        # own advice: point stdout at /dev/null so the exit flush is quiet.
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 def _interrupted(exc: Interrupted) -> int:

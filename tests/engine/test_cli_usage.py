@@ -6,6 +6,7 @@ Each case runs ``harness`` as a subprocess, as a script would.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -182,3 +183,23 @@ def test_list_adapters_prints_the_reference_adapter_and_the_custom_form(tmp_path
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0].startswith("reference ")
     assert "package.module:attr" in proc.stdout
+
+
+def test_a_reader_that_goes_away_ends_a_listing_without_a_traceback() -> None:
+    # ``harness list faults | head -0``: the pipe's reader is gone before the
+    # listing is written, so every write fails with EPIPE
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [shutil.which("harness") or "harness", "list", "faults"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    err = proc.stderr.decode()
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert proc.returncode == 141, (proc.returncode, err)
