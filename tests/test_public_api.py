@@ -152,6 +152,7 @@ EXPORTS: dict[str, list[str]] = {
         "held",
         "invariant",
         "merge_verdicts",
+        "oracle_disagreement",
         "split_traceback",
         "violated",
     ],
