@@ -17,14 +17,16 @@ conversation gets the reply a fault-free run got at the same point::
 as a JSON object). ``content`` may hold ``$tool_output``. A conversation past
 the last step is answered by the last step.
 
+The same script answers the Responses API (``POST /v1/responses``: its
+``input`` items read as the conversation they stand for), and both stream
+(``"stream": true``: server-sent events) or not; the wire formats are
+:mod:`._openai_api`'s.
+
 Every call is recorded in the world's file (:meth:`World.model_calls`): the
 caller's process and run (as for a service call), the step, and token counts
 (about four characters a token) for a cost figure. A model call changes
-nothing outside: it is never an effect.
-
-Streaming (``"stream": true``), the Responses API (``/v1/responses``) and
-model faults are not served yet (issue 31's next steps): a streaming request
-is answered 400 saying so.
+nothing outside: it is never an effect. Model faults are not served yet
+(issue 31's next step).
 """
 
 from __future__ import annotations
@@ -182,10 +184,14 @@ def record_call(
     request: Mapping[str, Any],
     reply: Mapping[str, Any],
     at: float,
+    conversation: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[int, int]:
     """Record one model call (inside the caller's transaction); returns its
-    (prompt, completion) token counts."""
-    prompt = tokens(canonical_json(request.get("messages", [])))
+    (prompt, completion) token counts. The prompt is ``conversation`` (the
+    messages a Responses request's input stands for), else the request's
+    ``messages``."""
+    said = request.get("messages", []) if conversation is None else list(conversation)
+    prompt = tokens(canonical_json(said))
     completion = tokens(canonical_json(reply))
     conn.execute(
         "INSERT INTO model_calls (tenant, run_id, worker_id, pid, model, step, request, reply, "

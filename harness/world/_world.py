@@ -80,7 +80,8 @@ class World(OnWorldFile):
     def serve_http(self, *, model: ChatScript | None = None) -> HttpFace:
         """Serve this world's services over HTTP on a loopback port (same
         clock), started; ``.url`` is its base URL, ``.close()`` stops it.
-        ``model``: also answer ``POST /v1/chat/completions`` from that script
+        ``model``: also answer ``POST /v1/chat/completions`` and ``POST
+        /v1/responses`` from that script, streamed or not
         (``harness.world._chat``). Needs the ``http`` extra; see
         ``harness.world._http``."""
         from ._http import HttpFace
