@@ -37,10 +37,23 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ._errors import WorldUsageError
 from ._model import CallerLike, canonical_json
+
+
+class ModelSource(Protocol):
+    """What answers the world's model endpoint: a :class:`ChatScript`, a
+    cassette or its recorder (``harness.world._cassette``)."""
+
+    def reply(
+        self, messages: Sequence[Mapping[str, Any]], body: Mapping[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        """(the step or entry that answered, the assistant message) for the
+        conversation ``messages`` of the request ``body``; raises
+        :class:`WorldUsageError` for one it cannot answer (a 400)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -67,8 +80,11 @@ class ChatScript:
         tools = sum(1 for m in messages[users[-1] :] if m.get("role") == "tool")
         return min(tools, len(self.steps) - 1)
 
-    def reply(self, messages: Sequence[Mapping[str, Any]]) -> tuple[int, dict[str, Any]]:
-        """(step, the assistant message) that answers ``messages``."""
+    def reply(
+        self, messages: Sequence[Mapping[str, Any]], body: Mapping[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """(step, the assistant message) that answers ``messages`` (``body``,
+        the request, says nothing more to a script)."""
         n = self.step_for(messages)
         step = self.steps[n]
         last_user = [m for m in messages if m.get("role") == "user"][-1]

@@ -55,7 +55,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._chat import ChatScript
+from ._chat import ModelSource
 from ._client import Clock, WorldClient
 from ._declare import Action, ServiceSpec
 from ._errors import WorldUsageError
@@ -112,7 +112,7 @@ class HttpFace:
         path: str | os.PathLike[str],
         clock: Clock | None = None,
         *,
-        model: ChatScript | None = None,
+        model: ModelSource | None = None,
     ) -> None:
         self._client = WorldClient(path, clock=clock)
         self._model = model
@@ -385,7 +385,7 @@ def _lookup_endpoint(client: WorldClient, spec: ServiceSpec) -> Callable[[Reques
 
 
 def _model_endpoint(
-    client: WorldClient, script: ChatScript, clock: Clock, api: str
+    client: WorldClient, script: ModelSource, clock: Clock, api: str
 ) -> Callable[[Request], Any]:
     """``POST /v1/chat/completions`` (``api`` ``chat``) or ``POST
     /v1/responses`` (``responses``): the script's reply, whole or streamed,
@@ -398,7 +398,11 @@ def _model_endpoint(
                 conversation = chat_conversation(body)
             else:
                 conversation = responses_conversation(body)
-            step, message = script.reply(conversation)
+        except WorldUsageError as exc:
+            return _error(400, "invalid_request_error", str(exc))
+        try:
+            # In a thread: a recorder waits there for the real model.
+            step, message = await anyio.to_thread.run_sync(script.reply, conversation, body)
         except WorldUsageError as exc:
             return _error(400, "invalid_request_error", str(exc))
         caller = await anyio.to_thread.run_sync(_find_caller, client, request.scope)
@@ -434,7 +438,7 @@ def _model_endpoint(
     return endpoint
 
 
-def _app(client: WorldClient, model: ChatScript | None, clock: Clock) -> Starlette:
+def _app(client: WorldClient, model: ModelSource | None, clock: Clock) -> Starlette:
     routes = []
     if model is not None:
         for path, api in (("/v1/chat/completions", "chat"), ("/v1/responses", "responses")):
