@@ -79,3 +79,12 @@ def test_zero_determinism_runs_is_refused_with_the_reason(tmp_path: Path) -> Non
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "determinism-runs=0 is out of range" in proc.stderr
     assert "fault-free runs of each workflow" in proc.stderr
+
+
+def test_check_adapter_warns_of_fault_free_runs_that_disagree(tmp_path: Path) -> None:
+    proc = harness_cli("check-adapter", UNSCRIPTED, cwd=tmp_path)
+    assert "warning: its fault-free runs disagree" in proc.stdout, proc.stdout + proc.stderr
+    assert "output differs in told_by" in proc.stdout
+    scripted = harness_cli("check-adapter", UNSCRIPTED, "--adapter-opt", "model=scripted",
+                           cwd=tmp_path)  # fmt: skip
+    assert "disagree" not in scripted.stdout, scripted.stdout
