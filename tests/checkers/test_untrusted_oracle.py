@@ -50,3 +50,25 @@ def test_a_drop_against_an_untrusted_oracle_is_unknown_but_a_duplicate_still_fai
     assert "proves no drop" in r.message and r.counts[DISAGREED] == 1
     twice = H().declaration(DECL).submit("r1").effect("r1").effect("r1").final("r1", "completed")
     assert check_exactly_once_effects(twice.build(), oracle).verdict is Verdict.FAIL
+
+
+def test_an_invariant_that_reads_the_oracle_is_unknown_against_an_untrusted_one() -> None:
+    from harness.checkers import ScenarioView, invariant, violated
+
+    @invariant
+    def same_effects_as_the_oracle(view: ScenarioView) -> object:
+        assert view.oracle is not None
+        if len(view.oracle.effects(applied=True)) != len(view.effects):
+            return violated("not as many effects as in the oracle")
+        return True
+
+    @invariant
+    def at_most_one_effect(view: ScenarioView) -> object:
+        return len(view.effects) <= 1 or violated("more than one effect")
+
+    oracle = _untrusted(H().declaration(DECL).run("r1", (CHARGE, "h1"))).build()
+    two = H().declaration(DECL).run("r1", (CHARGE, "h1"), (NOTIFY, "n1")).build()
+    r = same_effects_as_the_oracle.judge(two, oracle)
+    assert r.verdict is Verdict.UNKNOWN and r.counts[DISAGREED] == 1, r.message
+    # One that never reads the oracle keeps its verdict.
+    assert at_most_one_effect.judge(two, oracle).verdict is Verdict.FAIL
