@@ -423,7 +423,9 @@ class Session:
 
     def _prepare(self, folder: Path) -> None:
         """:meth:`prepare`, the adapter set up."""
-        engine = Engine(self.adapter, self.settings, shared=SharedOracles(folder / ORACLES))
+        engine = Engine(
+            self.adapter, self.settings, shared=SharedOracles(folder / ORACLES), log=self._log
+        )
         try:
             findings = check_declarations(self.adapter, engine.oracle)
             universe = self._universe(found=bool(findings))
