@@ -76,6 +76,7 @@ def run(
     jobs: int | str | None = None,
     example_db: str | Path | None = None,
     worker_timeout: float | None = None,
+    determinism_runs: int | None = None,
     properties: Sequence[Property | str] = (),
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
@@ -100,6 +101,9 @@ def run(
     ``worker_timeout`` (seconds) is how long one worker may run before it
     is killed and called stuck (default: the adapter's ``worker_timeout``,
     else 120).
+    ``determinism_runs`` is how many fault-free runs of each workflow must
+    agree before the properties that compare with them are judged (default
+    2; where they disagree those properties read unknown, never fail).
     ``log`` receives the
     run's one-line notices (adapter, seed, gaps), ``progress`` the outcome
     after every scenario.
@@ -120,6 +124,7 @@ def run(
         jobs=jobs,
         example_db=None if example_db is None else str(example_db),
         worker_timeout=worker_timeout,
+        determinism_runs=determinism_runs,
     )
     _check_shard(settings, exhaustive)
     # Checked (and the specs imported) before anything runs: a bad one is exit 2.
@@ -418,7 +423,9 @@ class Session:
 
     def _prepare(self, folder: Path) -> None:
         """:meth:`prepare`, the adapter set up."""
-        engine = Engine(self.adapter, self.settings, shared=SharedOracles(folder / ORACLES))
+        engine = Engine(
+            self.adapter, self.settings, shared=SharedOracles(folder / ORACLES), log=self._log
+        )
         try:
             findings = check_declarations(self.adapter, engine.oracle)
             universe = self._universe(found=bool(findings))
@@ -429,6 +436,7 @@ class Session:
                 "findings": findings,
                 "universe": universe,
                 "fault_free_seconds": engine.fault_free_seconds,
+                "agreement": engine.agreement.save(),
             }
         )
         pending = folder / f".{PREPARED}"
@@ -498,6 +506,7 @@ class Session:
                     given = pickle.loads((prepared / PREPARED).read_bytes())
                     findings, universe = given["findings"], given["universe"]
                     engine.fault_free_seconds.extend(given["fault_free_seconds"])
+                    engine.agreement.load(given.get("agreement", {}))
                 self._say_universe(universe, found=bool(findings))
                 self._say_properties()
                 self._log(

@@ -63,6 +63,7 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
             jobs=getattr(ns, "jobs", None),
             example_db=getattr(ns, "example_db", None),
             worker_timeout=getattr(ns, "worker_timeout", None),
+            determinism_runs=getattr(ns, "determinism_runs", None),
             properties=getattr(ns, "properties", None) or (),
             log=progress.log,
             progress=progress.update,

@@ -79,6 +79,10 @@ class Settings:
     #: (``--worker-timeout``); None: the adapter's ``worker_timeout``, else
     #: 120 (``harness.nemesis.resolve_worker_timeout``)
     worker_timeout: float | None = None
+    #: fault-free runs of each workflow that must agree before the oracle is
+    #: trusted (``--determinism-runs``, see ``harness.session._oracle``); 1:
+    #: one run, trusted unchecked
+    determinism_runs: int = 2
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -262,6 +266,12 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "max_runs": (1, 50, "runs per scenario"),
     "max_episodes": (1, 50, "fault episodes per scenario"),
     "worker_timeout": (1, 24 * 3600.0, "seconds one worker may run"),
+    "determinism_runs": (
+        1,
+        20,
+        "fault-free runs of each workflow compared before they are trusted (2, the "
+        "default, catches most nondeterminism; 1 trusts one run unchecked)",
+    ),
 }
 
 

@@ -249,6 +249,15 @@ def _parser() -> argparse.ArgumentParser:
         "30 s unless set lower)",
     )
     r.add_argument(
+        "--determinism-runs",
+        type=int,
+        dest="determinism_runs",
+        metavar="N",
+        help="fault-free runs of each workflow that must agree before the properties that "
+        "compare with them are judged (default: 2; 1 trusts one run unchecked): where they "
+        "disagree those properties read unknown, never fail",
+    )
+    r.add_argument(
         "--max-examples",
         type=int,
         dest="max_examples",

@@ -63,6 +63,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--harness-seed", dest="harness_seed", type=int, default=None)
     group.addoption(
+        "--harness-determinism-runs",
+        dest="harness_determinism_runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fault-free runs of each workflow that must agree before the properties that "
+        "compare with them are judged (default: 2)",
+    )
+    group.addoption(
         "--harness-allow-inconclusive",
         dest="harness_allow_inconclusive",
         action="store_true",

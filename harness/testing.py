@@ -57,12 +57,15 @@ def run_suite(
     get = (lambda name: config.getoption(name, None)) if config is not None else (lambda _: None)
     profile = get("harness_profile")
     seed = get("harness_seed")
+    determinism_runs = get("harness_determinism_runs")
     report_root = get("harness_report_dir")
     # The HARNESS_* environment is part of what is run (budget, plan size,
     # families): two suites of one adapter under other settings are two runs.
     env = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_")}
     mine = [p if isinstance(p, str) else f"{p.name}={p.spec or id(p.check)}" for p in properties]
-    key = json.dumps([adapter, opts, profile, seed, report_root, env, mine], sort_keys=True)
+    key = json.dumps(
+        [adapter, opts, profile, seed, determinism_runs, report_root, env, mine], sort_keys=True
+    )
     if key in _CACHE:
         return _CACHE[key]
     # One folder per adapter variant: two suites of one adapter with other
@@ -94,6 +97,7 @@ def run_suite(
             options=opts,
             profile=profile,
             seed=seed,
+            determinism_runs=determinism_runs,
             report_dir=folder,
             properties=properties,
             log=log.append,

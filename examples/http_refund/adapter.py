@@ -1,7 +1,9 @@
 """The support agent behind the adapter contract, without changing the agent.
 
-Each environment serves its world over HTTP (``World.serve_http()``) and
-gives the app the base URL the app already reads (``PAYMENTS_API_URL``). A
+Each environment serves its world over HTTP (``World.serve_http()``), with
+a scripted model behind its OpenAI-compatible endpoint, and gives the app
+the base URLs the app already reads (``PAYMENTS_API_URL``,
+``OPENAI_BASE_URL``). A
 worker process takes every open ticket, says to the world which run it works
 for (``WorldClient.attribute``: the adapter's part, not the app's), and lets
 the app answer it. The world finds the process behind each HTTP request from
@@ -35,11 +37,16 @@ from harness.adapters import (
 )
 from harness.adapters.kit import EPOCH, RunRegistry, WorkerSet, transitions_from_sequence
 from harness.model import CrashSpec, RunSpec, RunState
-from harness.world import Caller, World, WorldClient
+from harness.world import Caller, World, WorldClient, parse_chat_script
 
 from . import support_agent
 
 TABLE = transitions_from_sequence(["pending", "completed"])
+#: what the world's model answers the agent: refund what the customer asks
+#: (the ticket's message is the tool's arguments), then say it is done
+SCRIPT = {
+    "steps": [{"tool": "refund", "arguments": "$user"}, {"content": "Refunded: $tool_output"}]
+}
 APPS = {"naive": "examples.http_refund.naive", "careful": "examples.http_refund.careful"}
 REFUND = WorkflowSpec(
     name="refund",
@@ -56,7 +63,10 @@ def worker_main(args: dict[str, Any]) -> int:
 
     A ticket whose tool fails (the payments API refused, or its reply was
     lost) stays open for the next worker, as the app's own queue would."""
-    os.environ["PAYMENTS_API_URL"] = args["url"]  # the app's configuration, nothing more
+    # The app's configuration, nothing more: its payments API and its model.
+    os.environ["PAYMENTS_API_URL"] = args["url"]
+    os.environ["OPENAI_BASE_URL"] = args["url"] + "/v1"
+    os.environ["OPENAI_API_KEY"] = "not-needed-for-the-world"
     tools = importlib.import_module(args["app"]).TOOLS
     world = WorldClient(args["world"], clock=lambda: EPOCH)
     registry = RunRegistry(args["registry"])
@@ -78,7 +88,7 @@ class HttpRefundEnvironment(BaseEnvironment):
     def __init__(self, workdir: Path, app: str) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
-        self.face = self.world.serve_http()
+        self.face = self.world.serve_http(model=parse_chat_script(SCRIPT))
         self.db_path = workdir / "support.db"
         self.db = support_agent.connect(self.db_path)
         self.registry = RunRegistry(workdir / "registry.db", clock=lambda: EPOCH)

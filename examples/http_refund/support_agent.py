@@ -5,19 +5,55 @@ conversation is kept in SQLite (one item per model step or tool output, as an
 agent framework's session keeps it), and :func:`answer_ticket` carries a
 ticket on from where its conversation stopped. A tool call saved without its
 output is run again: that is how the agent resumes after a crash. The model
-is scripted (:func:`model`: no network, the same answer to the same input);
-the tools are the app's (``naive.py`` or ``careful.py``).
+is reached with the ``openai`` client (:func:`model`), configured as usual
+by ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``; the tools are the app's
+(``naive.py`` or ``careful.py``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import openai
+
 Tool = Callable[..., str]
+
+#: the model the agent asks (``SUPPORT_MODEL``), and the tools it offers it
+MODEL = os.environ.get("SUPPORT_MODEL", "gpt-4o-mini")
+TOOL_SPECS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "refund",
+            "description": "Refund a customer's payment.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "customer_id": {"type": "string"},
+                    "amount_cents": {"type": "integer"},
+                    "currency": {"type": "string"},
+                },
+                "required": ["customer_id", "amount_cents", "currency"],
+            },
+        },
+    }
+]
+_CLIENT: openai.OpenAI | None = None
+
+
+def _client() -> openai.OpenAI:
+    """One client per process, made on first use (after the process's
+    configuration is read, never inherited from a parent)."""
+    global _CLIENT
+    if _CLIENT is None:
+        _CLIENT = openai.OpenAI(max_retries=0)
+    return _CLIENT
+
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS tickets (ticket_id TEXT PRIMARY KEY, message TEXT NOT NULL, "
@@ -61,12 +97,34 @@ def ticket(db: sqlite3.Connection, ticket_id: str) -> dict[str, Any]:
 
 
 def model(request: Mapping[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
-    """The scripted model: no tool output yet -> call ``refund`` with the
-    request; a tool output -> answer with it."""
-    outputs = [i for i in items if i["type"] == "tool_output"]
-    if not outputs:
-        return {"type": "tool_call", "name": "refund", "arguments": dict(request)}
-    return {"type": "answer", "text": f"Refunded: {outputs[-1]['output']}"}
+    """Ask the model what to do next, given the ticket's conversation: a
+    tool call (with its id, to send back with the output) or the answer."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": json.dumps(dict(request))}]
+    for item in items:
+        if item["type"] == "tool_call":
+            call = {"name": item["name"], "arguments": json.dumps(item["arguments"])}
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": item["call_id"], "type": "function", "function": call}],
+                }
+            )
+        else:
+            messages.append(
+                {"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]}
+            )
+    reply = _client().chat.completions.create(model=MODEL, messages=messages, tools=TOOL_SPECS)
+    message = reply.choices[0].message
+    if message.tool_calls:
+        call = message.tool_calls[0]
+        return {
+            "type": "tool_call",
+            "call_id": call.id,
+            "name": call.function.name,
+            "arguments": json.loads(call.function.arguments),
+        }
+    return {"type": "answer", "text": message.content or ""}
 
 
 def answer_ticket(db: sqlite3.Connection, ticket_id: str, tools: Mapping[str, Tool]) -> str:
@@ -86,7 +144,8 @@ def answer_ticket(db: sqlite3.Connection, ticket_id: str, tools: Mapping[str, To
                 return str(step["text"])
             items = _save(db, ticket_id, items, step)
         output = tools[step["name"]](ticket_id=ticket_id, **step["arguments"])
-        items = _save(db, ticket_id, items, {"type": "tool_output", "output": output})
+        item = {"type": "tool_output", "call_id": step["call_id"], "output": output}
+        items = _save(db, ticket_id, items, item)
 
 
 def _save(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ._accounted import check_effects_accounted
 from ._approvals import check_approval_integrity
-from ._base import Checker
+from ._base import Checker, oracle_disagreement
 from ._context import check_context_rebuild
 from ._exactly_once import check_exactly_once_effects
 from ._memory import check_memory_safety
@@ -73,6 +73,7 @@ __all__ = [
     "held",
     "invariant",
     "merge_verdicts",
+    "oracle_disagreement",
     "split_traceback",
     "violated",
 ]

@@ -15,7 +15,11 @@ violation (the first few in full).
 a bug in the harness and becomes ``unknown`` with a request to file it; a
 history with unreadable lines or lost indexes turns a ``pass`` into
 ``unknown``, because the hole may hide a violation (a ``fail`` stands: its
-witness events are there).
+witness events are there). A checker that compares against the oracle
+(``compares``) reads ``unknown`` when the oracle carries a
+:data:`DISAGREEMENT` note: the workload's fault-free runs did not agree with
+each other, so a difference from one of them proves nothing, and an
+agreement with it is luck (see ``harness.session._oracle``).
 """
 
 from __future__ import annotations
@@ -25,12 +29,33 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..history import History
-from ..model import Event, PropertyResult, RunState, Verdict
+from ..model import Event, EventF, PropertyResult, RunState, Verdict
 
 Checker = Callable[[History, History | None], PropertyResult]
 
 #: how many violations a message spells out before "and N more"
 _SHOWN = 3
+
+#: the key of the note an oracle carries when its workload's fault-free runs
+#: disagreed (the value: the first difference and how to fix it)
+DISAGREEMENT = "oracle_disagreement"
+#: the count a result judged against such an oracle carries: the search
+#: verdict (``harness.outcome``) reads it as "could not be judged"
+DISAGREED = "oracle_disagreed"
+
+
+def oracle_disagreement(oracle: History | None) -> str | None:
+    """Why ``oracle`` cannot be trusted: the :data:`DISAGREEMENT` notes it
+    carries (one per workflow whose fault-free runs disagreed), joined; None
+    when it carries none."""
+    if oracle is None:
+        return None
+    found = [
+        str(e.value[DISAGREEMENT])
+        for e in oracle.by_f(EventF.NOTE)
+        if isinstance(e.value.get(DISAGREEMENT), str)
+    ]
+    return "; ".join(dict.fromkeys(found)) or None
 
 
 class Findings:
@@ -110,8 +135,13 @@ def _summary(head: str, messages: list[str]) -> str:
     return f"{head}: {shown}{more}."
 
 
-def guarded(name: str, *, uses_oracle: bool = False) -> Callable[[Checker], Checker]:
-    """Make a checker total: exceptions and odd histories become ``unknown``."""
+def guarded(
+    name: str, *, uses_oracle: bool = False, compares: bool = False
+) -> Callable[[Checker], Checker]:
+    """Make a checker total: exceptions and odd histories become ``unknown``.
+    ``compares``: its verdict is a comparison with the oracle, so an oracle
+    whose fault-free runs disagreed makes it ``unknown`` (see
+    :func:`untrusted`)."""
 
     def wrap(fn: Checker) -> Checker:
         @functools.wraps(fn)
@@ -128,8 +158,10 @@ def guarded(name: str, *, uses_oracle: bool = False) -> Callable[[Checker], Chec
                         "please file it with the history attached."
                     ),
                 )
+            if compares:
+                result = untrusted(result, oracle)
             holes = [*history.problems]
-            if uses_oracle and oracle is not None:
+            if (uses_oracle or compares) and oracle is not None:
                 holes += [f"oracle: {p}" for p in oracle.problems]
             if holes and result.verdict is Verdict.PASS:
                 shown = "; ".join(holes[:_SHOWN]) + (
@@ -149,6 +181,30 @@ def guarded(name: str, *, uses_oracle: bool = False) -> Callable[[Checker], Chec
         return checker
 
     return wrap
+
+
+def untrusted(result: PropertyResult, oracle: History | None) -> PropertyResult:
+    """``result`` as ``unknown`` when it was judged against an ``oracle``
+    whose fault-free runs disagreed (:func:`oracle_disagreement`), counted
+    as :data:`DISAGREED`; what it would have said is kept in the message.
+    A result that judged nothing (a pass without evidence) stays as it is:
+    it compared nothing."""
+    why = oracle_disagreement(oracle)
+    if why is None or (result.verdict is Verdict.PASS and result.evidence == 0):
+        return result
+    message = (
+        "Not judged: it compares with the fault-free run of the same workload, and the "
+        f"fault-free runs disagree with each other: {why.rstrip('.')}."
+    )
+    if result.verdict is Verdict.FAIL:
+        message += f" (Against the first of them it would fail: {result.message.rstrip('.')}.)"
+    return result.model_copy(
+        update={
+            "verdict": Verdict.UNKNOWN,
+            "message": message,
+            "counts": {**result.counts, DISAGREED: 1},
+        }
+    )
 
 
 # -- reading values leniently ----------------------------------------------------

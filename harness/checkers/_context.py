@@ -18,7 +18,7 @@ NAME = "context_rebuild"
 _VOLATILE = ("attempt",)
 
 
-@guarded(NAME, uses_oracle=True)
+@guarded(NAME, uses_oracle=True, compares=True)
 def check_context_rebuild(history: History, oracle: History | None) -> PropertyResult:
     """Every model context equals one the oracle built for the same run and step.
 

@@ -29,7 +29,7 @@ from ._runs import (
 NAME = "migration_safety"
 
 
-@guarded(NAME, uses_oracle=True)
+@guarded(NAME, uses_oracle=True, compares=True)
 def check_migration_safety(history: History, oracle: History | None) -> PropertyResult:
     """Runs touched by a code-version switch lose nothing silently.
 

@@ -40,6 +40,7 @@ from typing import Any, overload
 
 from ..history import History
 from ..model import Event, EventF, PropertyResult, RunState, Verdict
+from ._base import untrusted
 
 #: where a property's message ends and the invariant's traceback begins
 TRACEBACK_MARK = "\nTraceback (most recent call last):\n"
@@ -176,14 +177,19 @@ class ScenarioView:
     - :attr:`capabilities`: what the adapter declared;
     - :attr:`history`: every event (``harness.History``), and
       :attr:`oracle`, the fault-free run of the same workload (None when
-      there is none), for what the records above leave out.
+      there is none), for what the records above leave out. An invariant
+      that reads :attr:`oracle` compares with it: where the workload's
+      fault-free runs disagreed with each other, its verdict is
+      ``unknown``, as the built-in comparing properties' are.
 
     Every value is read-only (mappings are proxies, lists tuples).
     """
 
     def __init__(self, history: History, oracle: History | None = None) -> None:
         self.history = history
-        self.oracle = oracle
+        self._oracle = oracle
+        #: whether the invariant read :attr:`oracle` (see the class docstring)
+        self.read_oracle = False
         decl = history.declaration()
         caps = decl.capabilities if decl is not None else None
         self.capabilities: frozenset[str] = frozenset(caps or ())
@@ -203,6 +209,12 @@ class ScenarioView:
             for e in history.effects(applied=True)
         )
         self.runs: Mapping[str, Run] = MappingProxyType(_runs(history))
+
+    @property
+    def oracle(self) -> History | None:
+        """The fault-free run of the same workload (None when there is none)."""
+        self.read_oracle = True
+        return self._oracle
 
     def effects_of(self, kind: str | None = None, *, run_id: str | None = None) -> list[Effect]:
         """The applied effects of ``kind`` (``service.action``) and/or of
@@ -322,6 +334,12 @@ class Property:
 
 def _judge_invariant(p: Property, history: History, oracle: History | None) -> PropertyResult:
     view = ScenarioView(history, oracle)
+    result = _judged(p, view)
+    return untrusted(result, oracle) if view.read_oracle else result
+
+
+def _judged(p: Property, view: ScenarioView) -> PropertyResult:
+    history = view.history
     missing = [n for n in p.needs if n not in view.capabilities]
     if missing:
         return PropertyResult(

@@ -26,7 +26,7 @@ from ._runs import (
 NAME = "resume_equivalence"
 
 
-@guarded(NAME, uses_oracle=True)
+@guarded(NAME, uses_oracle=True, compares=True)
 def check_resume_equivalence(history: History, oracle: History | None) -> PropertyResult:
     """Each run ends as its fault-free oracle run did: same state, output, effects.
 

@@ -15,7 +15,7 @@ from ._runs import RepeatRefs, repeat_refs
 NAME = "state_equivalence"
 
 
-@guarded(NAME, uses_oracle=True)
+@guarded(NAME, uses_oracle=True, compares=True)
 def check_state_equivalence(history: History, oracle: History | None) -> PropertyResult:
     """Every run's durable state ends as in the oracle.
 

@@ -11,7 +11,10 @@ a property is earned over every scenario:
   the capability it needs, the profile switched its fault family off, or the
   family was armed and never fired (that last one makes the run
   inconclusive);
-- ``unknown``: it should have been judged and could not be.
+- ``unknown``: it should have been judged and could not be; also when some
+  scenario compared it with fault-free runs that disagree with each other
+  (a nondeterministic workflow: see ``harness.session._oracle``), whatever
+  the others showed.
 
 The run's verdict is ``fail`` if a property failed, else ``unknown``
 (inconclusive, exit code 3) if any reason in :attr:`Judgement.inconclusive`
@@ -25,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..checkers import BUILTIN
+from ..checkers._base import DISAGREED
 from ..model import PropertyResult, Verdict
 from ..vocabulary import KIND_FAMILY, Capability
 
@@ -223,6 +227,22 @@ def judge(
             if t.unknown:
                 reason = f"it could not be judged in {_of(t.unknown, t.scenarios)}: {why}"
             out[name] = verdict(Verdict.UNKNOWN, f"Unknown: {reason}.", reason)
+            inconclusive.append(f"{name} could not be judged: {reason}")
+            continue
+        if t.counts.get(DISAGREED):
+            # Judged against fault-free runs that disagree with each other in
+            # some scenarios: what held elsewhere says nothing of those.
+            why = _top(t.unknowns).rstrip(".")
+            reason = (
+                f"in {_of(t.counts[DISAGREED], t.scenarios)} it was compared with fault-free "
+                f"runs that disagree with each other ({why})"
+            )
+            out[name] = verdict(
+                Verdict.UNKNOWN,
+                f"Unknown: held in the {t.exercised} other scenarios that exercised it, but "
+                f"{reason}.",
+                reason,
+            )
             inconclusive.append(f"{name} could not be judged: {reason}")
             continue
         last = t.last_judged.message if t.last_judged is not None else ""

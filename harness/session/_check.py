@@ -16,7 +16,9 @@ Warnings do not fail the check: a run left ``running`` with no ``wake_at``
 under a constant clock (no ``clock`` capability) -- in the fault-free run,
 or after one more run in which the world kills the worker right after the
 workflow's first effect, as a search will -- is a lease or a timer the
-harness can never see expire (:func:`lease_warnings`).
+harness can never see expire (:func:`lease_warnings`); fault-free runs of
+a workflow that disagree with each other (``harness.session._oracle``: the
+properties that compare with them would read unknown).
 
 Nothing here decides how it is shown: :class:`WorkflowCheck` holds the
 facts and the causes, the CLI renders them.
@@ -192,6 +194,12 @@ def check_workflow(adapter: Adapter, engine: Engine, wf: WorkflowSpec) -> Workfl
             out.add(UNFINISHED, problem)
         for problem in approval_problems(wf, scenario, history):
             out.add(UNFINISHED, problem)
+    disagree = engine.agreement.unstable.get(wf.name)
+    if disagree is not None:
+        out.warnings.append(
+            "its fault-free runs disagree, so the properties that compare with them will read "
+            f"unknown in a search: {disagree}"
+        )
     clock = Capability.CLOCK in adapter.capabilities
     out.warnings += lease_warnings(history, clock, "in the fault-free run")
     if not clock and wf.effects and set(out.problems) <= {IMPOSSIBLE_PROMISE}:

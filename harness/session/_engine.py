@@ -37,10 +37,10 @@ from ..history import History
 from ..model import RunSpec, Scenario, Verdict
 from ..nemesis import worker_timeout
 from ..outcome import Example, Outcome
-from ..runner import run_scenario
+from ..runner import RunResult, run_scenario
 from ..scenarios import Universe, sampled_stream, schedule_kind, targeted
 from ._coverage import combinations
-from ._oracle import merge_histories, tenant_parts
+from ._oracle import Agreement, merge_histories, tenant_parts
 from ._shared import PlanQueue, SharedOracles
 
 
@@ -206,6 +206,8 @@ class Engine:
             sweep_folders()  # what harness processes killed before us left behind
         self.workdir = workdir or scratch_dir()
         self._oracles: dict[str, Path] = {}
+        #: whether each workflow's fault-free runs agree (see _oracle.Agreement)
+        self.agreement = Agreement(settings.determinism_runs, log=self._log)
         #: one tenant's fault-free runs, by what runs (shared by workloads)
         self._tenant_oracles: dict[str, Path] = {}
         self._n = 0
@@ -272,17 +274,27 @@ class Engine:
         kept = None if self._shared is None else self._shared.get(key)
         if kept is not None:
             return kept  # another job (or the parent's probe) ran it
-        result = run_scenario(
+
+        def again(k: int) -> Path:
+            # Not a sample of what a scenario costs: the plan's estimate
+            # stays what it was (see scenario_cost).
+            return self._run_free(free, folder / f"again-{k}").history_path
+
+        result = self._run_free(free, folder)
+        self.fault_free_seconds.append(result.seconds)
+        path = self.agreement.settle(free, result.history_path, again)
+        if self._shared is not None:
+            self._shared.put(key, path)
+        return path
+
+    def _run_free(self, free: Scenario, folder: Path) -> RunResult:
+        return run_scenario(
             self.adapter,
             free,
             folder,
             history_name="oracle.jsonl",
             worker_timeout=self._worker_timeout(),
         )
-        self.fault_free_seconds.append(result.seconds)
-        if self._shared is not None:
-            self._shared.put(key, result.history_path)
-        return result.history_path
 
     def _migrated_input(self, run: RunSpec) -> dict[str, Any]:
         """A run an older release accepted, as the oracle submits it to today's

@@ -21,7 +21,8 @@ ones are four of them, and a user declares more (:func:`load_services`,
 :func:`declare_services`). An app that calls its providers over HTTP reaches
 the same world, with the same semantics, through :meth:`World.serve_http`
 (``harness.world._http``, the ``http`` extra), which can also answer as a
-scripted model (:class:`ChatScript`).
+scripted model (:class:`ChatScript`) or replay a real one's replies
+(:func:`load_cassette`, recorded once by a :class:`CassetteRecorder`).
 
 This package imports nothing from the runtimes it tests.
 """
@@ -29,7 +30,8 @@ This package imports nothing from the runtimes it tests.
 from __future__ import annotations
 
 from ._approvals import DECISIONS, ApprovalAuthority, sign
-from ._chat import ChatScript, load_chat_script, parse_chat_script
+from ._cassette import Cassette, CassetteRecorder, load_cassette
+from ._chat import ChatScript, ModelSource, load_chat_script, parse_chat_script
 from ._client import WorldClient
 from ._declare import ServiceSpec, load_services
 from ._errors import NotSupported, Rejected, ServiceFault, Unknown, WorldError, WorldUsageError
@@ -78,10 +80,13 @@ __all__ = [
     "Caller",
     "CallerLike",
     "Capabilities",
+    "Cassette",
+    "CassetteRecorder",
     "ChatScript",
     "FaultMode",
     "FaultRule",
     "FiredFault",
+    "ModelSource",
     "NotSupported",
     "Outcome",
     "Rejected",
@@ -98,6 +103,7 @@ __all__ = [
     "WorldUsageError",
     "canonical_json",
     "declare_services",
+    "load_cassette",
     "load_chat_script",
     "load_services",
     "open_world",

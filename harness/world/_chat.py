@@ -17,14 +17,16 @@ conversation gets the reply a fault-free run got at the same point::
 as a JSON object). ``content`` may hold ``$tool_output``. A conversation past
 the last step is answered by the last step.
 
+The same script answers the Responses API (``POST /v1/responses``: its
+``input`` items read as the conversation they stand for), and both stream
+(``"stream": true``: server-sent events) or not; the wire formats are
+:mod:`._openai_api`'s.
+
 Every call is recorded in the world's file (:meth:`World.model_calls`): the
 caller's process and run (as for a service call), the step, and token counts
 (about four characters a token) for a cost figure. A model call changes
-nothing outside: it is never an effect.
-
-Streaming (``"stream": true``), the Responses API (``/v1/responses``) and
-model faults are not served yet (issue 31's next steps): a streaming request
-is answered 400 saying so.
+nothing outside: it is never an effect. Model faults are not served yet
+(issue 31's next step).
 """
 
 from __future__ import annotations
@@ -35,10 +37,23 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ._errors import WorldUsageError
 from ._model import CallerLike, canonical_json
+
+
+class ModelSource(Protocol):
+    """What answers the world's model endpoint: a :class:`ChatScript`, a
+    cassette or its recorder (``harness.world._cassette``)."""
+
+    def reply(
+        self, messages: Sequence[Mapping[str, Any]], body: Mapping[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        """(the step or entry that answered, the assistant message) for the
+        conversation ``messages`` of the request ``body``; raises
+        :class:`WorldUsageError` for one it cannot answer (a 400)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -65,8 +80,11 @@ class ChatScript:
         tools = sum(1 for m in messages[users[-1] :] if m.get("role") == "tool")
         return min(tools, len(self.steps) - 1)
 
-    def reply(self, messages: Sequence[Mapping[str, Any]]) -> tuple[int, dict[str, Any]]:
-        """(step, the assistant message) that answers ``messages``."""
+    def reply(
+        self, messages: Sequence[Mapping[str, Any]], body: Mapping[str, Any] | None = None
+    ) -> tuple[int, dict[str, Any]]:
+        """(step, the assistant message) that answers ``messages`` (``body``,
+        the request, says nothing more to a script)."""
         n = self.step_for(messages)
         step = self.steps[n]
         last_user = [m for m in messages if m.get("role") == "user"][-1]
@@ -182,10 +200,14 @@ def record_call(
     request: Mapping[str, Any],
     reply: Mapping[str, Any],
     at: float,
+    conversation: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[int, int]:
     """Record one model call (inside the caller's transaction); returns its
-    (prompt, completion) token counts."""
-    prompt = tokens(canonical_json(request.get("messages", [])))
+    (prompt, completion) token counts. The prompt is ``conversation`` (the
+    messages a Responses request's input stands for), else the request's
+    ``messages``."""
+    said = request.get("messages", []) if conversation is None else list(conversation)
+    prompt = tokens(canonical_json(said))
     completion = tokens(canonical_json(reply))
     conn.execute(
         "INSERT INTO model_calls (tenant, run_id, worker_id, pid, model, step, request, reply, "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._declare import ServiceSpec
@@ -115,9 +115,11 @@ class WorldClient(OnWorldFile):
         step: int,
         request: Mapping[str, Any],
         reply: Mapping[str, Any],
+        conversation: Sequence[Mapping[str, Any]] | None = None,
     ) -> tuple[int, int]:
         """Record a call of the world's scripted model; its (prompt,
-        completion) token counts. Never an effect."""
+        completion) token counts. Never an effect. ``conversation``: what
+        the prompt is (default: the request's ``messages``)."""
         from ._chat import record_call
 
         with self._store.transaction() as conn:
@@ -130,6 +132,7 @@ class WorldClient(OnWorldFile):
                 request=request,
                 reply=reply,
                 at=float(self._clock()),
+                conversation=conversation,
             )
 
     def callers(self) -> list[int]:

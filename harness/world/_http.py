@@ -55,11 +55,23 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._chat import ChatScript
+from ._chat import ModelSource
 from ._client import Clock, WorldClient
 from ._declare import Action, ServiceSpec
 from ._errors import WorldUsageError
 from ._model import Caller, Outcome
+from ._openai_api import (
+    chat_chunks,
+    chat_completion,
+    chat_conversation,
+    chat_usage,
+    response_events,
+    response_item,
+    response_object,
+    responses_conversation,
+    responses_usage,
+    sse,
+)
 from ._proc import ancestry, is_gone, own_socket_fd, peer_pid
 from ._services import SERVICES, Processed
 
@@ -68,7 +80,7 @@ try:
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response
+    from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
     from starlette.types import Receive, Scope, Send
 except ImportError as exc:  # pragma: no cover - the extra is in dev
@@ -83,6 +95,8 @@ UNATTRIBUTED = "(unattributed)"
 ENV_WORLD_URL = "HARNESS_WORLD_URL"
 #: How long the face waits for a killed caller to die, in seconds.
 KILL_WAIT = 10.0
+#: The media type of a streamed model reply (server-sent events).
+SSE = "text/event-stream"
 
 __all__ = ["ENV_WORLD_URL", "UNATTRIBUTED", "HttpFace"]
 
@@ -98,7 +112,7 @@ class HttpFace:
         path: str | os.PathLike[str],
         clock: Clock | None = None,
         *,
-        model: ChatScript | None = None,
+        model: ModelSource | None = None,
     ) -> None:
         self._client = WorldClient(path, clock=clock)
         self._model = model
@@ -370,20 +384,25 @@ def _lookup_endpoint(client: WorldClient, spec: ServiceSpec) -> Callable[[Reques
     return endpoint
 
 
-def _chat_endpoint(
-    client: WorldClient, script: ChatScript, clock: Clock
+def _model_endpoint(
+    client: WorldClient, script: ModelSource, clock: Clock, api: str
 ) -> Callable[[Request], Any]:
+    """``POST /v1/chat/completions`` (``api`` ``chat``) or ``POST
+    /v1/responses`` (``responses``): the script's reply, whole or streamed,
+    in that API's shape (:mod:`._openai_api`), the call recorded first."""
+
     async def endpoint(request: Request) -> Response:
         try:
             body = await _body(request)
-            if body.get("stream"):
-                raise WorldUsageError(
-                    "the scripted model does not stream yet: call it with stream=False"
-                )
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-                raise WorldUsageError("messages must be a list of message objects")
-            step, message = script.reply(messages)
+            if api == "chat":
+                conversation = chat_conversation(body)
+            else:
+                conversation = responses_conversation(body)
+        except WorldUsageError as exc:
+            return _error(400, "invalid_request_error", str(exc))
+        try:
+            # In a thread: a recorder waits there for the real model.
+            step, message = await anyio.to_thread.run_sync(script.reply, conversation, body)
         except WorldUsageError as exc:
             return _error(400, "invalid_request_error", str(exc))
         caller = await anyio.to_thread.run_sync(_find_caller, client, request.scope)
@@ -396,40 +415,34 @@ def _chat_endpoint(
                 step=step,
                 request=body,
                 reply=message,
+                conversation=conversation,
             )
         )
-        digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
-        return JSONResponse(
-            {
-                "id": f"chatcmpl-{digest[:24]}",
-                "object": "chat.completion",
-                "created": int(clock()),
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
-                        "logprobs": None,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                },
-            }
-        )
+        digest = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode()).hexdigest()
+        created, stream = int(clock()), bool(body.get("stream"))
+        if api == "chat":
+            ident, usage = f"chatcmpl-{digest[:24]}", chat_usage(prompt, completion)
+            if not stream:
+                return JSONResponse(chat_completion(ident, created, model, message, usage))
+            options = body.get("stream_options")
+            wanted = isinstance(options, dict) and bool(options.get("include_usage"))
+            chunks = chat_chunks(ident, created, model, message, usage if wanted else None)
+            return StreamingResponse(sse(chunks, named=False, done=True), media_type=SSE)
+        ident, used = digest[:24], responses_usage(prompt, completion)
+        if not stream:
+            item = response_item(ident, message)
+            return JSONResponse(response_object(ident, created, model, body, [item], used))
+        events = response_events(ident, created, model, body, message, used)
+        return StreamingResponse(sse(events, named=True, done=False), media_type=SSE)
 
     return endpoint
 
 
-def _app(client: WorldClient, model: ChatScript | None, clock: Clock) -> Starlette:
+def _app(client: WorldClient, model: ModelSource | None, clock: Clock) -> Starlette:
     routes = []
     if model is not None:
-        routes.append(
-            Route("/v1/chat/completions", _chat_endpoint(client, model, clock), methods=["POST"])
-        )
+        for path, api in (("/v1/chat/completions", "chat"), ("/v1/responses", "responses")):
+            routes.append(Route(path, _model_endpoint(client, model, clock, api), methods=["POST"]))
     for spec in SERVICES.values():
         for action in spec.endpoints:
             routes.append(

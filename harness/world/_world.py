@@ -28,7 +28,7 @@ from ._services import (
 from ._store import OnWorldFile, read_counter
 
 if TYPE_CHECKING:
-    from ._chat import ChatScript
+    from ._chat import ModelSource
     from ._http import HttpFace
 
 #: Environment variable :func:`open_world` reads when given no path.
@@ -77,11 +77,12 @@ class World(OnWorldFile):
         """A client for this world (same clock), for in-process callers."""
         return WorldClient(self._store.path, clock=self._clock)
 
-    def serve_http(self, *, model: ChatScript | None = None) -> HttpFace:
+    def serve_http(self, *, model: ModelSource | None = None) -> HttpFace:
         """Serve this world's services over HTTP on a loopback port (same
         clock), started; ``.url`` is its base URL, ``.close()`` stops it.
-        ``model``: also answer ``POST /v1/chat/completions`` from that script
-        (``harness.world._chat``). Needs the ``http`` extra; see
+        ``model``: also answer ``POST /v1/chat/completions`` and ``POST
+        /v1/responses`` from that script (``harness.world._chat``) or
+        cassette (``harness.world._cassette``), streamed or not. Needs the ``http`` extra; see
         ``harness.world._http``."""
         from ._http import HttpFace
 

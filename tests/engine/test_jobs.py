@@ -136,6 +136,7 @@ def test_a_job_searches_with_every_setting_of_its_parent(tmp_path: Path) -> None
         derandomize=True, seed=None, max_runs=3, max_episodes=6, families=("crash", "clock"),
         report_dir=str(tmp_path / "r"), exhaustive=True, mode="random-kill", targeted=False,
         stop_on_first=True, shard=None, jobs=2, example_db="db", worker_timeout=12.0,
+        determinism_runs=3,
     )  # fmt: skip
     defaults = Settings()
     # every setting differs from its default here, so none can be lost unseen

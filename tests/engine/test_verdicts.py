@@ -12,6 +12,7 @@ from engine_support import harness_cli
 
 from harness._settings import PROFILES
 from harness.checkers import CHECKERS
+from harness.checkers._base import DISAGREED
 from harness.model import PropertyResult, Verdict
 from harness.outcome import NEEDS_CAPABILITY, NEEDS_FAMILY, Tally, judge
 from harness.testing import PROPERTIES
@@ -54,6 +55,22 @@ def test_any_failing_scenario_fails_the_property_whatever_passed_elsewhere() -> 
     t = _tally(_result("progress", Verdict.PASS, 2), _result("progress", Verdict.FAIL, 1))
     verdicts, _ = _judge({"progress": t})
     assert verdicts == {"progress": Verdict.FAIL}
+
+
+def test_a_property_compared_with_disagreeing_fault_free_runs_is_unknown() -> None:
+    """Held where the oracle was stable, not judged where the fault-free runs
+    disagreed (a nondeterministic workflow): unknown and inconclusive, not a
+    pass earned elsewhere."""
+    untrusted = PropertyResult(
+        name="resume_equivalence",
+        verdict=Verdict.UNKNOWN,
+        message="Not judged: the fault-free runs disagree",
+        counts={DISAGREED: 1},
+    )
+    t = _tally(_result("resume_equivalence", Verdict.PASS, 2), untrusted)
+    verdicts, why = _judge({"resume_equivalence": t})
+    assert verdicts == {"resume_equivalence": Verdict.UNKNOWN}
+    assert why and "1 of 2 scenarios" in why[0] and "disagree" in why[0]
 
 
 def test_a_missing_capability_is_not_tested_and_not_inconclusive() -> None:
