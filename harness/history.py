@@ -97,6 +97,8 @@ class Declaration:
     #: workflow -> the trust floor its runs read memory at: one number, or
     #: {namespace template -> number} (``WorkflowSpec.memory_floor``)
     memory_floors: Mapping[str, float | Mapping[str, float]] = field(default_factory=dict)
+    #: workflow -> the longest its runs wait, in seconds (``WorkflowSpec.max_wait_seconds``)
+    max_waits: Mapping[str, float] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
 
     def delivery_for(self, kind: str) -> str:
@@ -181,6 +183,19 @@ class Declaration:
                     floors[str(workflow)] = parsed
         elif raw is not None:
             problems.append(f"memory_floors is {type(raw).__name__}, not an object")
+        waits: dict[str, float] = {}
+        raw = v.get("max_waits")
+        if isinstance(raw, dict):
+            for workflow, seconds in raw.items():
+                ok = isinstance(seconds, int | float) and not isinstance(seconds, bool)
+                if ok and math.isfinite(seconds) and seconds > 0:
+                    waits[str(workflow)] = float(seconds)
+                else:
+                    problems.append(
+                        f"max_waits[{workflow!r}] is {seconds!r}, not a positive number of seconds"
+                    )
+        elif raw is not None:
+            problems.append(f"max_waits is {type(raw).__name__}, not an object")
         return cls(
             index=event.index,
             delivery=delivery,
@@ -189,6 +204,7 @@ class Declaration:
             capabilities=capabilities,
             adapter=adapter if isinstance(adapter, str) else None,
             memory_floors=floors,
+            max_waits=waits,
             problems=tuple(problems),
         )
 

@@ -65,6 +65,7 @@ class EventF(StrEnum):
     STATE = "state"  # info: a run's durable state when the scenario ended
     DECLARATION = "declaration"  # info: what the runtime promises per effect kind
     NOTE = "note"  # info: anything else worth keeping (adapter limits, ...)
+    WAIT = "wait"  # info: a run seen waiting, with the deadline it reported then
 
 
 #: the ``variant`` a ``deliver`` event records for an operator's answer to a

@@ -279,6 +279,15 @@ class WorkflowSpec(_Frozen):
     #: fails a context that lists a planted record whose trust is below it;
     #: None: no floor declared, and none is judged.
     memory_floor: float | dict[str, float] | None = None
+    #: the longest its runs wait (for a decision, an event, a child's answer)
+    #: from the moment they start waiting: the deadline a waiting run reports
+    #: (``RunView.wake_at``) is never further than this from the harness's
+    #: clock. Declared, ``progress`` fails a wait whose deadline is further
+    #: out: a deadline taken from another clock (wall time where the runtime
+    #: runs on the harness's) or in other units (milliseconds for seconds),
+    #: which would keep a run waiting long after it should have timed out.
+    #: None: not declared, not judged.
+    max_wait_seconds: float | None = Field(default=None, gt=0)
 
     @field_validator("memory_floor", mode="before")
     @classmethod

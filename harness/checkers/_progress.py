@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..history import History
 from ..model import EventF, PropertyResult, RunState
 from ._base import Findings, every, final_state, guarded, plural, short, vnum
@@ -29,6 +31,11 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
     a persistent outage, a run whose workflow declares a ``retry_limit``
     is not refused more often than that by one service action (*retries
     past its limit*: a retry counter that is lost, say, retries for ever).
+    A run seen waiting (``wait`` events) whose workflow declares
+    ``max_wait_seconds`` reports a deadline no further from the harness's
+    clock than that (*a deadline past the declared wait*: taken from
+    another clock, or in other units, it keeps the run waiting long after
+    it should have timed out, for ever if what it waits for never comes).
     A run stuck in ``running`` is often a lease or a timer the harness could
     not see expire (the clock never moved, or no ``wake_at`` said when): its
     message says what to declare (:func:`lease_hint`). A run
@@ -44,6 +51,8 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
     f.zero("runs", "terminal", "waiting", "lost", "stuck", "retrying")
     decl = history.declaration()
     _retry_limits(history, f)
+    if decl is not None and decl.max_waits:
+        _wait_bounds(history, decl.max_waits, f)
     submissions = history.submissions()
     finals = history.finals()
     submitted = [r for r, t in submissions.items() if t == "ok"]
@@ -101,6 +110,55 @@ def check_progress(history: History, oracle: History | None) -> PropertyResult:
         "forever",
         evidence=f.counts["runs"] + f.counts["lost"],
     )
+
+
+def _workflows(history: History) -> dict[str, str]:
+    """run id -> its workflow, as its submission (or, for a run the runtime
+    spawned, its ``created`` transition's ``detail.workflow``) names it."""
+    out: dict[str, str] = {}
+    for e in history.by_f(EventF.SUBMIT):
+        run_id, workflow = e.value.get("run_id"), e.value.get("workflow")
+        if isinstance(run_id, str) and isinstance(workflow, str):
+            out.setdefault(run_id, workflow)
+    for e in history.by_f(EventF.TRANSITION):
+        detail = e.value.get("detail")
+        workflow = detail.get("workflow") if isinstance(detail, dict) else None
+        run_id = e.value.get("run_id")
+        if isinstance(run_id, str) and isinstance(workflow, str) and e.value.get("from") is None:
+            out.setdefault(run_id, workflow)
+    return out
+
+
+#: how much a deadline may exceed the declared wait (float rounding of
+#: ``now + timeout``, and a clock that ticked between the wait and its view)
+WAIT_SLACK = 1.0
+
+
+def _wait_bounds(history: History, bounds: Mapping[str, float], f: Findings) -> None:
+    """Each deadline a waiting run reported, against its workflow's
+    declared ``max_wait_seconds`` (measured from the harness's clock when
+    the run was seen waiting, so never longer than from its start)."""
+    workflows = _workflows(history)
+    failed: set[str] = set()
+    for e in history.by_f(EventF.WAIT):
+        run_id = e.value.get("run_id")
+        bound = bounds.get(workflows.get(run_id, "")) if isinstance(run_id, str) else None
+        wake_at = vnum(e, "wake_at")
+        if bound is None or wake_at is None or not isinstance(run_id, str):
+            continue
+        f.count("waits_checked")
+        ahead = wake_at - e.time
+        if ahead > bound + WAIT_SLACK and run_id not in failed:
+            failed.add(run_id)
+            f.fail(
+                f"run {run_id} waits ({short(e.value.get('state'))}) until {wake_at:.0f}, "
+                f"{ahead:,.0f} s after the harness's clock ({e.time:.0f}), where its workflow "
+                f"{workflows[run_id]!r} declares waits of at most {bound:,.0f} s "
+                "(max_wait_seconds): a deadline taken from another clock (wall time for the "
+                "harness's) or in other units keeps it waiting long after it should time out",
+                [e.index],
+            )
+            f.count("past_declared_wait")
 
 
 def _retry_limits(history: History, f: Findings) -> None:

@@ -16,8 +16,11 @@ from typing import Any
 
 from ..adapters import Adapter, Capability, Environment, Observation
 from ..history import HistoryWriter
-from ..model import EventF
+from ..model import EventF, RunState
 from ..nemesis import world_kind
+
+#: the states whose deadline (``RunView.wake_at``) a ``wait`` event records
+WAITS = frozenset({RunState.WAITING_APPROVAL, RunState.WAITING_EVENT})
 
 
 @dataclass
@@ -88,6 +91,8 @@ class HistoryRecorder:
         #: and what that observation said (its news already handed out)
         self._cursor: tuple[Environment, Hashable] | None = None
         self._last: Observation | None = None
+        #: per run, the (state, deadline) of the last ``wait`` event recorded
+        self._waited: dict[str, tuple[str, float]] = {}
 
     def _env(self) -> Environment:
         assert self.env is not None, "the environment is not open"
@@ -112,7 +117,9 @@ class HistoryRecorder:
         """The first event: what the runtime declares, the adapter, and the
         trust floor each workflow reads memory at (``memory_safety``)."""
         decl = self._env().declarations()
-        floors = {w.name: w.memory_floor for w in adapter.workflows() if w.memory_floor is not None}
+        workflows = adapter.workflows()
+        floors = {w.name: w.memory_floor for w in workflows if w.memory_floor is not None}
+        waits = {w.name: w.max_wait_seconds for w in workflows if w.max_wait_seconds is not None}
         self.record(
             "info",
             EventF.DECLARATION,
@@ -122,6 +129,7 @@ class HistoryRecorder:
                 "capabilities": sorted(c.value for c in adapter.capabilities),
                 "adapter": adapter.name,
                 "memory_floors": floors,
+                "max_waits": waits,
             },
         )
 
@@ -199,7 +207,26 @@ class HistoryRecorder:
         self.transitions += len(obs.transitions)
         for c in obs.contexts:
             self.record("info", EventF.CONTEXT, str(c.get("worker_id") or "worker"), dict(c))
+        self._waits(obs)
         return obs
+
+    def _waits(self, obs: Observation) -> None:
+        """A ``wait`` event for each run seen waiting with a deadline it did
+        not report before, stamped with the harness's clock (``progress``
+        holds the deadline to the workflow's ``max_wait_seconds``)."""
+        for r in obs.runs:
+            if r.state not in WAITS or r.wake_at is None:
+                continue
+            seen = (r.state.value, r.wake_at)
+            if self._waited.get(r.run_id) == seen:
+                continue
+            self._waited[r.run_id] = seen
+            self.record(
+                "info",
+                EventF.WAIT,
+                "runner",
+                {"run_id": r.run_id, "state": r.state.value, "wake_at": r.wake_at},
+            )
 
     def finish(self, capabilities: frozenset[Capability]) -> None:
         """The last events: approvals, every run's final state (with the

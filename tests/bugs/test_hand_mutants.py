@@ -594,6 +594,23 @@ MUTANTS = (
         # before each effect resume through reconciliation, which re-checks
         caught=True,
     ),
+    HandMutant(
+        "approval-ttl-in-milliseconds",
+        4,
+        "TTLs are milliseconds, like every other timer in our config: an approval "
+        "lives ttl * 1000 (so a run waits a thousand hours for its decision, and one "
+        "that comes a day late is still taken)",
+        (
+            Edit(
+                "_executor/_approval_steps.py",
+                "        expires_at=now + a.ttl_seconds,\n",
+                "        expires_at=now + a.ttl_seconds * 1000,\n",
+            ),
+        ),
+        # caught since waits are held to the workflow's max_wait_seconds
+        # (progress); late decisions were excused by the clock jump
+        caught=True,
+    ),
 )
 
 #: Postgres-only: needs truly concurrent workers on a real row lock

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from history_builder import TABLE, H
 
@@ -82,6 +84,63 @@ def test_a_run_within_its_retry_limit_or_without_one_makes_progress(
     r = check_progress(_outage(refused, limit).final("r1", "failed").build(), None)
     assert r.verdict is Verdict.PASS, r.message
     assert r.counts.get("retry_limits_checked", 0) == (limit is not None)
+
+
+def _waits(wake_in: float, max_waits: dict[str, Any] | None) -> H:
+    """r1 (refund) seen waiting for its decision, its deadline ``wake_in``
+    seconds after the harness's clock; a child of it, spawned by the runtime
+    (its workflow named by its ``created`` transition), within any bound."""
+    b = H().add(
+        "info",
+        EventF.DECLARATION,
+        {
+            "delivery": {},
+            "capabilities": [],
+            **({} if max_waits is None else {"max_waits": max_waits}),
+        },
+    )
+    b.submit("r1", workflow="refund")
+    b.add(
+        "info",
+        EventF.TRANSITION,
+        {"run_id": "r1.c", "from": None, "to": "Created", "detail": {"workflow": "quote"}},
+    )
+    at = b.time + 1.0  # the next event's time
+    b.add(
+        "info", EventF.WAIT, {"run_id": "r1", "state": "waiting_approval", "wake_at": at + wake_in}
+    )
+    b.mark("w")
+    b.add("info", EventF.WAIT, {"run_id": "r1.c", "state": "waiting_event", "wake_at": b.time + 60})
+    return b.final("r1", "waiting_approval")
+
+
+def test_a_wait_whose_deadline_is_past_the_declared_wait_fails_progress() -> None:
+    # an approval that lives 3,600,000 s: its TTL taken in milliseconds
+    b = _waits(3_600_000.0, {"refund": 3600.0, "quote": 3600.0})
+    r = check_progress(b.build(), None)
+    assert r.verdict is Verdict.FAIL
+    assert r.witness == (b.marks["w"],)
+    assert "run r1 waits ('waiting_approval')" in r.message
+    assert "'refund' declares waits of at most 3,600 s" in r.message
+    assert r.counts["waits_checked"] == 2 and r.counts["past_declared_wait"] == 1
+
+
+@pytest.mark.parametrize(
+    ("wake_in", "max_waits"),
+    [(3600.0, {"refund": 3600.0}), (3_600_000.0, None), (3_600_000.0, {"other": 1.0})],
+    ids=["within", "undeclared", "another-workflow"],
+)
+def test_a_wait_within_its_bound_or_without_one_makes_progress(
+    wake_in: float, max_waits: dict[str, Any] | None
+) -> None:
+    r = check_progress(_waits(wake_in, max_waits).build(), None)
+    assert r.verdict is Verdict.PASS, r.message
+
+
+def test_a_malformed_max_wait_is_a_declaration_problem() -> None:
+    decl = _waits(1.0, {"refund": -5}).build().declaration()
+    assert decl is not None and decl.max_waits == {}
+    assert decl.problems == ("max_waits['refund'] is -5, not a positive number of seconds",)
 
 
 # -- legal_transitions ---------------------------------------------------------------

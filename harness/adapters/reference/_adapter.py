@@ -87,6 +87,10 @@ VOLATILE = (
 
 #: a step refused by a service is tried this many times, then its run fails
 RETRY_LIMIT = RuntimeConfig.max_attempts
+#: the longest a run waits: an approval lives ``approval_ttl`` seconds, a
+#: wait for an event or a child's answer ends at its ``deadline`` (both
+#: 3600 unless the input sets them; the example inputs set neither)
+MAX_WAIT = 3600.0
 
 WORKFLOWS = (
     WorkflowSpec(
@@ -98,6 +102,7 @@ WORKFLOWS = (
         needs_approval=True,
         effects=("payments.refund", "email.notify"),
         retry_limit=RETRY_LIMIT,
+        max_wait_seconds=MAX_WAIT,
         # The refund policy reads 'policy' facts; a record there must never
         # waive an approval unless it is system-verified and the tenant's own.
         memory_targets=(
@@ -113,12 +118,14 @@ WORKFLOWS = (
         needs_approval=True,
         effects=("identity.verify", "provisioning.create_account", "email.notify"),
         retry_limit=RETRY_LIMIT,
+        max_wait_seconds=MAX_WAIT,
     ),
     WorkflowSpec(
         name="research",
         inputs=({"topic": "tides", "sources": 2, "requester": "u-1"},),
         effects=("email.send",),
         retry_limit=RETRY_LIMIT,
+        max_wait_seconds=MAX_WAIT,
         # Evidence is every record of the topic's namespace; the run writes
         # evidence-0.. itself, never evidence-9.
         memory_targets=(
@@ -136,6 +143,7 @@ WORKFLOWS = (
         inputs=({"item": "bolts", "quantity": 3},),
         effects=("payments.charge",),
         retry_limit=RETRY_LIMIT,
+        max_wait_seconds=MAX_WAIT,
     ),
 )
 
