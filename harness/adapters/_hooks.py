@@ -92,9 +92,10 @@ def _kind_problem(value: Any, kind: Kind) -> str | None:
         return f"is {type(value).__name__}, not a method"
     if kind == "flag" and not isinstance(value, bool):
         return f"is {value!r}, not True or False (only True turns it on)"
-    seconds = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    # a number (its range is checked where it is used, with its own fix)
+    seconds = isinstance(value, int | float) and not isinstance(value, bool)
     if kind == "seconds" and value is not None and not seconds:
-        return f"is {value!r}, not a positive number of seconds"
+        return f"is {value!r}, not a number of seconds"
     return None
 
 

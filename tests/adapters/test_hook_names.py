@@ -48,7 +48,7 @@ def test_a_misspelled_adapter_hook_is_refused_with_the_name_meant() -> None:
     ("adapter", "said"),
     [
         (DrainsAsText(), "drains is 'yes', not True or False"),
-        (LeaseNotANumber(), "lease_seconds is '30', not a positive number of seconds"),
+        (LeaseNotANumber(), "lease_seconds is '30', not a number of seconds"),
     ],
 )
 def test_a_hook_of_the_wrong_kind_is_refused(adapter: Any, said: str) -> None:

@@ -45,6 +45,7 @@ CATEGORY = {
     "upgrade_mid_run": "upgrades",
     "rollback": "rollbacks",
     "outage_before": "outages",
+    "outage_after": "outages",
     "kill_in_first_commit": "first commit",
     "cancel_while_held": "operator",
     "kill_before": "kills before",
