@@ -236,9 +236,12 @@ EXPORTS: dict[str, list[str]] = {
     ],
     "harness.runner": [
         "Coverage",
+        "EnvironmentFacts",
         "RunResult",
         "ScenarioError",
         "WORKER_TIMEOUT",
+        "environment_facts",
+        "profile_traces",
         "run_scenario",
         "validate",
     ],
