@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from ..model import Scenario
 from ._schedules._common import _aim, _interleave, _steps, schedule_kind
-from ._schedules.clock import _wait_deadlines
+from ._schedules.clock import _outages, _wait_deadlines
 from ._schedules.commits import _barriers, _commit_kills, _commit_sweeps, _last_windows
 from ._schedules.connections import _network, _storage_cuts
 from ._schedules.memory import _memory, _memory_clock, _memory_while_down
@@ -67,7 +67,6 @@ from ._schedules.processes import _operator_cancels, _zombies
 from ._schedules.world import (
     _kills_before,
     _lookup_refusals,
-    _outages,
     _service_outages,
     _world_kills,
     _world_modes,

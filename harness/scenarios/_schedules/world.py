@@ -4,15 +4,13 @@ lookups, outages."""
 
 from __future__ import annotations
 
-from ...model import AdvanceClock, ArmWorldFault, CrashSpec, RunWorker, Scenario
+from ...model import ArmWorldFault, CrashSpec, RunWorker, Scenario
 from ...world import LOOKUP, LOOKUP_FAULT_MODES
 from .._strategies import offers_lookup
 from ._common import (
-    OUTAGE_SECONDS,
     _Aim,
     _interleave,
     _kill_after_apply,
-    _rounds,
     _run,
     _scenario,
 )
@@ -52,45 +50,6 @@ def _world_kills(a: _Aim) -> list[Scenario]:
             for wf in a.workflows
         ]
     )
-
-
-def _outages(a: _Aim) -> list[Scenario]:
-    """A long outage between the decision and a gated workflow's effect: the
-    worker dies right before the effect, or right after the commit that
-    took the decision (before anything else is written), and nothing runs
-    for a day. What the decision allowed must be judged again with the
-    clock as it is when the run resumes, not as of its last checkpoint."""
-    if "late_approval" not in a.families:
-        return []
-    out: list[Scenario] = []
-    for wf in a.workflows:
-        if not wf.needs_approval:
-            continue
-        p = a.profile(wf)
-        out += [
-            a.before(
-                wf,
-                es,
-                RunWorker(worker_id="w1", crash=CrashSpec(site=es.site, nth=es.nth)),
-                AdvanceClock(seconds=OUTAGE_SECONDS),
-                name=f"outage_before/{es.effect}",
-            )
-            for es in p.effect_sites
-            if es.round >= p.resume_round
-        ]
-        decided = p.commit_kinds(a.in_txn, gated=True)["decision"]
-        if decided and decided[0].after is not None:
-            site, n = decided[0].after
-            out.append(
-                _scenario(
-                    f"{wf.name}/outage_after/decision_commit",
-                    _run(wf),
-                    *_rounds(decided[0].round),
-                    RunWorker(worker_id="w1", crash=CrashSpec(site=site, nth=n)),
-                    AdvanceClock(seconds=OUTAGE_SECONDS),
-                )
-            )
-    return out
 
 
 def _kills_before(a: _Aim) -> list[Scenario]:
