@@ -66,6 +66,7 @@ class EventF(StrEnum):
     DECLARATION = "declaration"  # info: what the runtime promises per effect kind
     NOTE = "note"  # info: anything else worth keeping (adapter limits, ...)
     WAIT = "wait"  # info: a run seen waiting, with the deadline it reported then
+    MODEL = "model"  # info: a call of the world's model endpoint (no side effect)
 
 
 #: the ``variant`` a ``deliver`` event records for an operator's answer to a

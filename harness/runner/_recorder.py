@@ -84,6 +84,8 @@ class HistoryRecorder:
         #: transitions seen so far (progress, for quiesce)
         self.transitions = 0
         self._world_seen = 0
+        #: the ``seq`` of the last model call recorded
+        self._model_seen = 0
         #: the world rules whose firing is recorded (by rule id: the world
         #: lists fired rules by rule, and a rule armed earlier may fire later)
         self._fired_seen: set[int] = set()
@@ -134,7 +136,7 @@ class HistoryRecorder:
         )
 
     def sync(self) -> None:
-        """Pull new effects, fired world faults, transitions and contexts."""
+        """Pull new effects, model calls, fired world faults, transitions and contexts."""
         env = self._env()
         requests = env.world.requests()
         for r in requests[self._world_seen :]:
@@ -167,6 +169,16 @@ class HistoryRecorder:
                 },
             )
         self._world_seen = len(requests)
+        for call in env.world.model_calls(after=self._model_seen):
+            # What the model was asked is the conversation so far (it grows
+            # with every call): kept in the world's file, not repeated here.
+            self.record(
+                "info",
+                EventF.MODEL,
+                "world",
+                {k: v for k, v in call.items() if k != "request"},
+            )
+            self._model_seen = int(call["seq"])
         fired = env.world.fired()
         for f in fired:
             if f.rule_id in self._fired_seen:

@@ -88,13 +88,15 @@ class World(OnWorldFile):
 
         return HttpFace(self._store.path, clock=self._clock, model=model).start()
 
-    def model_calls(self) -> list[dict[str, Any]]:
+    def model_calls(self, after: int = 0) -> list[dict[str, Any]]:
         """Every call of the scripted model, in order: who made it (tenant,
         run, worker, pid), the step that answered, the request and reply,
-        and token counts."""
+        and token counts. ``after``: only those whose ``seq`` is greater
+        (the recorder reads what is new since its last look)."""
         rows = self._store.conn().execute(
             "SELECT seq, tenant, run_id, worker_id, pid, model, step, request, reply, "
-            "prompt_tokens, completion_tokens, at FROM model_calls ORDER BY seq"
+            "prompt_tokens, completion_tokens, at FROM model_calls WHERE seq > ? ORDER BY seq",
+            (after,),
         )
         names = ("seq", "tenant", "run_id", "worker_id", "pid", "model", "step", "request",
                  "reply", "prompt_tokens", "completion_tokens", "at")  # fmt: skip

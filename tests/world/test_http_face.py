@@ -454,7 +454,9 @@ def test_a_wrong_path_or_body_is_answered_with_what_to_fix(world: World) -> None
 # -- the example: an app that calls the payments API with httpx, unchanged -----------
 
 
-def _example(app: str, workdir: Path) -> dict[str, str]:
+def _example(
+    app: str, workdir: Path, history: list[dict[str, Any]] | None = None
+) -> dict[str, str]:
     from examples.http_refund.adapter import HttpRefundAdapter
     from harness import Engine, load_settings
     from harness.model import ArmWorldFault, Quiesce, RunSpec, RunWorker, Scenario, Submit
@@ -475,7 +477,10 @@ def _example(app: str, workdir: Path) -> dict[str, str]:
         ),
     )
     engine = Engine(HttpRefundAdapter(app), load_settings("dev", start=workdir), workdir=workdir)
-    example = engine.execute(scenario)
+    example = engine.execute(scenario, folder=workdir / "example")
+    if history is not None:
+        lines = (workdir / "example" / "history.jsonl").read_text().splitlines()
+        history.extend(json.loads(line) for line in lines)
     return {r.name: r.verdict.value for r in example.results}
 
 
@@ -493,9 +498,18 @@ def test_the_http_apps_worker_killed_after_the_refund_refunds_twice_without_a_ke
 def test_the_same_kill_is_harmless_to_the_app_that_sends_an_idempotency_key(
     tmp_path: Path,
 ) -> None:
-    verdicts = _example("careful", tmp_path)
+    history: list[dict[str, Any]] = []
+    verdicts = _example("careful", tmp_path, history)
     assert verdicts["exactly_once_effects"] == "pass", verdicts
     assert verdicts["resume_equivalence"] == "pass", verdicts
+    # each call of the model is in the history, attributed, with its tokens;
+    # the conversation it was asked is left in the world's file
+    calls = [e["value"] for e in history if e["f"] == "model"]
+    assert calls and all(c["run_id"] == "r1" and c["tenant"] == "acme" for c in calls), calls
+    assert {c["worker_id"] for c in calls} >= {"w1"}, calls
+    assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 for c in calls), calls
+    assert all("request" not in c and c["reply"] for c in calls), calls
+    assert [c["seq"] for c in calls] == sorted({c["seq"] for c in calls}), "each call once"
 
 
 # -- the scripted model: an OpenAI-compatible endpoint -----------------------------------
