@@ -49,6 +49,7 @@ ENVIRONMENT_HOOKS: Mapping[str, Kind] = {
     "operator_message": "method",
     "network_endpoints": "method",
     "storage_kinds": "method",
+    "runnable": "method",
     "trace_crash_points": "flag",
 }
 
@@ -73,6 +74,9 @@ ENVIRONMENT_MEMBERS = frozenset(
         "close",
     }
 )
+
+#: required members that are values, not methods
+VALUE_MEMBERS = frozenset({"name", "capabilities", "world"})
 
 #: How close a name must be to a hook's to be taken for a misspelling of it
 #: (difflib's ratio: ``lease_second`` -> ``lease_seconds`` is 0.96,
@@ -102,12 +106,22 @@ def _kind_problem(value: Any, kind: Kind) -> str | None:
 def check_hooks(obj: Any, where: str, hooks: Mapping[str, Kind], members: frozenset[str]) -> None:
     """Raise :class:`AdapterLoadError` for each attribute of ``obj`` that
     looks like a misspelled hook, or a hook of the wrong kind."""
-    known = set(hooks) | set(members)
+    kinds: dict[str, Kind] = {m: "method" for m in members if m not in VALUE_MEMBERS}
+    kinds.update({m: "value" for m in members if m in VALUE_MEMBERS})
+    kinds.update(hooks)
     names = _names(obj)
     problems: list[str] = []
-    for name in sorted(names - known):
-        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=CLOSE)
-        if close and close[0] not in names:
+    for name in sorted(names - set(kinds)):
+        close = difflib.get_close_matches(name, sorted(kinds), n=1, cutoff=CLOSE)
+        if not close or close[0] in names:
+            continue
+        try:
+            value = getattr(obj, name)
+        except Exception:
+            continue
+        # A misspelling is of the hook's own kind: a method named like a
+        # flag (``drain()`` beside the ``drains`` promise) is the adapter's own.
+        if _kind_problem(value, kinds[close[0]]) is None:
             problems.append(
                 f"{name!r} is not a hook the harness knows; did you mean {close[0]!r}? "
                 f"(as spelled, it is never called or read)"

@@ -28,12 +28,15 @@ class LeaseNotANumber(ToyAdapter):
 
 
 class OwnHelpers(ToyAdapter):
-    """Names of the adapter's own that resemble no hook closely enough."""
+    """Names of the adapter's own that resemble no hook closely enough, or
+    one of another kind: a ``drain()`` method is not the ``drains`` flag."""
 
     close_all = None
     retry_budget = 3
 
     def submit_all(self) -> None: ...
+
+    def drain(self) -> None: ...
 
 
 def test_a_misspelled_adapter_hook_is_refused_with_the_name_meant() -> None:
