@@ -101,6 +101,17 @@ def _pg_connect(url: str, schema: str | None, **kwargs: Any) -> Any:
     return psycopg.connect(url, options=options, **kwargs)
 
 
+def _unsynced(conn: sqlite3.Connection) -> None:
+    """Commit without a disk flush (``PRAGMA synchronous=OFF``), as
+    ``kit.UnsyncedSQLite`` does for a runtime's own files, and for its reason:
+    a commit SQLite has handed to the operating system survives any process
+    kill (a transaction cut short is rolled back as with a flush), and the
+    harness kills processes, never the machine. What the saver promises
+    against a kill is unchanged; what goes is a disk sync per commit: 20
+    ci scenarios made 1,424 ``fdatasync`` calls, 135 without (issue 33)."""
+    conn.execute("PRAGMA synchronous=OFF")
+
+
 def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
     """Switch the file to WAL, waiting for other processes as for any lock.
 
@@ -142,6 +153,7 @@ def open_saver(spec: SaverSpec, points: CrashPoints | None = None) -> Iterator[A
             )
         else:
             conn = sqlite3.connect(spec.sqlite_path, check_same_thread=False, timeout=60.0)
+        _unsynced(conn)
         _enter_wal(conn, timeout=60.0)
         try:
             yield SqliteSaver(conn)
@@ -201,6 +213,7 @@ def open_store(spec: SaverSpec) -> Iterator[Any]:
         conn = sqlite3.connect(
             spec.store_path, check_same_thread=False, isolation_level=None, timeout=60.0
         )
+        _unsynced(conn)
         _enter_wal(conn, timeout=60.0)
         try:
             yield SqliteStore(conn)
@@ -281,6 +294,7 @@ class Registry:
         conn = self._conns.get(key)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+            _unsynced(conn)
             with self._lock:
                 self._conns[key] = conn
         yield conn
