@@ -49,6 +49,21 @@ def test_the_adapters_sqlite_files_commit_without_a_disk_flush(tmp_path: Path) -
     registry.close()
 
 
+def test_savers_opened_ready_skip_langgraphs_set_up(tmp_path: Path) -> None:
+    # Set up once per environment by create_storage, not at every worker's
+    # first use of its saver (issue 33).
+    spec = SaverSpec("sqlite", sqlite_path=str(tmp_path / "c.db"))
+    create_storage(spec, store=True)
+    for ready, creates in ((False, True), (True, False)):
+        with open_saver(spec, ready=ready) as saver, _store.open_store(spec, ready=ready) as store:
+            seen: list[str] = []
+            saver.conn.set_trace_callback(seen.append)
+            store.conn.set_trace_callback(seen.append)
+            saver.put_writes(CONFIG, WRITES, "task-1")
+            store.put(("notes",), "k", {"v": 1})
+        assert any("CREATE TABLE" in s for s in seen) is creates, seen
+
+
 def test_in_autocommit_each_row_commits_alone(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

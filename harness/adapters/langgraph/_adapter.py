@@ -102,7 +102,9 @@ class LangGraphEnvironment(BaseEnvironment):
         self._stack = contextlib.ExitStack()
         self.store = self._stack.enter_context(maybe_store(self.app, self.saver))
         self._graph = self.app.make_graph(
-            self._stack.enter_context(open_saver(self.saver)), self.app.current_version, self.store
+            self._stack.enter_context(open_saver(self.saver, ready=True)),
+            self.app.current_version,
+            self.store,
         )
         self._workers: list[ForkServerWorker] = []
         self._seen: set[str] = set()
@@ -215,7 +217,7 @@ class LangGraphEnvironment(BaseEnvironment):
             # in that version's schema, before any node runs.
             from langgraph.graph import START
 
-            with open_saver(self.saver) as saver:
+            with open_saver(self.saver, ready=True) as saver:
                 old = self.app.make_graph(saver, version, self.store)
                 old.update_state(
                     thread_config(self._thread(run.run_id)),

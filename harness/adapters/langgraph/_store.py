@@ -136,9 +136,16 @@ def _enter_wal(conn: sqlite3.Connection, timeout: float) -> None:
 
 
 @contextlib.contextmanager
-def open_saver(spec: SaverSpec, points: CrashPoints | None = None) -> Iterator[Any]:
+def open_saver(
+    spec: SaverSpec, points: CrashPoints | None = None, *, ready: bool = False
+) -> Iterator[Any]:
     """LangGraph's checkpointer for ``spec``, with its own connection; on
-    Postgres with ``points``, one that passes them in its writes (``_points``)."""
+    Postgres with ``points``, one that passes them in its writes (``_points``).
+
+    ``ready``: :func:`create_storage` made the tables, so a ``SqliteSaver``
+    skips the set-up it otherwise runs at its first use (a script of
+    ``CREATE TABLE IF NOT EXISTS`` and an ``ALTER TABLE`` that fails): once
+    per environment, not once per worker and observer (issue 33)."""
     if spec.backend == "sqlite":
         from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -156,7 +163,9 @@ def open_saver(spec: SaverSpec, points: CrashPoints | None = None) -> Iterator[A
         _unsynced(conn)
         _enter_wal(conn, timeout=60.0)
         try:
-            yield SqliteSaver(conn)
+            saver = SqliteSaver(conn)
+            saver.is_setup = ready
+            yield saver
         finally:
             conn.close()
         return
@@ -205,8 +214,9 @@ def _langgraph_pg(spec: SaverSpec) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def open_store(spec: SaverSpec) -> Iterator[Any]:
-    """LangGraph's long-term store beside ``spec``'s checkpoints, with its own connection."""
+def open_store(spec: SaverSpec, *, ready: bool = False) -> Iterator[Any]:
+    """LangGraph's long-term store beside ``spec``'s checkpoints, with its own
+    connection; ``ready`` as in :func:`open_saver`."""
     if spec.backend == "sqlite":
         from langgraph.store.sqlite import SqliteStore
 
@@ -216,7 +226,10 @@ def open_store(spec: SaverSpec) -> Iterator[Any]:
         _unsynced(conn)
         _enter_wal(conn, timeout=60.0)
         try:
-            yield SqliteStore(conn)
+            store = SqliteStore(conn)
+            # (a store with a vector index loads an extension per connection in its set-up)
+            store.is_setup = ready and not store.index_config
+            yield store
         finally:
             conn.close()
         return

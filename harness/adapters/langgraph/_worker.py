@@ -70,7 +70,7 @@ def load_app(spec: str) -> LangGraphApp:
 
 def maybe_store(app: LangGraphApp, spec: SaverSpec) -> contextlib.AbstractContextManager[Any]:
     """The long-term store beside ``spec``'s checkpoints if ``app`` uses one, else None."""
-    return open_store(spec) if app.store else contextlib.nullcontext(None)
+    return open_store(spec, ready=True) if app.store else contextlib.nullcontext(None)
 
 
 def thread_config(thread_id: str, **extra: Any) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def worker_main(args: dict[str, Any]) -> int:
     points = None
     if spec.backend == "postgres":
         points = CrashPoints(str(args["crash_log"]), args.get("crash"), bool(args.get("trace")))
-    with open_saver(spec, points) as saver, maybe_store(app, spec) as store:
+    with open_saver(spec, points, ready=True) as saver, maybe_store(app, spec) as store:
         graph = app.make_graph(saver, version, store)
         for run in registry.runs():
             thread_id = f"{args['thread_prefix']}{run.run_id}"
