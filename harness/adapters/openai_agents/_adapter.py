@@ -122,7 +122,13 @@ def worker_main(args: dict[str, Any]) -> int:
 
     A turn that raises (a tool's world call refused, say) is logged and left
     for the next worker; the session keeps what the SDK saved before."""
-    from agents import RunConfig, Runner, SQLiteSession
+    from agents import RunConfig, Runner, SQLiteSession, set_trace_provider
+    from agents.tracing.provider import DefaultTraceProvider
+
+    # Tracing is off (RunConfig below): a provider without processors spares
+    # every worker the default one's exporter (an HTTP client: 119 modules
+    # imported, an SSL context) and its batch thread.
+    set_trace_provider(DefaultTraceProvider())
 
     app, worker_id, work = load_app(args["app"]), str(args["worker_id"]), Path(args["workdir"])
     agent, world = app.agent(), WorldClient(work / "world.db", clock=lambda: EPOCH)
