@@ -51,6 +51,18 @@ still satisfies the protocol):
     it stood (nothing new in it). None: no cursor this time, observe.
     Without it, every observation reads everything.
 
+``runnable() -> bool``
+    Whether a worker started now could move anything: False promises that
+    every run is finished, or waits for what only the harness gives (an
+    approval, an operator's answer, a timer the harness moves), so a worker
+    would start, find nothing and exit. The final quiesce then ends with
+    the first round whose worker exited 0, with nothing delivered and no
+    world fault fired, after which ``runnable()`` says False -- instead of
+    starting one more worker to see that nothing moves (``Adapter.drains``
+    is the same promise made once for every worker that exits 0). Read it
+    from the same durable records a worker reads to pick its runs. Without
+    it, a worker is started to see.
+
 ``crash_point_trace() -> Sequence[tuple[Any, str, int]]`` and a
 ``trace_crash_points`` attribute (environment)
     With ``trace_crash_points`` set True, the workers record every crash

@@ -175,9 +175,10 @@ class RunContext:
     def quiesce(self, step: Quiesce) -> None:
         """Faults stop: continue what is paused, then run workers (approving
         what waits, answering for an operator what waits for one) until a
-        round changes nothing -- or, for an adapter that declares
-        ``drains``, until a round's worker exits 0 with nothing delivered
-        and no fault fired (the worker ran all there was to run). With
+        round changes nothing -- or until a round's worker exits 0 with
+        nothing delivered and no fault fired, when the adapter declares
+        ``drains`` (the worker ran all there was to run) or its environment
+        says nothing is ``runnable()`` now (see the contract). With
         ``step.code_version``, the workers are the older release's (a
         ``migration`` fault naming every run, as an older ``RunWorker``)."""
         for worker_id in list(self.paused):
@@ -230,9 +231,11 @@ class RunContext:
             fired = len(self.env.world.fired())
             state = (self.recorder.transitions, runs, fired)
             # Nothing changed since the last round; or this round's worker
-            # drained what was runnable (it exited 0 and the adapter says its
-            # workers drain) and nothing new came: no delivery, no fault.
-            drained = drains and exit_.code == 0 and fired == fired_before
+            # drained what was runnable (it exited 0, and the adapter says its
+            # workers drain or its environment that nothing is runnable now)
+            # and nothing new came: no delivery, no fault.
+            quiet = exit_.code == 0 and fired == fired_before and not delivered
+            drained = quiet and (drains or self._nothing_runnable())
             idle = not delivered and not exit_.killed and (state == last or drained)
             if idle and not self._tick(obs):
                 return
@@ -243,6 +246,12 @@ class RunContext:
             "runner",
             {"text": f"quiesce gave up after {MAX_QUIESCE_ROUNDS} rounds"},
         )
+
+    def _nothing_runnable(self) -> bool:
+        """The environment's word (``runnable()``, optional in the contract)
+        that a worker started now would find nothing to run."""
+        runnable = getattr(self.env, "runnable", None)
+        return runnable is not None and runnable() is False
 
     def _tick(self, obs: Observation) -> bool:
         """Play the scheduler: when nothing moves but a run waits out a retry

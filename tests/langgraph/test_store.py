@@ -34,6 +34,36 @@ def test_a_tasks_batch_of_writes_is_one_transaction(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
+def test_the_adapters_sqlite_files_commit_without_a_disk_flush(tmp_path: Path) -> None:
+    # synchronous=OFF (0): safe against the process kills the harness makes,
+    # and no fdatasync per commit (issue 33: 1,424 -> 135 in 20 ci scenarios).
+    spec = SaverSpec("sqlite", sqlite_path=str(tmp_path / "c.db"))
+    create_storage(spec, store=True)
+    with open_saver(spec) as saver:
+        assert saver.conn.execute("PRAGMA synchronous").fetchone() == (0,)
+    with _store.open_store(spec) as store:
+        assert store.conn.execute("PRAGMA synchronous").fetchone() == (0,)
+    registry = _store.Registry(tmp_path / "runs.db").create()
+    with registry._conn() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone() == (0,)
+    registry.close()
+
+
+def test_savers_opened_ready_skip_langgraphs_set_up(tmp_path: Path) -> None:
+    # Set up once per environment by create_storage, not at every worker's
+    # first use of its saver (issue 33).
+    spec = SaverSpec("sqlite", sqlite_path=str(tmp_path / "c.db"))
+    create_storage(spec, store=True)
+    for ready, creates in ((False, True), (True, False)):
+        with open_saver(spec, ready=ready) as saver, _store.open_store(spec, ready=ready) as store:
+            seen: list[str] = []
+            saver.conn.set_trace_callback(seen.append)
+            store.conn.set_trace_callback(seen.append)
+            saver.put_writes(CONFIG, WRITES, "task-1")
+            store.put(("notes",), "k", {"v": 1})
+        assert any("CREATE TABLE" in s for s in seen) is creates, seen
+
+
 def test_in_autocommit_each_row_commits_alone(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

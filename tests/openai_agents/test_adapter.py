@@ -18,9 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "harness" / "adapters" / "openai_agents"
 
 
-def test_the_adapter_on_the_kit_is_at_most_120lines_of_code() -> None:
+def test_the_adapter_on_the_kit_is_at_most_125lines_of_code() -> None:
+    # 120 (issue 12), and the runnable() probe that spares the final quiesce
+    # its confirming worker (issue 33)
     total = sum(lines_of_code(p.read_text()) for p in PACKAGE.glob("*.py"))
-    assert 60 < total <= 120, total
+    assert 60 < total <= 125, total
 
 
 USER = {"role": "user", "content": "refund c-1"}
@@ -84,3 +86,35 @@ def test_observe_hands_out_each_whole_context_line_once(tmp_path: Path) -> None:
         assert env.observe().contexts == ()
     finally:
         env.close()
+
+
+WORKER_IN_A_FRESH_PROCESS = """
+import json, sys
+from pathlib import Path
+from harness.adapters.openai_agents import OpenAIAgentsAdapter
+from harness.adapters.openai_agents._adapter import worker_main
+from harness.model import RunSpec
+env = OpenAIAgentsAdapter(app=sys.argv[1]).open(Path(sys.argv[2]), seed=0)
+env.submit(RunSpec(run_id="r1", tenant="acme", workflow="refund", input=json.loads(sys.argv[3])))
+code = worker_main({**env.args, "worker_id": "w0"})
+print(json.dumps({"code": code, "http": "httpcore2" in sys.modules or "httpcore" in sys.modules,
+                  "runnable": env.runnable()}))
+env.close()
+"""
+
+
+def test_a_worker_runs_a_turn_without_the_sdks_trace_exporter(tmp_path: Path) -> None:
+    """Tracing is off; the SDK's default provider would still build an
+    exporter with an HTTP client (119 modules imported in every worker,
+    issue 33). After its turn the run is answered: nothing is runnable."""
+    import subprocess
+    import sys
+
+    from oa_support import R1
+
+    argv = [sys.executable, "-c", WORKER_IN_A_FRESH_PROCESS, CAREFUL, str(tmp_path / "env")]
+    proc = subprocess.run(
+        [*argv, json.dumps(R1.input)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"code": 0, "http": False, "runnable": False}

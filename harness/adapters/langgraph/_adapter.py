@@ -51,7 +51,7 @@ from .._workers import ForkServerWorker, shared_fork_server
 from ._app import DURABILITIES
 from ._points import SITES, read_log
 from ._store import Backend, Registry, RunRow, SaverSpec, create_storage, drop_storage, open_saver
-from ._worker import EPOCH, TARGET, load_app, maybe_store, thread_config
+from ._worker import EPOCH, TARGET, load_app, maybe_store, resumption, thread_config
 
 #: Key of the long-term store's items in a run's durable state (LangGraph
 #: reserves channel names that start with ``__``, so no channel has it).
@@ -102,7 +102,9 @@ class LangGraphEnvironment(BaseEnvironment):
         self._stack = contextlib.ExitStack()
         self.store = self._stack.enter_context(maybe_store(self.app, self.saver))
         self._graph = self.app.make_graph(
-            self._stack.enter_context(open_saver(self.saver)), self.app.current_version, self.store
+            self._stack.enter_context(open_saver(self.saver, ready=True)),
+            self.app.current_version,
+            self.store,
         )
         self._workers: list[ForkServerWorker] = []
         self._seen: set[str] = set()
@@ -215,7 +217,7 @@ class LangGraphEnvironment(BaseEnvironment):
             # in that version's schema, before any node runs.
             from langgraph.graph import START
 
-            with open_saver(self.saver) as saver:
+            with open_saver(self.saver, ready=True) as saver:
                 old = self.app.make_graph(saver, version, self.store)
                 old.update_state(
                     thread_config(self._thread(run.run_id)),
@@ -267,6 +269,20 @@ class LangGraphEnvironment(BaseEnvironment):
             transitions += self._transitions(row, config)
         return Observation(
             runs=tuple(runs), transitions=tuple(transitions), approvals=tuple(approvals)
+        )
+
+    def runnable(self) -> bool:
+        """Whether a worker started now would resume a thread: what it reads to
+        decide (``_worker.resumption``), read here (optional in the contract)."""
+        return any(
+            resumption(
+                self._graph.get_state(thread_config(self._thread(row.run_id))),
+                self.app,
+                self.registry,
+                row.run_id,
+            )
+            is not None
+            for row in self.registry.runs()
         )
 
     def durable_state(self) -> DurableState:

@@ -70,7 +70,7 @@ def load_app(spec: str) -> LangGraphApp:
 
 def maybe_store(app: LangGraphApp, spec: SaverSpec) -> contextlib.AbstractContextManager[Any]:
     """The long-term store beside ``spec``'s checkpoints if ``app`` uses one, else None."""
-    return open_store(spec) if app.store else contextlib.nullcontext(None)
+    return open_store(spec, ready=True) if app.store else contextlib.nullcontext(None)
 
 
 def thread_config(thread_id: str, **extra: Any) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def worker_main(args: dict[str, Any]) -> int:
     points = None
     if spec.backend == "postgres":
         points = CrashPoints(str(args["crash_log"]), args.get("crash"), bool(args.get("trace")))
-    with open_saver(spec, points) as saver, maybe_store(app, spec) as store:
+    with open_saver(spec, points, ready=True) as saver, maybe_store(app, spec) as store:
         graph = app.make_graph(saver, version, store)
         for run in registry.runs():
             thread_id = f"{args['thread_prefix']}{run.run_id}"
@@ -113,6 +113,24 @@ def worker_main(args: dict[str, Any]) -> int:
     return 0
 
 
+def resumption(
+    snap: Any, app: LangGraphApp, registry: Registry, run_id: str
+) -> tuple[str, Any] | None:
+    """What a worker does with a thread whose state is ``snap`` (the module's
+    docstring): ``("start", None)``, ``("resume", decision)``,
+    ``("continue", None)``, or None: nothing (finished, failed, waiting
+    without a decision, no task). The environment asks it too: when it is
+    None for every run, nothing is runnable (``runnable()`` in the contract)."""
+    if snap.created_at is None:
+        return ("start", None)
+    if snap.values.get(app.outcome_key) is not None or any(t.error for t in snap.tasks):
+        return None
+    if snap.interrupts:
+        decision = registry.decision(run_id, snap.interrupts[0].id)
+        return None if decision is None else ("resume", decision)
+    return ("continue", None) if snap.next or snap.tasks else None
+
+
 def _resume(
     graph: Any,
     app: LangGraphApp,
@@ -129,18 +147,13 @@ def _resume(
         code_version=ctx.code_version,
         **{CONTEXT_KEY: ctx},
     )
-    snap = graph.get_state(config)
-    if snap.created_at is None:
+    step = resumption(graph.get_state(config), app, registry, run.run_id)
+    if step is None:
+        return
+    kind, decision = step
+    if kind == "start":
         graph.invoke(app.start_input(run.input, ctx.code_version), config, durability=durability)
-        return
-    if snap.values.get(app.outcome_key) is not None:
-        return
-    if any(t.error for t in snap.tasks):
-        return
-    if snap.interrupts:
-        decision = registry.decision(run.run_id, snap.interrupts[0].id)
-        if decision is not None:
-            graph.invoke(Command(resume=decision), config, durability=durability)
-        return
-    if snap.next or snap.tasks:
+    elif kind == "resume":
+        graph.invoke(Command(resume=decision), config, durability=durability)
+    else:
         graph.invoke(None, config, durability=durability)

@@ -111,12 +111,24 @@ def status_of(items: list[dict[str, Any]]) -> str:
     return "completed" if done else "pending" if last.get("role") == "user" else "running"
 
 
+def unanswered(registry: RunRegistry, sessions: Path) -> list[tuple[Any, list[dict[str, Any]]]]:
+    """The runs a worker takes (their turn not answered), each with its session items."""
+    runs = ((run, items_of(sessions, run.run_id)) for run in registry.runs())
+    return [(run, items) for run, items in runs if status_of(items) != "completed"]
+
+
 def worker_main(args: dict[str, Any]) -> int:
     """A worker: run the turn of every run whose session is not answered, then exit 0.
 
     A turn that raises (a tool's world call refused, say) is logged and left
     for the next worker; the session keeps what the SDK saved before."""
-    from agents import RunConfig, Runner, SQLiteSession
+    from agents import RunConfig, Runner, SQLiteSession, set_trace_provider
+    from agents.tracing.provider import DefaultTraceProvider
+
+    # Tracing is off (RunConfig below): a provider without processors spares
+    # every worker the default one's exporter (an HTTP client: 119 modules
+    # imported, an SSL context) and its batch thread.
+    set_trace_provider(DefaultTraceProvider())
 
     app, worker_id, work = load_app(args["app"]), str(args["worker_id"]), Path(args["workdir"])
     agent, world = app.agent(), WorldClient(work / "world.db", clock=lambda: EPOCH)
@@ -134,16 +146,14 @@ def worker_main(args: dict[str, Any]) -> int:
         return d.model_data
 
     config = RunConfig(tracing_disabled=True, call_model_input_filter=record_context)
-    for run in RunRegistry(work / "registry.db").runs():
-        items = items_of(work / "sessions.db", run.run_id)
+    for run, items in unanswered(RunRegistry(work / "registry.db"), work / "sessions.db"):
         new: Any = app.message(run.data["input"]) if app.resend_message or not items else []
         ctx = AgentsContext(world, run.tenant, run.run_id, worker_id)
-        if status_of(items) != "completed":
-            with contextlib.closing(SQLiteSession(run.run_id, work / "sessions.db")) as session:
-                try:
-                    Runner.run_sync(agent, new, session=session, context=ctx, run_config=config)
-                except Exception as exc:  # logged; the run is left for the next worker
-                    print(f"{worker_id}: run {run.run_id} raised {exc!r}", flush=True)
+        with contextlib.closing(SQLiteSession(run.run_id, work / "sessions.db")) as session:
+            try:
+                Runner.run_sync(agent, new, session=session, context=ctx, run_config=config)
+            except Exception as exc:  # logged; the run is left for the next worker
+                print(f"{worker_id}: run {run.run_id} raised {exc!r}", flush=True)
     return 0
 
 
@@ -187,6 +197,10 @@ class AgentsEnvironment(BaseEnvironment):
         new, self._contexts_seen = lines[self._contexts_seen :], len(lines)
         return self.registry.observation(views, contexts=tuple(json.loads(c) for c in new))
 
+    def runnable(self) -> bool:
+        """Whether a worker started now would run a turn (optional in the contract)."""
+        return bool(unanswered(self.registry, self.sessions))
+
     def durable_state(self) -> DurableState:
         """Each run's session items, as saved; volatile: the app's ``volatile``."""
         runs = {r.run_id: items_of(self.sessions, r.run_id) for r in self.registry.runs()}
@@ -195,9 +209,8 @@ class AgentsEnvironment(BaseEnvironment):
     now = ConstantClock(EPOCH).now  # no clock capability: the time never moves
 
     def close(self) -> None:
-        self.workers.close()
-        self.registry.close()
-        self.world.close()
+        for part in (self.workers, self.registry, self.world):
+            part.close()
 
 
 class OpenAIAgentsAdapter:
