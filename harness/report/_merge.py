@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -37,7 +37,7 @@ from .._artifacts import loads_json, read_artifact, size_limit
 from .._errors import UsageError
 from ..checkers import split_traceback
 from ..model import Verdict
-from ..outcome import Tally, judge
+from ..outcome import Judgement, Tally, judge
 from ._build import property_report, replay_command
 from ._folder import RUN_FILES
 from ._schema import (
@@ -344,6 +344,12 @@ def _ledger(r: Report) -> list[bytes]:
     return lines
 
 
+#: property -> (shard K, its counterexample's folder in the shard, witness)
+Witnesses = dict[str, tuple[int, str, list[int]]]
+#: a counterexample a shard kept: (K, folder in the shard, steps, failed, serves)
+Kept = tuple[int, str, list[str], list[str], list[str]]
+
+
 def merge_reports(
     folders: Sequence[Path],
     out: Path,
@@ -368,17 +374,94 @@ def merge_reports(
     first = shards[0]
     assert first.shard is not None
     n = first.shard.n
-    ks = [r.shard.k for r in shards if r.shard is not None]
-    missing = [k for k in range(1, n + 1) if k not in ks]
-    spec, opts = first.adapter.spec, dict(first.adapter.options)
+    by_k = {r.shard.k: r for r in shards if r.shard is not None}
+    missing = [k for k in range(1, n + 1) if k not in by_k]
     user = _user_info(shards)
-    # the invariants the run was given: a replay names them (--property)
-    given = list(
-        dict.fromkeys(str(u["spec"]) for u in user.values() if u["source"] == "run" and u["spec"])
+    # 1. the sums, judged again by the rules of a single run
+    tallies, witness, reasons = _sum_properties(shards, n)
+    faults = _sum_coverage([r.faults for r in shards])
+    judgement = _judge(first, shards, tallies, faults, _fail_messages(witness, by_k))
+    inconclusive = [split_traceback(r)[0] for r in judgement.inconclusive] + reasons
+    inconclusive += _missing_reasons(missing, dict(why_missing or {}), n)
+    # 2. every counterexample copied, the first also at the top
+    files: dict[str, bytes | Path] = {
+        LEDGER: _in_plan_order([ln for r in shards for ln in _ledger(r)])
+    }
+    kept, copied, unshrunk = _kept_examples(shards, files)
+    given = _given(user)
+
+    def replay(k: int, rel: str) -> str:
+        spec, opts = first.adapter.spec, dict(first.adapter.options)
+        return replay_command(out / _where(k, rel), spec, opts, chosen=chosen, properties=given)
+
+    counterexample, others = _counterexamples(kept, by_k, files, unshrunk, replay)
+    properties = [
+        property_report(name, pv, *_witness_of(name, witness, kept), user.get(name))
+        for name, pv in judgement.properties.items()
+    ]
+    pass_unearned = judgement.verdict is Verdict.PASS and bool(inconclusive)
+    report = Report(
+        verdict=(Verdict.UNKNOWN if pass_unearned else judgement.verdict).value,
+        inconclusive=inconclusive,
+        # a shard a signal stopped: the merge of it is a partial report too
+        interrupted=_first_interrupted(shards),
+        seed=first.seed,
+        profile=first.profile,
+        adapter=first.adapter,
+        duration_seconds=duration or max(r.duration_seconds for r in shards),
+        properties=properties,
+        other_failures=others,
+        faults=faults,
+        families=list(first.families),
+        crash_points=_sum_coverage([r.crash_points for r in shards]),
+        not_tested=list(first.not_tested),
+        counterexample=counterexample,
+        merged=MergeInfo(n=n, shards=sorted(by_k), missing=missing, folders=copied),
+        **_scenario_sums(shards, n, missing),
+    )
+    write_merged(report, files, out)
+    return report
+
+
+def _judge(
+    first: Report,
+    shards: Sequence[Report],
+    tallies: dict[str, Tally],
+    faults: Mapping[str, FaultCoverage],
+    fail_messages: dict[str, str],
+) -> Judgement:
+    """The summed tallies and coverage judged by the rules of a single run."""
+    return judge(
+        tallies,
+        capabilities=first.adapter.capabilities,
+        families=first.families,
+        faults_armed={k: v.armed for k, v in faults.items()},
+        faults_fired={k: v.fired for k, v in faults.items()},
+        unfired={k: v.unfired for k, v in faults.items()},
+        fail_messages=fail_messages,
+        needs=_needs([p for r in shards for p in r.properties]),
     )
 
+
+def _first_interrupted(shards: Sequence[Report]) -> Any:
+    """The first shard's interruption (a signal stopped it), or None."""
+    return next((r.interrupted for r in shards if r.interrupted), None)
+
+
+def _given(user: Mapping[str, Mapping[str, object]]) -> list[str]:
+    """The invariants the run was given, by spec: a replay names them (--property)."""
+    specs = (str(u["spec"]) for u in user.values() if u["source"] == "run" and u["spec"])
+    return list(dict.fromkeys(specs))
+
+
+def _sum_properties(
+    shards: Sequence[Report], n: int
+) -> tuple[dict[str, Tally], Witnesses, list[str]]:
+    """Per property, its tallies summed over ``shards``; the first failing
+    shard's counterexample and witness; and the shards' own reasons the
+    sums cannot show (a budget cut, a signal), each once."""
     tallies: dict[str, Tally] = {}
-    witness: dict[str, tuple[int, str, list[int]]] = {}  # property -> (k, folder, witness)
+    witness: Witnesses = {}
     reasons: list[str] = []
     for r in shards:
         assert r.shard is not None and r.folder is not None
@@ -386,57 +469,56 @@ def merge_reports(
             _add(tallies.setdefault(p.name, Tally()), _tally(r, p))
             if p.verdict == "fail" and p.name not in witness:
                 witness[p.name] = (r.shard.k, p.counterexample or ".", list(p.witness))
-        reasons += [
-            f"shard {r.shard.k}/{n}: {why}"
-            for why in _own_reasons(r)
-            if f"shard {r.shard.k}/{n}: {why}" not in reasons
-        ]
-    faults = _sum_coverage([r.faults for r in shards])
-    by_k = {r.shard.k: r for r in shards if r.shard is not None}
+        for why in _own_reasons(r):
+            said = f"shard {r.shard.k}/{n}: {why}"
+            if said not in reasons:
+                reasons.append(said)
+    return tallies, witness, reasons
+
+
+def _fail_messages(witness: Witnesses, by_k: Mapping[int, Report]) -> dict[str, str]:
+    """What each failed property's checker said, read from the results of
+    the shard's counterexample that failed it ("" where none can be read)."""
     messages = {}
     for name, (k, rel, _) in witness.items():
         src = _checked_dir(by_k[k].folder or Path("."), rel)
-        said = [
-            res.message
-            for res in (
-                load_results(src / "results.json")
-                if src is not None and not (src / "results.json").is_symlink()
-                else []
-            )
-            if res.name == name and res.verdict is Verdict.FAIL
-        ]
+        results = (
+            load_results(src / "results.json")
+            if src is not None and not (src / "results.json").is_symlink()
+            else []
+        )
+        said = [res.message for res in results if res.name == name and res.verdict is Verdict.FAIL]
         messages[name] = said[0] if said else ""
-    planned = [r.planned_scenarios for r in shards]
-    searched = [r.searched_scenarios for r in shards]
-    fit = [r.fit_scenarios for r in shards]
-    judgement = judge(
-        tallies,
-        capabilities=first.adapter.capabilities,
-        families=first.families,
-        faults_armed={k: v.armed for k, v in faults.items()},
-        faults_fired={k: v.fired for k, v in faults.items()},
-        unfired={k: v.unfired for k, v in faults.items()},
-        fail_messages=messages,
-        needs=_needs([p for r in shards for p in r.properties]),
-    )
-    inconclusive = [split_traceback(r)[0] for r in judgement.inconclusive] + reasons
-    why = dict(why_missing or {})
+    return messages
+
+
+def _missing_reasons(missing: Sequence[int], why: Mapping[int, str], n: int) -> list[str]:
+    """Why the shards not merged are missing: each one's reason where the
+    caller knows it, else one line for all the rest."""
+    out = [f"shard {k}/{n}: {why[k]}" for k in missing if k in why]
     unexplained = [k for k in missing if k not in why]
-    inconclusive += [f"shard {k}/{n}: {why[k]}" for k in missing if k in why]
     if unexplained:
-        inconclusive.append(
+        out.append(
             f"shard(s) {', '.join(f'{k}/{n}' for k in unexplained)} of {n} missing (merged "
             "with --partial): their part of the plan is not in this report"
         )
+    return out
 
-    # Every counterexample: each shard's kept ones under shards/K/, with the
-    # shard's report.json (so replay works on the copy), the first also at the top.
-    files: dict[str, bytes | Path] = {
-        LEDGER: _in_plan_order([ln for r in shards for ln in _ledger(r)])
-    }
-    kept: list[tuple[int, str, list[str], list[str], list[str]]] = []
+
+def _where(k: int, rel: str) -> str:
+    """Where shard K's counterexample at ``rel`` lands in the merged folder."""
+    return f"shards/{k}" if rel == "." else f"shards/{k}/{rel}"
+
+
+def _kept_examples(
+    shards: Sequence[Report], files: dict[str, bytes | Path]
+) -> tuple[list[Kept], dict[str, str], set[str]]:
+    """Every shard's kept counterexamples, copied under ``shards/K/`` (into
+    ``files``, with the shard's report.json, so replay works on the copy);
+    where each shard's went; and the properties a shard's counterexample
+    serves that it did not fully shrink."""
+    kept: list[Kept] = []
     copied: dict[str, str] = {}
-    #: the properties a shard's counterexample serves that it did not fully shrink
     unshrunk: set[str] = set()
     for r in shards:
         assert r.shard is not None and r.folder is not None
@@ -449,14 +531,8 @@ def merge_reports(
             ce = r.counterexample
             found.append((".", ce.steps, ce.failed_properties, ce.counterexample_for))
         for i, other in enumerate(r.other_failures, 1):
-            found.append(
-                (
-                    other.folder or f"failures/{i}",
-                    other.steps,
-                    other.failed_properties,
-                    other.counterexample_for,
-                )
-            )
+            rel = other.folder or f"failures/{i}"
+            found.append((rel, other.steps, other.failed_properties, other.counterexample_for))
         if not found:
             continue
         copied[str(k)] = f"shards/{k}"
@@ -465,75 +541,69 @@ def merge_reports(
             dest = f"shards/{k}/" if rel == "." else f"shards/{k}/{rel}/"
             _copy_example(r.folder, rel, dest, files)
             kept.append((k, rel, steps, failed, serves))
+    return kept, copied, unshrunk
 
-    def where(k: int, rel: str) -> str:
-        return f"shards/{k}" if rel == "." else f"shards/{k}/{rel}"
 
-    counterexample = None
-    others: list[OtherFailure] = []
-    if kept:
-        k0, rel0, steps, failed, serves = kept[0]
-        _copy_example(by_k[k0].folder or Path("."), rel0, "", files)
-        counterexample = Counterexample(
-            steps=steps,
+def _counterexamples(
+    kept: Sequence[Kept],
+    by_k: Mapping[int, Report],
+    files: dict[str, bytes | Path],
+    unshrunk: set[str],
+    replay: Callable[[int, str], str],
+) -> tuple[Counterexample | None, list[OtherFailure]]:
+    """The merged report's counterexample (the first kept, also copied to
+    the top of the folder) and its other failures (the rest)."""
+    if not kept:
+        return None, []
+    k0, rel0, steps, failed, serves = kept[0]
+    _copy_example(by_k[k0].folder or Path("."), rel0, "", files)
+    counterexample = Counterexample(
+        steps=steps,
+        failed_properties=failed,
+        counterexample_for=serves,
+        replay=replay(k0, rel0),
+        fully_shrunk=not set(serves) & unshrunk,
+    )
+    others = [
+        OtherFailure(
             failed_properties=failed,
             counterexample_for=serves,
-            replay=replay_command(
-                out / where(k0, rel0), spec, opts, chosen=chosen, properties=given
-            ),
+            steps=steps,
+            folder=_where(k, rel),
+            replay=replay(k, rel),
             fully_shrunk=not set(serves) & unshrunk,
         )
-        for k, rel, steps, failed, serves in kept[1:]:
-            others.append(
-                OtherFailure(
-                    failed_properties=failed,
-                    counterexample_for=serves,
-                    steps=steps,
-                    folder=where(k, rel),
-                    replay=replay_command(
-                        out / where(k, rel), spec, opts, chosen=chosen, properties=given
-                    ),
-                    fully_shrunk=not set(serves) & unshrunk,
-                )
-            )
-    properties = []
-    for name, pv in judgement.properties.items():
-        ce_folder = None
-        prop_witness: list[int] = []
-        if name in witness:
-            k, rel, prop_witness = witness[name]
-            ce_folder = "." if kept and (k, rel) == kept[0][:2] else where(k, rel)
-        properties.append(property_report(name, pv, prop_witness, ce_folder, user.get(name)))
-    verdict = judgement.verdict.value
-    if verdict == Verdict.PASS.value and inconclusive:
-        verdict = Verdict.UNKNOWN.value
-    report = Report(
-        verdict=verdict,
-        inconclusive=inconclusive,
-        # a shard a signal stopped: the merge of it is a partial report too
-        interrupted=next((r.interrupted for r in shards if r.interrupted), None),
-        seed=first.seed,
-        profile=first.profile,
-        adapter=first.adapter,
-        duration_seconds=duration or max(r.duration_seconds for r in shards),
-        slowest_seconds=max(r.slowest_seconds for r in shards),
-        scenarios=sum(r.scenarios for r in shards),
-        planned_scenarios=None if None in planned else sum(p or 0 for p in planned),
-        searched_scenarios=None if None in searched else sum(s or 0 for s in searched),
-        fit_scenarios=None if None in fit or missing else sum(f or 0 for f in fit),
-        not_run="; ".join(
-            f"shard {r.shard.k}/{n}: {r.not_run}" for r in shards if r.not_run and r.shard
-        )
-        or None,
-        properties=properties,
-        other_failures=others,
-        faults=faults,
-        families=list(first.families),
-        crash_points=_sum_coverage([r.crash_points for r in shards]),
-        absorbed_duplicates=sum(r.absorbed_duplicates for r in shards),
-        not_tested=list(first.not_tested),
-        counterexample=counterexample,
-        merged=MergeInfo(n=n, shards=ks, missing=missing, folders=copied),
-    )
-    write_merged(report, files, out)
-    return report
+        for k, rel, steps, failed, serves in kept[1:]
+    ]
+    return counterexample, others
+
+
+def _witness_of(
+    name: str, witness: Witnesses, kept: Sequence[Kept]
+) -> tuple[list[int], str | None]:
+    """A failed property's witness and where its counterexample is in the
+    merged folder ("." for the top one); ([], None) for the others."""
+    if name not in witness:
+        return [], None
+    k, rel, events = witness[name]
+    return events, "." if kept and (k, rel) == kept[0][:2] else _where(k, rel)
+
+
+def _total(values: Sequence[int | None]) -> int | None:
+    """The sum of ``values``, or None when one of them is unknown."""
+    return None if None in values else sum(v or 0 for v in values)
+
+
+def _scenario_sums(shards: Sequence[Report], n: int, missing: Sequence[int]) -> dict[str, Any]:
+    """The merged report's scenario counts: each a sum over the shards, or
+    None where a shard does not know its own (or, for the fit, one is missing)."""
+    not_run = [f"shard {r.shard.k}/{n}: {r.not_run}" for r in shards if r.not_run and r.shard]
+    return {
+        "slowest_seconds": max(r.slowest_seconds for r in shards),
+        "scenarios": sum(r.scenarios for r in shards),
+        "planned_scenarios": _total([r.planned_scenarios for r in shards]),
+        "searched_scenarios": _total([r.searched_scenarios for r in shards]),
+        "fit_scenarios": None if missing else _total([r.fit_scenarios for r in shards]),
+        "not_run": "; ".join(not_run) or None,
+        "absorbed_duplicates": sum(r.absorbed_duplicates for r in shards),
+    }
