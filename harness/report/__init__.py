@@ -17,8 +17,9 @@ from ._folder import MARKER, ReportFolderError, claim_report_folder
 from ._html import render_html
 from ._junit import render_junit
 from ._markdown import render_markdown
-from ._merge import MergeError, merge_reports
+from ._merge import merge_reports
 from ._schema import REPORT_SCHEMA_VERSION, Report, report_schema, report_schema_text
+from ._shards import MergeError
 from ._store import REPORT_FILES, load_report, load_run_folder
 from ._write import write_merged, write_reports, write_run
 
