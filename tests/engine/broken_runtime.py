@@ -48,7 +48,6 @@ from harness.world import Caller, Rejected, Unknown, World, WorldClient
 #: The (virtual, constant) time of this runtime: it has no clock, and a fixed
 #: value keeps its histories reproducible.
 EPOCH = 1_700_000_000.0
-WORKER_TARGET = "broken_runtime:worker_main"
 #: Attempts per effect inside one worker (a timeout or a reject is retried).
 ATTEMPTS = 3
 
@@ -209,19 +208,30 @@ class BrokenEnvironment(BaseEnvironment):
             transitions={k: list(v) for k, v in TRANSITIONS.items()},
         )
 
+    #: the module whose ``worker_main`` the workers run (the fork server
+    #: preloads it); a runtime built on this one names its own
+    worker_module = "broken_runtime"
+
+    def worker_args(self) -> dict[str, Any]:
+        """What a worker is told besides its id, store and world."""
+        return {"fixed": self.adapter.fixed}
+
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> ForkServerWorker:
         if crash is not None or code_version is not None:
-            raise NotImplementedError("the broken runtime has no crash points and one version")
+            raise NotImplementedError(
+                f"the {self.adapter.name} runtime has no crash points and one version"
+            )
         args = {
             "worker_id": worker_id,
-            "fixed": self.adapter.fixed,
+            **self.worker_args(),
             "store": self.store_path,
             "world": self.world.path,
         }
-        server = shared_fork_server(["pydantic", "sqlite3", "broken_runtime"], spares=1)
-        proc = server.spawn(WORKER_TARGET, args=args, log=self.workdir / "workers.log")
+        server = shared_fork_server(["pydantic", "sqlite3", self.worker_module], spares=1)
+        target = f"{self.worker_module}:worker_main"
+        proc = server.spawn(target, args=args, log=self.workdir / "workers.log")
         handle = ForkServerWorker(worker_id, proc)
         self._workers.append(handle)
         return handle

@@ -21,12 +21,10 @@ from typing import Any
 
 from broken_runtime import PAY, BrokenAdapter, BrokenEnvironment, _call, _move, _store
 
-from harness.adapters import Capability, DurableState, ForkServerWorker, shared_fork_server
-from harness.model import CrashSpec
+from harness.adapters import Capability, DurableState
 from harness.world import Caller, WorldClient
 
 EPOCH = 1_700_000_000.0
-WORKER_TARGET = "chat_runtime:worker_main"
 
 _MESSAGES = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -92,22 +90,10 @@ class ChatEnvironment(BrokenEnvironment):
         with _store(self.store_path) as conn:
             conn.executescript(_MESSAGES)
 
-    def start_worker(
-        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
-    ) -> ForkServerWorker:
-        if crash is not None or code_version is not None:
-            raise NotImplementedError("the chat runtime has no crash points and one version")
-        args = {
-            "worker_id": worker_id,
-            "reappend": self.reappend,
-            "store": self.store_path,
-            "world": self.world.path,
-        }
-        server = shared_fork_server(["pydantic", "sqlite3", "chat_runtime"], spares=1)
-        proc = server.spawn(WORKER_TARGET, args=args, log=self.workdir / "workers.log")
-        handle = ForkServerWorker(worker_id, proc)
-        self._workers.append(handle)
-        return handle
+    worker_module = "chat_runtime"
+
+    def worker_args(self) -> dict[str, Any]:
+        return {"reappend": self.reappend}
 
     def durable_state(self) -> DurableState:
         with _store(self.store_path) as conn:

@@ -22,12 +22,10 @@ from typing import Any
 
 from broken_runtime import PAY, BrokenAdapter, BrokenEnvironment, _call, _move, _store
 
-from harness.adapters import Capability, ForkServerWorker, shared_fork_server
-from harness.model import CrashSpec
+from harness.adapters import Capability
 from harness.world import Caller, WorldClient
 
 EPOCH = 1_700_000_000.0
-WORKER_TARGET = "tenant_runtime:worker_main"
 
 _RECEIPTS = """
 CREATE TABLE IF NOT EXISTS receipts (
@@ -98,22 +96,10 @@ class TenantEnvironment(BrokenEnvironment):
         with _store(self.store_path) as conn:
             conn.executescript(_RECEIPTS)
 
-    def start_worker(
-        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
-    ) -> ForkServerWorker:
-        if crash is not None or code_version is not None:
-            raise NotImplementedError("the tenant runtime has no crash points and one version")
-        args = {
-            "worker_id": worker_id,
-            "shared": self.shared,
-            "store": self.store_path,
-            "world": self.world.path,
-        }
-        server = shared_fork_server(["pydantic", "sqlite3", "tenant_runtime"], spares=1)
-        proc = server.spawn(WORKER_TARGET, args=args, log=self.workdir / "workers.log")
-        handle = ForkServerWorker(worker_id, proc)
-        self._workers.append(handle)
-        return handle
+    worker_module = "tenant_runtime"
+
+    def worker_args(self) -> dict[str, Any]:
+        return {"shared": self.shared}
 
 
 class TenantAdapter(BrokenAdapter):

@@ -22,12 +22,9 @@ from typing import Any
 
 from broken_runtime import PAY, BrokenAdapter, BrokenEnvironment, _call, _move, _store
 
-from harness.adapters import ForkServerWorker, shared_fork_server
-from harness.model import CrashSpec
 from harness.world import Caller, WorldClient
 
 EPOCH = 1_700_000_000.0
-WORKER_TARGET = "unscripted_runtime:worker_main"
 TOOLS = {
     "send_receipt": lambda cents: f"receipt: you were charged {cents} cents",
     "send_thanks": lambda cents: "thank you for your order",
@@ -73,22 +70,10 @@ class UnscriptedEnvironment(BrokenEnvironment):
         super().__init__(adapter, workdir)
         self.tool = tool
 
-    def start_worker(
-        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
-    ) -> ForkServerWorker:
-        if crash is not None or code_version is not None:
-            raise NotImplementedError("this runtime has no crash points and one version")
-        args = {
-            "worker_id": worker_id,
-            "tool": self.tool,
-            "store": self.store_path,
-            "world": self.world.path,
-        }
-        server = shared_fork_server(["pydantic", "sqlite3", "unscripted_runtime"], spares=1)
-        proc = server.spawn(WORKER_TARGET, args=args, log=self.workdir / "workers.log")
-        handle = ForkServerWorker(worker_id, proc)
-        self._workers.append(handle)
-        return handle
+    worker_module = "unscripted_runtime"
+
+    def worker_args(self) -> dict[str, Any]:
+        return {"tool": self.tool}
 
 
 class UnscriptedAdapter(BrokenAdapter):
