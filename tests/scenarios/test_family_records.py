@@ -8,7 +8,7 @@ import re
 import typing
 from pathlib import Path
 
-from harness.model import NetworkKind, Step
+from harness.model import Approve, NetworkKind, Step
 from harness.nemesis import needs
 from harness.outcome import KIND_FAMILY
 from harness.report import CAPABILITY_GAPS
@@ -16,6 +16,7 @@ from harness.runner._steps import STEPS
 from harness.scenarios import FAMILIES
 from harness.scenarios._strategies import EPISODES, FAMILY_KINDS, ONCE_PER_SCENARIO
 from harness.vocabulary import (
+    FAMILY,
     FAULT_FAMILIES,
     PROXY_NETWORK_KINDS,
     Capability,
@@ -42,6 +43,10 @@ def test_the_derived_tables_come_from_the_records() -> None:
     assert set(CAPABILITY_GAPS) == set(Capability)
     # every network kind a step may ask for is a variant of the family
     assert set(typing.get_args(NetworkKind)) == set(PROXY_NETWORK_KINDS)
+    # every message an Approve step delivers is a variant of the message
+    # family (while_held is an episode's shape: a valid decision, held)
+    approve = typing.get_args(Approve.model_fields["variant"].annotation)
+    assert set(approve) == set(FAMILY["message"].variants) - {"while_held"}
 
 
 def test_each_step_says_which_capability_it_needs() -> None:
