@@ -119,11 +119,6 @@ class Universe:
                 # without the clock its episode is a scenario the adapter refuses.
                 if fam == "zombie" and Capability.CLOCK not in caps:
                     continue
-                # With pause points, workers held at one are released
-                # together (a barrier: the targeted schedules); a slowed
-                # effect is the timing-based race, with or without them.
-                if fam == "race" and Capability.CONCURRENT_WORKERS not in caps:
-                    continue
                 if fam == "storage" and not (
                     self.offered_storage_kinds()
                     and Capability.CRASH_POINTS in caps
