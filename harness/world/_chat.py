@@ -25,8 +25,28 @@ The same script answers the Responses API (``POST /v1/responses``: its
 Every call is recorded in the world's file (:meth:`World.model_calls`): the
 caller's process and run (as for a service call), the step, and token counts
 (about four characters a token) for a cost figure. A model call changes
-nothing outside: it is never an effect. Model faults are not served yet
-(issue 31's next step).
+nothing outside: it is never an effect.
+
+Model faults are rules armed at :data:`~harness.world.MODEL` (``FaultRule(
+MODEL, nth, mode)``), counted and fired like a service's, in the same
+transaction as the call's record:
+
+=========================  ====================================================
+``rate_limited``           429 with ``Retry-After``: nothing was decided
+``server_error``           500: nothing was decided
+``timeout``                no reply: the connection is closed (the reply lost)
+``cut_stream``             the reply cut off halfway, the connection closed
+``malformed_arguments``    the tool call's arguments cut in half (not JSON)
+``missing_argument``       the tool call's arguments without their last field
+``empty_reply``            an answer with no text and no tool call
+``refusal``                a refusal (``refusal``, no content, no tool call)
+=========================  ====================================================
+
+The first four lose the reply (a client retries them, as the OpenAI client
+does by default); the last four (:data:`~harness.world.MODEL_CONTENT_MODES`)
+change what the model decided, so a run they hit may legitimately end
+otherwise than a fault-free one, but never with an effect done twice or one
+it cannot prove. A call's record holds the reply as served and the fault.
 """
 
 from __future__ import annotations
@@ -185,9 +205,78 @@ def load_chat_script(path: str | Path) -> ChatScript:
         raise WorldUsageError(f"{str(p)!r} is not valid JSON: {exc}") from exc
 
 
+#: what a refusal says (``refusal`` faults)
+REFUSAL = "I'm sorry, I can't help with that request."
+
+
+def reply_kind(message: Mapping[str, Any]) -> str:
+    """``tool_call`` for a reply that calls a tool, else ``answer`` (the
+    counter a model rule's ``action`` names)."""
+    calls = message.get("tool_calls")
+    return "tool_call" if isinstance(calls, list) and calls else "answer"
+
+
+def reissued(message: Mapping[str, Any], answered: int) -> dict[str, Any]:
+    """``message`` as a model answers a conversation it has ``answered``
+    before: a real model's tool-call ids are new in every reply, so an app
+    that asks again after a crash gets another id (the first time keeps the
+    source's id, so a fault-free run's ids are the source's)."""
+    if answered == 0 or reply_kind(message) != "tool_call":
+        return dict(message)
+    call = message["tool_calls"][0]
+    again = hashlib.sha256(f"{call['id']}:{answered}".encode()).hexdigest()[:16]
+    return {**message, "tool_calls": [{**call, "id": f"call_{again}"}]}
+
+
+def faulted_reply(mode: str, message: Mapping[str, Any]) -> dict[str, Any]:
+    """``message`` as a content fault of ``mode`` changes it (module
+    docstring); a transport fault, or a fault about a tool call's
+    arguments on a reply that calls no tool, leaves it as it was."""
+    if mode == "empty_reply":
+        return {"role": "assistant", "content": ""}
+    if mode == "refusal":
+        return {"role": "assistant", "content": None, "refusal": REFUSAL}
+    arguments_fault = mode in ("malformed_arguments", "missing_argument")
+    if not arguments_fault or reply_kind(message) != "tool_call":
+        return dict(message)
+    call = message["tool_calls"][0]
+    arguments = str(call["function"]["arguments"])
+    if mode == "malformed_arguments":
+        arguments = arguments[: max(1, len(arguments) // 2)]
+    else:
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed:
+            parsed.pop(sorted(parsed)[-1])
+            arguments = canonical_json(parsed)
+    function = {**call["function"], "arguments": arguments}
+    return {**message, "tool_calls": [{**call, "function": function}]}
+
+
 def tokens(text: str) -> int:
     """About four characters a token (at least one for a non-empty text)."""
     return (len(text) + 3) // 4
+
+
+#: the faults that refuse a call before the model answers it (no reply made)
+REFUSED_CALLS = ("rate_limited", "server_error")
+
+
+def conversation_hash(conversation: Sequence[Mapping[str, Any]]) -> str:
+    return hashlib.sha256(canonical_json(list(conversation)).encode()).hexdigest()
+
+
+def answered_before(conn: sqlite3.Connection, conversation: Sequence[Mapping[str, Any]]) -> int:
+    """How many replies the model made to ``conversation`` before (served,
+    lost or cut: a reply refused before it was made does not count)."""
+    row = conn.execute(
+        "SELECT COUNT(*) FROM model_calls WHERE conversation_hash = ? "
+        "AND (fault IS NULL OR fault NOT IN (?, ?))",
+        (conversation_hash(conversation), *REFUSED_CALLS),
+    ).fetchone()
+    return int(row[0])
 
 
 def record_call(
@@ -201,17 +290,21 @@ def record_call(
     reply: Mapping[str, Any],
     at: float,
     conversation: Sequence[Mapping[str, Any]] | None = None,
-) -> tuple[int, int]:
+    fault: str | None = None,
+    rule_id: int | None = None,
+) -> tuple[int, int, int]:
     """Record one model call (inside the caller's transaction); returns its
-    (prompt, completion) token counts. The prompt is ``conversation`` (the
-    messages a Responses request's input stands for), else the request's
-    ``messages``."""
+    seq and (prompt, completion) token counts. The prompt is
+    ``conversation`` (the messages a Responses request's input stands for),
+    else the request's ``messages``; ``reply`` is what was served, ``fault``
+    the model fault that fired at the call (its rule ``rule_id``)."""
     said = request.get("messages", []) if conversation is None else list(conversation)
     prompt = tokens(canonical_json(said))
     completion = tokens(canonical_json(reply))
-    conn.execute(
+    cursor = conn.execute(
         "INSERT INTO model_calls (tenant, run_id, worker_id, pid, model, step, request, reply, "
-        "prompt_tokens, completion_tokens, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "prompt_tokens, completion_tokens, at, fault, rule_id, conversation_hash) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             who.tenant,
             who.run_id,
@@ -224,6 +317,9 @@ def record_call(
             prompt,
             completion,
             at,
+            fault,
+            rule_id,
+            conversation_hash(said),
         ),
     )
-    return prompt, completion
+    return int(cursor.lastrowid or 0), prompt, completion

@@ -13,6 +13,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ._declare import ServiceSpec
@@ -20,6 +21,7 @@ from ._errors import Rejected, Unknown, WorldUsageError
 from ._faults import ArmedRule, count_and_match, kill_caller
 from ._model import (
     LOOKUP,
+    MODEL,
     Caller,
     CallerLike,
     Capabilities,
@@ -116,24 +118,39 @@ class WorldClient(OnWorldFile):
         request: Mapping[str, Any],
         reply: Mapping[str, Any],
         conversation: Sequence[Mapping[str, Any]] | None = None,
-    ) -> tuple[int, int]:
-        """Record a call of the world's scripted model; its (prompt,
-        completion) token counts. Never an effect. ``conversation``: what
-        the prompt is (default: the request's ``messages``)."""
-        from ._chat import record_call
+    ) -> ServedModelCall:
+        """Count and record a call of the world's model whose source answered
+        ``reply``; the model fault armed for it (if any) fires here, in the
+        same transaction: what is served and recorded is the reply as the
+        fault left it. A conversation the model answered before gets new
+        tool-call ids, as a real model's (``_chat.reissued``). Never an
+        effect. ``conversation``: what the prompt is (default: the
+        request's ``messages``)."""
+        from ._chat import answered_before, faulted_reply, record_call, reissued, reply_kind
 
+        said = list(request.get("messages", []) if conversation is None else conversation)
         with self._store.transaction() as conn:
-            return record_call(
+            answered = answered_before(conn, said)
+            reply = reissued(reply, answered)
+            matched = count_and_match(conn, MODEL, reply_kind(reply))
+            mode = None if matched is None else matched[0].rule.mode
+            served = dict(reply) if mode is None else faulted_reply(mode, reply)
+            _, prompt, completion = record_call(
                 conn,
                 who=who,
                 pid=pid,
                 model=model,
                 step=step,
                 request=request,
-                reply=reply,
+                reply=served,
                 at=float(self._clock()),
                 conversation=conversation,
+                fault=mode,
+                rule_id=None if matched is None else matched[0].rule_id,
             )
+            if matched is not None:
+                self._record_fired(conn, matched, who, request_seq=None, pid=pid)
+            return ServedModelCall(served, prompt, completion, mode, answered)
 
     def callers(self) -> list[int]:
         """The processes attributed (:meth:`attribute`), the latest first."""
@@ -414,6 +431,19 @@ class WorldClient(OnWorldFile):
                 float(self._clock()),
             ),
         )
+
+
+@dataclass(frozen=True)
+class ServedModelCall:
+    """What the model endpoint serves for one call: the reply (as a model
+    fault left it), its token counts, and the fault that fired (None: none)."""
+
+    reply: dict[str, Any]
+    prompt_tokens: int
+    completion_tokens: int
+    fault: str | None
+    #: how many replies the model made to this conversation before
+    answered: int
 
 
 class _Request:

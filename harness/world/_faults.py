@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import NoReturn, cast
 
 from ._errors import WorldUsageError
-from ._model import LOOKUP, FaultMode, FaultRule
+from ._model import LOOKUP, MODEL, FaultMode, FaultRule
 from ._services import rule_target
 from ._store import next_counter, read_counter
 
@@ -42,7 +42,8 @@ def arm(conn: sqlite3.Connection, rule: FaultRule) -> int:
     Refuses a rule that can no longer fire because its call already happened,
     since a silently dead rule would make a scenario test nothing.
     """
-    rule_target(rule.service, rule.action)
+    if rule.service != MODEL:
+        rule_target(rule.service, rule.action)
     done = read_counter(conn, call_counter(rule.service, rule.action))
     if rule.nth <= done:
         raise WorldUsageError(

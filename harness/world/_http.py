@@ -52,7 +52,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ._chat import ModelSource
@@ -210,26 +210,65 @@ class _NoReply(Response):
             deadline = time.monotonic() + KILL_WAIT
             while not is_gone(self._kill) and time.monotonic() < deadline:
                 await asyncio.sleep(0.001)
-        server, client = _ends(scope)
-        fd = None if server is None or client is None else own_socket_fd(server, client)
-        if fd is None and self._kill is None:
+        if not _hang_up(scope) and self._kill is None:
             # The connection's socket was not found here: the next best thing
             # to no reply is a reply cut off before its body, which the
             # server then closes. The client raises all the same.
             await send({"type": "http.response.start", "status": 200,
                         "headers": [(b"content-length", b"1")]})  # fmt: skip
             return
-        if fd is not None:
-            dup = socket.socket(fileno=os.dup(fd))
-            try:
-                dup.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # the caller already closed it (a killed caller)
-            finally:
-                dup.close()
-        # Wait for the server to see the connection closed, then send nothing.
-        while (await receive())["type"] != "http.disconnect":
-            pass
+        await _until_gone(receive)
+
+
+class _CutReply(Response):
+    """A reply cut off halfway (a ``cut_stream`` model fault): the status
+    line, the headers and the first half of the body (of the events, for a
+    stream), then the connection closed. The client raises mid-read (e.g.
+    ``httpx.RemoteProtocolError``: an incomplete body)."""
+
+    def __init__(self, pieces: list[bytes], media_type: str, streamed: bool) -> None:
+        super().__init__()
+        self._pieces, self._media, self._streamed = pieces, media_type, streamed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        whole = b"".join(self._pieces)
+        if self._streamed:
+            head = b"".join(self._pieces[: max(1, len(self._pieces) // 2)])
+            headers = [(b"content-type", self._media.encode())]
+        else:
+            head = whole[: max(1, len(whole) // 2)]
+            headers = [(b"content-type", self._media.encode()),
+                       (b"content-length", str(len(whole)).encode())]  # fmt: skip
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": head, "more_body": True})
+        if _hang_up(scope):
+            await _until_gone(receive)
+        # else: the server closes the connection when this returns with
+        # more_body promised (the client reads an incomplete body either way)
+
+
+def _hang_up(scope: Scope) -> bool:
+    """Shut the connection of ``scope`` down from this side (what is
+    already sent still reaches the client); False if its socket is not
+    found in this process."""
+    server, client = _ends(scope)
+    fd = None if server is None or client is None else own_socket_fd(server, client)
+    if fd is None:
+        return False
+    dup = socket.socket(fileno=os.dup(fd))
+    try:
+        dup.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # the caller already closed it (a killed caller)
+    finally:
+        dup.close()
+    return True
+
+
+async def _until_gone(receive: Receive) -> None:
+    """Wait for the server to see the connection closed (then send nothing)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _ends(scope: Scope) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
@@ -389,7 +428,8 @@ def _model_endpoint(
 ) -> Callable[[Request], Any]:
     """``POST /v1/chat/completions`` (``api`` ``chat``) or ``POST
     /v1/responses`` (``responses``): the script's reply, whole or streamed,
-    in that API's shape (:mod:`._openai_api`), the call recorded first."""
+    in that API's shape (:mod:`._openai_api`), the call recorded first; a
+    model fault armed for the call is served instead (``harness.world._chat``)."""
 
     async def endpoint(request: Request) -> Response:
         try:
@@ -407,7 +447,7 @@ def _model_endpoint(
             return _error(400, "invalid_request_error", str(exc))
         caller = await anyio.to_thread.run_sync(_find_caller, client, request.scope)
         model = str(body.get("model") or "scripted")
-        prompt, completion = await anyio.to_thread.run_sync(
+        served = await anyio.to_thread.run_sync(
             lambda: client.record_model_call(
                 caller.who,
                 pid=caller.pid or 0,
@@ -418,24 +458,55 @@ def _model_endpoint(
                 conversation=conversation,
             )
         )
+        if served.fault == "rate_limited":
+            return _error(429, "rate_limit_exceeded", "Rate limit reached (injected by the "
+                          "harness's model fault)", **RETRY_AFTER)  # fmt: skip
+        if served.fault == "server_error":
+            return _error(500, "server_error", "The server had an error while processing your "
+                          "request (injected by the harness's model fault)")  # fmt: skip
+        if served.fault == "timeout":
+            return _NoReply()
         digest = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode()).hexdigest()
+        if served.answered:
+            digest = hashlib.sha256(f"{digest}:{served.answered}".encode()).hexdigest()
+        message = served.reply
         created, stream = int(clock()), bool(body.get("stream"))
         if api == "chat":
-            ident, usage = f"chatcmpl-{digest[:24]}", chat_usage(prompt, completion)
+            ident = f"chatcmpl-{digest[:24]}"
+            usage = chat_usage(served.prompt_tokens, served.completion_tokens)
             if not stream:
-                return JSONResponse(chat_completion(ident, created, model, message, usage))
+                whole = chat_completion(ident, created, model, message, usage)
+                return _serve(whole, served.fault)
             options = body.get("stream_options")
             wanted = isinstance(options, dict) and bool(options.get("include_usage"))
             chunks = chat_chunks(ident, created, model, message, usage if wanted else None)
-            return StreamingResponse(sse(chunks, named=False, done=True), media_type=SSE)
-        ident, used = digest[:24], responses_usage(prompt, completion)
+            return _stream(sse(chunks, named=False, done=True), served.fault)
+        ident = digest[:24]
+        used = responses_usage(served.prompt_tokens, served.completion_tokens)
         if not stream:
             item = response_item(ident, message)
-            return JSONResponse(response_object(ident, created, model, body, [item], used))
+            return _serve(response_object(ident, created, model, body, [item], used), served.fault)
         events = response_events(ident, created, model, body, message, used)
-        return StreamingResponse(sse(events, named=True, done=False), media_type=SSE)
+        return _stream(sse(events, named=True, done=False), served.fault)
 
     return endpoint
+
+
+#: what a rate-limited model call is told to wait: the OpenAI client reads
+#: ``retry-after-ms`` first (10 ms: a retry costs no test time)
+RETRY_AFTER = {"retry-after": "1", "retry-after-ms": "10"}
+
+
+def _serve(reply: Mapping[str, Any], fault: str | None) -> Response:
+    if fault == "cut_stream":
+        return _CutReply([bytes(JSONResponse(reply).body)], "application/json", streamed=False)
+    return JSONResponse(reply)
+
+
+def _stream(events: Iterator[bytes], fault: str | None) -> Response:
+    if fault == "cut_stream":
+        return _CutReply(list(events), SSE, streamed=True)
+    return StreamingResponse(events, media_type=SSE)
 
 
 def _app(client: WorldClient, model: ModelSource | None, clock: Clock) -> Starlette:

@@ -174,6 +174,29 @@ FaultMode = Literal[
 ]
 FAULT_MODES: tuple[str, ...] = get_args(FaultMode)
 
+#: The ``service`` of a rule aimed at the world's model endpoint
+#: (``POST /v1/chat/completions``, ``POST /v1/responses``) instead of a service.
+MODEL = "model"
+ModelFaultMode = Literal[
+    "rate_limited",
+    "server_error",
+    "timeout",
+    "cut_stream",
+    "malformed_arguments",
+    "missing_argument",
+    "empty_reply",
+    "refusal",
+]
+#: What the model endpoint can do wrong, in shrink order (simplest first).
+#: The first four hit the transport (a client retries them: nothing was
+#: decided); the last four change what the model decided.
+MODEL_FAULT_MODES: tuple[str, ...] = get_args(ModelFaultMode)
+#: The modes that change the model's decision (the rest lose or refuse the reply).
+MODEL_CONTENT_MODES: tuple[str, ...] = MODEL_FAULT_MODES[4:]
+#: The ``action`` of a model rule: the nth reply that calls a tool, or the
+#: nth that answers in text (None: the nth call, whatever it answers).
+MODEL_REPLIES: tuple[str, ...] = ("tool_call", "answer")
+
 #: The ``action`` of a rule that fires on a service's lookups (the calls a
 #: runtime reconciles with), not on its effects.
 LOOKUP = "lookup"
@@ -220,16 +243,25 @@ class FaultRule:
     to answer: :class:`Rejected`) and ``timeout_before_apply`` (the answer
     is lost: :class:`Unknown`). A service without lookups has no such rule.
 
+    ``service`` :data:`MODEL` aims the rule at the world's model endpoint:
+    its ``mode`` is one of :data:`MODEL_FAULT_MODES` (see
+    ``harness.world._chat``), ``action`` None (the ``nth`` model call) or
+    one of :data:`MODEL_REPLIES` (the ``nth`` reply that calls a tool, or
+    that answers in text).
+
     Invalid rules are refused here, when built, not when they would fire.
     """
 
     service: str
     nth: int
-    mode: FaultMode
+    mode: FaultMode | ModelFaultMode
     action: str | None = None
     delay: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.service == MODEL:
+            self._check_model()
+            return
         if self.mode not in FAULT_MODES:
             raise WorldUsageError(
                 f"unknown fault mode {self.mode!r}; choose one of {', '.join(FAULT_MODES)}"
@@ -251,20 +283,39 @@ class FaultRule:
                 f"delay={self.delay!r} only means something with mode='slow', not {self.mode!r}"
             )
 
+    def _check_model(self) -> None:
+        """A rule at the model endpoint: one of :data:`MODEL_FAULT_MODES`,
+        aimed at the nth call, or the nth reply of one of :data:`MODEL_REPLIES`."""
+        if self.mode not in MODEL_FAULT_MODES:
+            raise WorldUsageError(
+                f"unknown model fault mode {self.mode!r}; choose one of "
+                f"{', '.join(MODEL_FAULT_MODES)}"
+            )
+        if self.action is not None and self.action not in MODEL_REPLIES:
+            raise WorldUsageError(
+                f"a model rule's action is one of {', '.join(MODEL_REPLIES)} (the nth reply of "
+                f"that kind) or None (the nth call); got {self.action!r}"
+            )
+        if isinstance(self.nth, bool) or not isinstance(self.nth, int) or self.nth < 1:
+            raise WorldUsageError(f"nth counts calls from 1; got {self.nth!r}")
+        if self.delay:
+            raise WorldUsageError(f"a model fault has no delay; got {self.delay!r}")
+
 
 @dataclass(frozen=True)
 class FiredFault:
     """A rule that fired: which call it hit and in which process.
 
     ``request_seq`` is the request's record, or None when the caller died
-    before the request was recorded (killed while a ``slow`` rule slept).
+    before the request was recorded (killed while a ``slow`` rule slept) or
+    the rule was a model fault (the model call's record names its rule).
     """
 
     rule_id: int
     service: str
     action: str
     nth: int
-    mode: FaultMode
+    mode: FaultMode | ModelFaultMode
     delay: float
     request_seq: int | None
     tenant: str

@@ -141,7 +141,12 @@ def chat_chunks(
 
     call = _call(message)
     out: list[dict[str, Any]] = []
-    if call is None:
+    refusal = message.get("refusal")
+    if isinstance(refusal, str):
+        out.append(chunk({"role": "assistant", "content": None, "refusal": ""}))
+        out += [chunk({"refusal": p}) for p in _pieces(refusal)]
+        out.append(chunk({}, "stop"))
+    elif call is None:
         out.append(chunk({"role": "assistant", "content": ""}))
         out += [chunk({"content": p}) for p in _pieces(str(message.get("content") or ""))]
         out.append(chunk({}, "stop"))
@@ -194,7 +199,11 @@ def response_item(ident: str, message: Mapping[str, Any]) -> dict[str, Any]:
             "arguments": function["arguments"],
             "status": "completed",
         }
-    text = {"type": "output_text", "text": str(message.get("content") or ""), "annotations": []}
+    refusal = message.get("refusal")
+    if isinstance(refusal, str):
+        text: dict[str, Any] = {"type": "refusal", "refusal": refusal}
+    else:
+        text = {"type": "output_text", "text": str(message.get("content") or ""), "annotations": []}
     return {
         "type": "message",
         "id": f"msg_{ident}",
@@ -269,6 +278,16 @@ def response_events(
             event("response.function_call_arguments.delta", **at,
                   delta=arguments[i : i + ARGUMENT_PIECE])  # fmt: skip
         event("response.function_call_arguments.done", **at, arguments=arguments)
+    elif item["content"][0]["type"] == "refusal":
+        refusal = item["content"][0]["refusal"]
+        event("response.output_item.added", output_index=0,
+              item={**item, "content": [], "status": "in_progress"})  # fmt: skip
+        event("response.content_part.added", **at, content_index=0,
+              part={"type": "refusal", "refusal": ""})  # fmt: skip
+        for piece in _pieces(refusal):
+            event("response.refusal.delta", **at, content_index=0, delta=piece)
+        event("response.refusal.done", **at, content_index=0, refusal=refusal)
+        event("response.content_part.done", **at, content_index=0, part=item["content"][0])
     else:
         text = item["content"][0]["text"]
         empty = {"type": "output_text", "text": "", "annotations": []}

@@ -97,8 +97,12 @@ CREATE TABLE model_calls (
     reply TEXT NOT NULL,
     prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL,
-    at REAL NOT NULL
+    at REAL NOT NULL,
+    fault TEXT,
+    rule_id INTEGER,
+    conversation_hash TEXT NOT NULL
 );
+CREATE INDEX model_calls_by_conversation ON model_calls (conversation_hash);
 CREATE TABLE fired (
     rule_id INTEGER PRIMARY KEY,
     service TEXT NOT NULL,

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any, cast
 from ._client import Clock, WorldClient
 from ._errors import WorldUsageError
 from ._faults import ArmedRule, arm, call_counter, list_rules
-from ._model import FaultMode, FaultRule, FiredFault, Outcome, RequestRecord, ServiceCounts
+from ._model import (
+    MODEL,
+    FaultMode,
+    FaultRule,
+    FiredFault,
+    Outcome,
+    RequestRecord,
+    ServiceCounts,
+)
 from ._services import (
     BUILTIN,
     SERVICES,
@@ -90,16 +98,20 @@ class World(OnWorldFile):
 
     def model_calls(self, after: int = 0) -> list[dict[str, Any]]:
         """Every call of the scripted model, in order: who made it (tenant,
-        run, worker, pid), the step that answered, the request and reply,
-        and token counts. ``after``: only those whose ``seq`` is greater
-        (the recorder reads what is new since its last look)."""
+        run, worker, pid), the step that answered, the request and the reply
+        served (as a model fault changed it), token counts, and the model
+        fault that fired at it (``fault``, its ``rule_id``; None for none).
+        ``after``: only those whose ``seq`` is greater (the recorder reads
+        what is new since its last look)."""
         rows = self._store.conn().execute(
             "SELECT seq, tenant, run_id, worker_id, pid, model, step, request, reply, "
-            "prompt_tokens, completion_tokens, at FROM model_calls WHERE seq > ? ORDER BY seq",
+            "prompt_tokens, completion_tokens, at, fault, rule_id FROM model_calls "
+            "WHERE seq > ? ORDER BY seq",
             (after,),
         )
         names = ("seq", "tenant", "run_id", "worker_id", "pid", "model", "step", "request",
-                 "reply", "prompt_tokens", "completion_tokens", "at")  # fmt: skip
+                 "reply", "prompt_tokens", "completion_tokens", "at", "fault",
+                 "rule_id")  # fmt: skip
         out = []
         for row in rows:
             call = dict(zip(names, row, strict=True))
@@ -155,7 +167,8 @@ class World(OnWorldFile):
 
         Arm ``nth=world.calls(s) + 1`` to hit the next call.
         """
-        rule_target(service, action)
+        if service != MODEL:
+            rule_target(service, action)
         return read_counter(self._store.conn(), call_counter(service, action))
 
     # -- records ------------------------------------------------------------------
