@@ -29,7 +29,7 @@ from pydantic import (
     model_serializer,
 )
 
-from .vocabulary import Capability
+from .vocabulary import MODEL_FAULT_MODES, Capability
 
 #: Version of the history/scenario JSON this code writes and reads.
 SCHEMA_VERSION = 1
@@ -185,9 +185,14 @@ class CrashSpec(_Frozen):
 class _Step(_Frozen):
     """A scenario step. A kind of step that needs a capability of the
     adapter says which in ``needs`` (checked before a scenario runs:
-    ``harness.nemesis.validate``)."""
+    ``harness.nemesis.validate``), and may describe itself in a line
+    (:meth:`describe`; else :func:`describe_step` knows it)."""
 
     needs: ClassVar[Needs] = None
+
+    def describe(self) -> str | None:
+        """The step as a short readable line (a counterexample's)."""
+        return None
 
 
 class Submit(_Step):
@@ -290,6 +295,29 @@ class ArmWorldFault(_Step):
     mode: str
     delay: float = 0.0
     calls: int = Field(1, ge=1, le=1000)
+
+
+class ArmModelFault(_Step):
+    """Arm a fault at the world's model endpoint (``harness.world._chat``):
+    a ``mode`` of the ``model`` family on the ``nth`` model call from now,
+    or (``action`` ``tool_call`` / ``answer``) on the ``nth`` reply of that
+    kind. ``calls`` > 1 fires it on that many consecutive calls."""
+
+    op: Literal["arm_model_fault"] = "arm_model_fault"
+    needs: ClassVar[Needs] = (
+        Capability.MODEL_ENDPOINT,
+        "model faults need the model_endpoint capability",
+    )
+    mode: Literal[MODEL_FAULT_MODES]  # type: ignore[valid-type]
+    action: Literal["tool_call", "answer"] | None = None
+    nth: int = Field(1, ge=1)
+    calls: int = Field(1, ge=1, le=100)
+
+    def describe(self) -> str:
+        what = {"tool_call": "reply that calls a tool", "answer": "text answer"}
+        which = f"{what[self.action]} {self.nth}" if self.action else f"call {self.nth}"
+        more = f" (and the next {self.calls - 1})" if self.calls > 1 else ""
+        return f"arm model fault {self.mode} on the model's {which}{more}"
 
 
 class KillAfter(_Step):
@@ -469,6 +497,7 @@ Step = Annotated[
     | Approve
     | AdvanceClock
     | ArmWorldFault
+    | ArmModelFault
     | InjectMemory
     | StorageFault
     | NetworkFault
@@ -519,6 +548,9 @@ class Scenario(_Frozen):
 
 
 def describe_step(step: BaseModel) -> str:
+    own = step.describe() if isinstance(step, _Step) else None
+    if own is not None:
+        return own
     if isinstance(step, Submit):
         r = step.run
         old = f" under code v{r.code_version}" if r.code_version is not None else ""

@@ -40,6 +40,7 @@ class Capability(StrEnum):
     DURABLE_STATE = "durable_state"
     OPERATIONS = "operations"
     NETWORK_FAULTS = "network_faults"
+    MODEL_ENDPOINT = "model_endpoint"
 
     @property
     def gap(self) -> str:
@@ -64,6 +65,9 @@ _GAPS: Mapping[Capability, str] = MappingProxyType(
         Capability.OPERATIONS: "the runtime's ledger vs the effects the world applied",
         Capability.NETWORK_FAULTS: "lost commit acknowledgements, resets and partitions on a "
         "worker's storage connections",
+        Capability.MODEL_ENDPOINT: "model faults (rate limits, server errors, lost and cut "
+        "replies, malformed tool calls, empty replies, refusals): the app's model is not "
+        "reached through the world's endpoint",
     }
 )
 
@@ -95,6 +99,26 @@ class FaultFamily:
 NETWORK_KINDS = ("commit_ack_lost", "reset_mid_transaction", "partition")
 #: ... and a proxy's (Toxiproxy) besides: a reply held back, fragmented or cut.
 PROXY_NETWORK_KINDS = (*NETWORK_KINDS, "latency", "slow_reply", "cut_reply")
+
+#: What the world's model endpoint can do wrong, in shrink order (the
+#: simplest first): the first four lose or refuse the reply (a client
+#: retries them), the last four change what the model decided.
+MODEL_FAULT_MODES = (
+    "rate_limited",
+    "server_error",
+    "timeout",
+    "cut_stream",
+    "malformed_arguments",
+    "missing_argument",
+    "empty_reply",
+    "refusal",
+)
+
+
+def model_kind(mode: str) -> str:
+    """The fault kind a model fault of ``mode`` is reported as."""
+    return f"model_{mode}"
+
 
 #: Every fault family, in the order scenarios and reports list them.
 FAULT_FAMILIES: tuple[FaultFamily, ...] = (
@@ -221,6 +245,15 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
         # the last three only through a proxy (Universe.offered_network_kinds)
         variants=PROXY_NETWORK_KINDS,
         once_per_scenario=True,
+    ),
+    FaultFamily(
+        "model",
+        "the model endpoint rate-limits, errs, loses or cuts a reply, or answers with "
+        "malformed or incomplete tool-call arguments, nothing, or a refusal (needs "
+        "model_endpoint)",
+        Capability.MODEL_ENDPOINT,
+        reported=tuple(model_kind(m) for m in MODEL_FAULT_MODES),
+        variants=MODEL_FAULT_MODES,
     ),
 )
 

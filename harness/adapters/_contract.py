@@ -31,6 +31,9 @@ operations          ``observe()`` returns the runs' ledger entries
                     (:attr:`Observation.operations`)
 network_faults      ``network_endpoints()`` names the storage connection a
                     paused worker was using (the network fault family)
+model_endpoint      the app reaches its model only through the world's
+                    model endpoint (``World.serve_http(model=...)``), so
+                    model faults fire there (the model fault family)
 =================  ==========================================================
 
 Optional methods, looked up with ``getattr`` (an environment without them

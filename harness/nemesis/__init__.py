@@ -30,6 +30,7 @@ from ._clock import advance, advance_clock
 from ._context import Recorder, ScenarioError, StepContext
 from ._memory import inject_memory
 from ._messages import approve
+from ._model import arm_model_fault, model_fault_event
 from ._network import network_fault
 from ._operator import answer_operator
 from ._processes import (
@@ -58,12 +59,14 @@ __all__ = [
     "advance_clock",
     "answer_operator",
     "approve",
+    "arm_model_fault",
     "arm_world_fault",
     "cancel",
     "continue_worker",
     "inject_memory",
     "kill_after",
     "kill_worker",
+    "model_fault_event",
     "name_outage_runs",
     "needs",
     "network_fault",

@@ -35,7 +35,7 @@ def arm_world_fault(ctx: StepContext, step: ArmWorldFault) -> None:
             FaultRule(
                 step.service,
                 nth=done + step.nth + i,
-                mode=step.mode,  # type: ignore[arg-type]
+                mode=step.mode,
                 action=step.action,
                 delay=step.delay,
             )

@@ -17,7 +17,9 @@ from typing import Any
 from ..adapters import Adapter, Capability, Environment, Observation
 from ..history import HistoryWriter
 from ..model import EventF, RunState
-from ..nemesis import world_kind
+from ..nemesis import model_fault_event, world_kind
+from ..vocabulary import model_kind
+from ..world import MODEL
 
 #: the states whose deadline (``RunView.wake_at``) a ``wait`` event records
 WAITS = frozenset({RunState.WAITING_APPROVAL, RunState.WAITING_EVENT})
@@ -184,8 +186,12 @@ class HistoryRecorder:
             if f.rule_id in self._fired_seen:
                 continue
             self._fired_seen.add(f.rule_id)
-            # Counted as armed by the nemesis (arm_world_fault): a rule that
-            # never fires shows as armed > fired in the coverage.
+            # Counted as armed by the nemesis (arm_world_fault,
+            # arm_model_fault): a rule that never fires shows as armed >
+            # fired in the coverage.
+            if f.service == MODEL:
+                self.fault(model_kind(f.mode), True, armed=False, **model_fault_event(f))
+                continue
             self.fault(
                 world_kind(f.mode, f.action),
                 True,

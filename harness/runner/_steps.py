@@ -19,6 +19,7 @@ from ..adapters import Adapter, Capability, Environment, Observation, WorkerExit
 from ..model import (
     AdvanceClock,
     Approve,
+    ArmModelFault,
     ArmWorldFault,
     Cancel,
     ContinueWorker,
@@ -289,6 +290,7 @@ STEPS: dict[type, Callable[[RunContext, Any], None]] = {
     ReleaseWorkers: nemesis.release,
     AdvanceClock: nemesis.advance_clock,
     ArmWorldFault: nemesis.arm_world_fault,
+    ArmModelFault: nemesis.arm_model_fault,
     InjectMemory: nemesis.inject_memory,
     StorageFault: nemesis.storage_fault,
     NetworkFault: nemesis.network_fault,

@@ -41,6 +41,7 @@ from ..adapters import Capability
 from ..model import (
     AdvanceClock,
     Approve,
+    ArmModelFault,
     ArmWorldFault,
     Cancel,
     ContinueWorker,
@@ -493,6 +494,17 @@ def _migration_episode(
     return [RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u, runs=runs))]
 
 
+def _model_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    """A model fault at one of the next model calls (a fault of a tool
+    call's arguments: at one of the next replies that call a tool)."""
+    mode = _kind(draw, swarm, "model")
+    nth = draw(st.sampled_from((1, 1, 1, 2, 3)))
+    action = "tool_call" if mode in ("malformed_arguments", "missing_argument") else None
+    return [ArmModelFault(mode=mode, action=action, nth=nth), RunWorker(worker_id=f"w{n}")]
+
+
 #: Each fault family's episode for the sampled search (one per family of
 #: ``harness.vocabulary.FAULT_FAMILIES``: a test keeps the two in step).
 EPISODES: Mapping[str, Episode] = {
@@ -507,6 +519,7 @@ EPISODES: Mapping[str, Episode] = {
     "race": _race,
     "operator": _operator_episode,
     "network": _network,
+    "model": _model_episode,
 }
 
 

@@ -11,7 +11,9 @@ crash and resume, the clock passing a wait's deadline with what the run
 waits for withheld, two identical runs of one tenant, a decision delivered
 while a worker holds the run between its inbox read and the commit that
 acknowledges it, a kill after the run's last durable write and before the
-record that it ended. Then the systematic sweeps, each bounded: every other
+record that it ended, a model call rate-limited (or its reply lost) right
+before an effect that the world then kills the worker after, every model
+fault once. Then the systematic sweeps, each bounded: every other
 world fault mode at every effect (applied then timed out, timed out before
 applying, refused, killed before applying, slow), the lookup that
 reconciles an effect in doubt refused or its answer lost (at every effect
@@ -62,6 +64,7 @@ from ._schedules.connections import _network, _storage_cuts
 from ._schedules.memory import _memory, _memory_clock, _memory_while_down
 from ._schedules.messages import _deliveries_while_held, _messages, _run_twins, _tenant_twins
 from ._schedules.migration import _rollbacks, _upgrades
+from ._schedules.model import _model_faults, _model_then_kill
 from ._schedules.pairs import commit_fault_pairs
 from ._schedules.processes import _operator_cancels, _zombies
 from ._schedules.world import (
@@ -104,6 +107,8 @@ def targeted(u: Universe) -> list[Scenario]:
         middles,
         _storage_cuts(aim),
         _network(aim),
+        _model_then_kill(aim),
+        _model_faults(aim),
     ]
     # The systematic sweeps take SWEEP_SLOTS places in each round, round
     # robin among themselves: each one's first scenario still comes within

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, get_args
 
+from ..vocabulary import FAMILY
 from ._errors import WorldUsageError
 
 #: Version of the record dictionaries written by :meth:`RequestRecord.to_dict`
@@ -177,20 +178,13 @@ FAULT_MODES: tuple[str, ...] = get_args(FaultMode)
 #: The ``service`` of a rule aimed at the world's model endpoint
 #: (``POST /v1/chat/completions``, ``POST /v1/responses``) instead of a service.
 MODEL = "model"
-ModelFaultMode = Literal[
-    "rate_limited",
-    "server_error",
-    "timeout",
-    "cut_stream",
-    "malformed_arguments",
-    "missing_argument",
-    "empty_reply",
-    "refusal",
-]
-#: What the model endpoint can do wrong, in shrink order (simplest first).
-#: The first four hit the transport (a client retries them: nothing was
-#: decided); the last four change what the model decided.
-MODEL_FAULT_MODES: tuple[str, ...] = get_args(ModelFaultMode)
+#: a model fault's mode: one of :data:`MODEL_FAULT_MODES`
+ModelFaultMode = str
+#: What the model endpoint can do wrong, in shrink order (simplest first):
+#: the ``model`` fault family's variants. The first four hit the transport
+#: (a client retries them: nothing was decided); the last four change what
+#: the model decided.
+MODEL_FAULT_MODES: tuple[str, ...] = FAMILY["model"].variants
 #: The modes that change the model's decision (the rest lose or refuse the reply).
 MODEL_CONTENT_MODES: tuple[str, ...] = MODEL_FAULT_MODES[4:]
 #: The ``action`` of a model rule: the nth reply that calls a tool, or the

@@ -1,0 +1,65 @@
+"""Targeted schedules of the ``model`` family: every model fault at the
+model's first reply, then each fault that makes a client retry, right
+before an effect, with the world killing the worker right after the
+retried call's effect is applied (a rate limit, a retry, a kill: the
+retry's path must be as durable as the first)."""
+
+from __future__ import annotations
+
+from ...model import ArmModelFault, RunWorker, Scenario
+from ...vocabulary import MODEL_FAULT_MODES
+from ...world import MODEL_CONTENT_MODES
+from ._common import _Aim, _interleave, _kill_after_apply, _run, _scenario
+
+#: the modes that lose or refuse a reply: a client retries them
+RETRIED = tuple(m for m in MODEL_FAULT_MODES if m not in MODEL_CONTENT_MODES)
+#: the modes that corrupt a tool call's arguments (aimed at the first reply
+#: that calls a tool, so they never land on a text answer)
+ARGUMENT_MODES = ("malformed_arguments", "missing_argument")
+
+
+def _fault(mode: str) -> ArmModelFault:
+    return ArmModelFault(mode=mode, action="tool_call" if mode in ARGUMENT_MODES else None)
+
+
+def _model_faults(a: _Aim) -> list[Scenario]:
+    """Each model fault once, at the model's first reply (the first that
+    calls a tool, for a fault of its arguments); every mode on one workflow
+    before the next workflow's."""
+    if "model" not in a.families:
+        return []
+    return _interleave(
+        [
+            [
+                _scenario(
+                    f"{wf.name}/model_{mode}", _run(wf), _fault(mode), RunWorker(worker_id="w1")
+                )
+                for mode in MODEL_FAULT_MODES
+            ]
+            for wf in a.workflows
+        ]
+    )
+
+
+def _model_then_kill(a: _Aim) -> list[Scenario]:
+    """A retried model fault at the first model call, and the world kills
+    the worker right after it applies each effect: the effect the retried
+    reply asked for must not be done again by the worker that resumes."""
+    if "model" not in a.families or "world" not in a.families:
+        return []
+    return _interleave(
+        [
+            [
+                _scenario(
+                    f"{wf.name}/model_{mode}_then_kill/{eff}",
+                    _run(wf),
+                    _fault(mode),
+                    _kill_after_apply(eff),
+                    RunWorker(worker_id="w1"),
+                )
+                for eff in wf.effects
+                for mode in RETRIED
+            ]
+            for wf in a.workflows
+        ]
+    )
