@@ -47,7 +47,11 @@ TABLE = transitions_from_sequence(["pending", "completed"])
 SCRIPT = {
     "steps": [{"tool": "refund", "arguments": "$user"}, {"content": "Refunded: $tool_output"}]
 }
-APPS = {"naive": "examples.http_refund.naive", "careful": "examples.http_refund.careful"}
+APPS = {
+    "naive": "examples.http_refund.naive",
+    "careful": "examples.http_refund.careful",
+    "call_keyed": "examples.http_refund.call_keyed",
+}
 REFUND = WorkflowSpec(
     name="refund",
     inputs=(
@@ -142,11 +146,16 @@ class HttpRefundEnvironment(BaseEnvironment):
 
 
 class HttpRefundAdapter:
-    """The support agent. Option ``app``: ``naive`` (no idempotency key) or
-    ``careful`` (one from the ticket's id)."""
+    """The support agent. Option ``app``: ``naive`` (no idempotency key),
+    ``careful`` (one from the ticket's id) or ``call_keyed`` (the model's
+    tool-call id as the key: safe while every call is saved before it runs,
+    which the agent's rate-limit path does not do)."""
 
     name = "http-refund"
-    capabilities: frozenset[Capability] = frozenset()
+    # The app reaches its model only through the world's endpoint: model
+    # faults fire there (rate limits, lost and cut replies, malformed tool
+    # calls, empty replies, refusals).
+    capabilities: frozenset[Capability] = frozenset({Capability.MODEL_ENDPOINT})
 
     def __init__(self, app: str = "careful") -> None:
         if app not in APPS:

@@ -9,7 +9,7 @@ import httpx
 HTTP = httpx.Client(timeout=30)
 
 
-def refund(ticket_id: str, customer_id: str, amount_cents: int, currency: str) -> str:
+def refund(ticket_id: str, call_id: str, customer_id: str, amount_cents: int, currency: str) -> str:
     """Refund the customer through the payments API; returns the refund's reference."""
     reply = HTTP.post(
         os.environ["PAYMENTS_API_URL"] + "/payments/refunds",

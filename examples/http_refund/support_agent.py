@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ Tool = Callable[..., str]
 
 #: the model the agent asks (``SUPPORT_MODEL``), and the tools it offers it
 MODEL = os.environ.get("SUPPORT_MODEL", "gpt-4o-mini")
-TOOL_SPECS = [
+TOOL_SPECS: list[dict[str, Any]] = [
     {
         "type": "function",
         "function": {
@@ -122,9 +123,28 @@ def model(request: Mapping[str, Any], items: list[dict[str, Any]]) -> dict[str, 
             "type": "tool_call",
             "call_id": call.id,
             "name": call.function.name,
-            "arguments": json.loads(call.function.arguments),
+            "arguments": _arguments(call.function.name, call.function.arguments),
         }
     return {"type": "answer", "text": message.content or ""}
+
+
+def _arguments(tool: str, text: str) -> dict[str, Any]:
+    """A tool call's arguments, checked against the tool's parameters: a
+    call the model got wrong is never saved (asking again may do better)."""
+    arguments = json.loads(text)  # ValueError: not JSON
+    spec = next(t["function"] for t in TOOL_SPECS if t["function"]["name"] == tool)
+    missing = [p for p in spec["parameters"]["required"] if p not in arguments]
+    if missing:
+        raise ValueError(f"the model called {tool} without {', '.join(missing)}")
+    return dict(arguments)
+
+
+def _retry_after(exc: openai.RateLimitError) -> float:
+    """How long a rate-limited call is told to wait, in seconds."""
+    headers = exc.response.headers
+    if "retry-after-ms" in headers:
+        return float(headers["retry-after-ms"]) / 1000
+    return float(headers.get("retry-after", "1"))
 
 
 def answer_ticket(db: sqlite3.Connection, ticket_id: str, tools: Mapping[str, Tool]) -> str:
@@ -136,16 +156,35 @@ def answer_ticket(db: sqlite3.Connection, ticket_id: str, tools: Mapping[str, To
         if items and items[-1]["type"] == "tool_call":
             step = items[-1]  # saved before a crash or a failed call: run it again
         else:
-            step = model(state["request"], items)
+            try:
+                step = model(state["request"], items)
+            except openai.RateLimitError as exc:
+                # Rate limited: wait as told and ask again; the ticket has
+                # waited long enough, so a tool call is acted on at once.
+                time.sleep(_retry_after(exc))
+                step = model(state["request"], items)
+                if step["type"] == "tool_call":
+                    output = _call(tools, ticket_id, step)
+                    items = _save(db, ticket_id, items, step)
+                    items = _save(db, ticket_id, items, _output(step, output))
+                    continue
             if step["type"] == "answer":
                 db.execute(
                     "UPDATE tickets SET answer = ? WHERE ticket_id = ?", (step["text"], ticket_id)
                 )
                 return str(step["text"])
             items = _save(db, ticket_id, items, step)
-        output = tools[step["name"]](ticket_id=ticket_id, **step["arguments"])
-        item = {"type": "tool_output", "call_id": step["call_id"], "output": output}
-        items = _save(db, ticket_id, items, item)
+        items = _save(db, ticket_id, items, _output(step, _call(tools, ticket_id, step)))
+
+
+def _call(tools: Mapping[str, Tool], ticket_id: str, step: Mapping[str, Any]) -> str:
+    """Run the tool a tool call names (the call's id goes with it)."""
+    tool = tools[step["name"]]
+    return tool(ticket_id=ticket_id, call_id=step["call_id"], **step["arguments"])
+
+
+def _output(step: Mapping[str, Any], output: str) -> dict[str, Any]:
+    return {"type": "tool_output", "call_id": step["call_id"], "output": output}
 
 
 def _save(

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 import pytest
 
+from harness.model import ArmModelFault, ArmWorldFault, Step
 from harness.world import (
     SERVICES,
     Caller,
@@ -454,12 +455,19 @@ def test_a_wrong_path_or_body_is_answered_with_what_to_fix(world: World) -> None
 # -- the example: an app that calls the payments API with httpx, unchanged -----------
 
 
+KILL_AFTER_REFUND = ArmWorldFault(service="payments", action="refund", mode="kill_after_apply")
+RATE_LIMITED = ArmModelFault(mode="rate_limited")
+
+
 def _example(
-    app: str, workdir: Path, history: list[dict[str, Any]] | None = None
+    app: str,
+    workdir: Path,
+    history: list[dict[str, Any]] | None = None,
+    faults: tuple[Step, ...] = (KILL_AFTER_REFUND,),
 ) -> dict[str, str]:
     from examples.http_refund.adapter import HttpRefundAdapter
     from harness import Engine, load_settings
-    from harness.model import ArmWorldFault, Quiesce, RunSpec, RunWorker, Scenario, Submit
+    from harness.model import Quiesce, RunSpec, RunWorker, Scenario, Submit
 
     run = RunSpec(
         run_id="r1",
@@ -468,13 +476,8 @@ def _example(
         input={"customer_id": "c-1", "amount_cents": 1250, "currency": "EUR"},
     )
     scenario = Scenario(
-        name="kill-after-refund",
-        steps=(
-            Submit(run=run),
-            ArmWorldFault(service="payments", action="refund", mode="kill_after_apply"),
-            RunWorker(worker_id="w1"),
-            Quiesce(),
-        ),
+        name="faults-around-the-refund",
+        steps=(Submit(run=run), *faults, RunWorker(worker_id="w1"), Quiesce()),
     )
     engine = Engine(HttpRefundAdapter(app), load_settings("dev", start=workdir), workdir=workdir)
     example = engine.execute(scenario, folder=workdir / "example")
@@ -510,6 +513,29 @@ def test_the_same_kill_is_harmless_to_the_app_that_sends_an_idempotency_key(
     assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 for c in calls), calls
     assert all("request" not in c and c["reply"] for c in calls), calls
     assert [c["seq"] for c in calls] == sorted({c["seq"] for c in calls}), "each call once"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("faults", "verdict"),
+    [
+        ((KILL_AFTER_REFUND,), "pass"),
+        ((RATE_LIMITED,), "pass"),
+        ((RATE_LIMITED, KILL_AFTER_REFUND), "fail"),
+    ],
+    ids=["kill", "rate-limit", "rate-limit-then-kill"],
+)
+def test_a_key_from_the_models_call_id_fails_only_under_a_rate_limit_and_a_kill(
+    tmp_path: Path, faults: tuple[Step, ...], verdict: str
+) -> None:
+    """``call_keyed`` keys the refund on the model's tool-call id. The
+    agent saves each call before it runs it, so a kill alone is harmless
+    (the saved call, its id, run again); a rate limit alone is too (one
+    refund). After a rate limit the agent runs the retried call before
+    saving it: killed then, the next worker asks the model again and a
+    real model's new call id is a new key -- a second refund."""
+    verdicts = _example("call_keyed", tmp_path, faults=faults)
+    assert verdicts["exactly_once_effects"] == verdict, verdicts
 
 
 # -- the scripted model: an OpenAI-compatible endpoint -----------------------------------
