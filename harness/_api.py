@@ -22,14 +22,14 @@ import pickle
 import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ._errors import AdapterError, Interrupted, UsageError
 from ._exampledb import ExampleDb, replay_step_cap
 from ._janitor import sweep_folders
 from ._jobs import run_jobs
 from ._properties import adapter_properties, resolve_properties, specs_of
-from ._settings import Settings, load_settings, resolve_jobs
+from ._settings import Settings, resolve_jobs, run_settings
 from ._signals import shielded
 from .adapters import Adapter, Capability
 from .adapters._guard import close_adapter, guard, setup_adapter
@@ -61,36 +61,32 @@ def run(
     adapter: str | Adapter,
     *,
     options: Mapping[str, str] | None = None,
-    profile: str | None = None,
-    seed: int | None = None,
-    budget: float | None = None,
-    shrink_budget: float | None = None,
-    max_examples: int | None = None,
-    report_dir: str | Path | None = None,
-    mode: str | None = None,
-    targeted: bool | None = None,
-    stop_on_first: bool | None = None,
+    settings: Settings | None = None,
     exhaustive: str | None = None,
     scenarios: Sequence[str | Path] = (),
-    shard: str | tuple[int, int] | None = None,
-    jobs: int | str | None = None,
-    example_db: str | Path | None = None,
-    worker_timeout: float | None = None,
-    determinism_runs: int | None = None,
     properties: Sequence[Property | str] = (),
     log: Log | None = None,
     progress: Callable[[Outcome], None] | None = None,
+    **overrides: Any,
 ) -> Report:
     """Search ``adapter`` for property violations and write its report.
 
     ``adapter`` is ``"reference"``, a ``"package.module:attr"`` spec (loaded
     with ``options``, as ``--adapter-opt`` would), or an adapter object
     (replay then needs it importable by the spec in ``adapter_spec``, so
-    prefer a spec). The other arguments override the profile's settings, as
-    the CLI flags of the same names do; ``exhaustive`` names a workflow to
-    kill at every crash point instead of searching. ``scenarios`` are
-    scenario files (or folders of them: kept counterexamples) the search runs
-    first, as regressions. ``shard`` (``"K/N"`` or ``(K, N)``) runs only
+    prefer a spec). ``exhaustive`` names a workflow to kill at every crash
+    point instead of searching. ``scenarios`` are scenario files (or folders
+    of them: kept counterexamples) the search runs first, as regressions.
+    ``properties`` are your own invariants (``@harness.invariant``, or
+    ``"module:attr"`` specs), judged beside the built-in properties.
+
+    The other keyword arguments are settings (:class:`harness.Settings`),
+    named by field or by flag (``budget`` or ``budget_seconds`` for
+    ``--budget``): they override the profile's (``profile``), as the CLI
+    flags of the same names do, or those of ``settings`` (a
+    :class:`~harness.Settings` from :func:`harness.load_settings`) when it
+    is given; None leaves one as it is. ``budget`` and ``shrink_budget``
+    are seconds. ``shard`` (``"K/N"`` or ``(K, N)``) runs only
     shard K of N of the plan, to spread one search over N machines (merge
     their report folders with ``harness merge``); it needs a fixed seed.
     ``jobs`` (a number, or ``"auto"``: one per usable core) runs the search
@@ -108,24 +104,10 @@ def run(
     run's one-line notices (adapter, seed, gaps), ``progress`` the outcome
     after every scenario.
 
-    Raises :class:`harness.UsageError` for bad settings or declarations.
+    Raises :class:`harness.UsageError` for bad settings (an unknown name
+    too, with the closest one) or declarations.
     """
-    settings = load_settings(
-        profile,
-        seed=seed,
-        budget_seconds=budget,
-        shrink_budget_seconds=shrink_budget,
-        max_examples=max_examples,
-        report_dir=None if report_dir is None else str(report_dir),
-        mode=mode,
-        targeted=targeted,
-        stop_on_first=stop_on_first,
-        shard=shard,
-        jobs=jobs,
-        example_db=None if example_db is None else str(example_db),
-        worker_timeout=worker_timeout,
-        determinism_runs=determinism_runs,
-    )
+    settings = run_settings(settings, overrides)
     _check_shard(settings, exhaustive)
     # Checked (and the specs imported) before anything runs: a bad one is exit 2.
     mine = resolve_properties(properties, installed=False)

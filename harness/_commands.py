@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from . import _api as api
 from ._errors import UsageError
 from ._properties import adapter_properties, resolve_properties, specs_of
-from ._settings import load_settings
+from ._settings import flag_values, load_settings
 from .adapters._guard import close_adapter, guard, setup_adapter
 from .adapters._loading import BUILTIN, load_adapter, parse_opts
 from .adapters._specs import pythonpath_for, with_pythonpath
@@ -48,25 +48,13 @@ def run(ns: argparse.Namespace, out: TextIO) -> int:
         report = api.run(
             ns.adapter,
             options=parse_opts(ns.adapter_opt),
-            profile=ns.profile,
-            seed=ns.seed,
-            budget=ns.budget,
-            shrink_budget=getattr(ns, "shrink_budget", None),
-            max_examples=ns.max_examples,
-            report_dir=ns.report_dir,
-            mode=getattr(ns, "mode", None),
-            targeted=getattr(ns, "targeted", None),
-            stop_on_first=getattr(ns, "stop_on_first", None),
             exhaustive=ns.exhaustive,
             scenarios=ns.scenarios,
-            shard=getattr(ns, "shard", None),
-            jobs=getattr(ns, "jobs", None),
-            example_db=getattr(ns, "example_db", None),
-            worker_timeout=getattr(ns, "worker_timeout", None),
-            determinism_runs=getattr(ns, "determinism_runs", None),
             properties=getattr(ns, "properties", None) or (),
             log=progress.log,
             progress=progress.update,
+            # every setting's flag, by its field's name (None: not given)
+            **flag_values(ns),
         )
     report_dir = report.folder or Path(".")
     # The progress lines count from the command's start: the summary says

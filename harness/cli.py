@@ -65,14 +65,6 @@ examples:
   harness run --adapter reference --seed 0 --shard 2/4 --report-dir reports/shard2"""
 
 
-def _profile_defaults(key: str) -> str:
-    """A setting's default in each profile, as help shows it (the profiles
-    are the one home of the numbers)."""
-    from ._settings import PROFILES
-
-    return ", ".join(f"{name} {values[key]:g}" for name, values in PROFILES.items())
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse, plus "did you mean" for a mistyped option."""
 
@@ -165,6 +157,39 @@ def _property_opt(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _setting_opts(parser: argparse.ArgumentParser) -> None:
+    """An option for each setting that has a flag, made from the
+    :class:`~harness._settings.Option` its ``Settings`` field carries (the
+    one place a setting is spelled): ``dest`` is the field's name, and a flag
+    not given is None, so that ``[tool.harness]`` and ``HARNESS_*`` stand."""
+    from ._settings import setting_options
+
+    for name, option in setting_options():
+        if option.flag is None:
+            continue
+        if option.switch is not None:
+            parser.add_argument(
+                option.flag,
+                dest=name,
+                action="store_const",
+                const=option.switch,
+                default=None,
+                help=option.help,
+            )
+            continue
+        # argparse's own int and float: its "invalid int value" message
+        typed: dict[str, Any] = {} if option.type is None else {"type": option.type}
+        parser.add_argument(
+            option.flag,
+            dest=name,
+            choices=option.choices,
+            metavar=option.metavar,
+            default=None,
+            help=option.help,
+            **typed,
+        )
+
+
 def _parser() -> argparse.ArgumentParser:
     from ._settings import PROFILES
 
@@ -200,36 +225,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _adapter_opts(r, "the adapter")
     _property_opt(r, "judge it in every scenario beside the built-in properties")
-    r.add_argument(
-        "--profile",
-        choices=list(PROFILES),
-        help="how hard and how long to search (default: dev, or ci when $CI is set); "
-        f"max examples: {_profile_defaults('max_examples')}; budget seconds: "
-        f"{_profile_defaults('budget_seconds')}",
-    )
-    r.add_argument(
-        "--seed",
-        type=int,
-        metavar="N",
-        help="the search's seed, to repeat a run exactly (default: random, printed at the "
-        "start; the ci profile is derandomized: seed 0)",
-    )
-    r.add_argument(
-        "--budget",
-        type=float,
-        metavar="SECONDS",
-        help="how long the search may take, in seconds (default: the profile's: "
-        f"{_profile_defaults('budget_seconds')}); what it cuts is reported as not run",
-    )
-    r.add_argument(
-        "--shrink-budget",
-        type=float,
-        dest="shrink_budget",
-        metavar="SECONDS",
-        help="how long shrinking a failure may take, after the search and on top of --budget "
-        "(default: a quarter of --budget, plus what the search left of it); a counterexample "
-        "whose shrinking it stops is reported as not fully shrunk",
-    )
+    _setting_opts(r)
     r.add_argument(
         "--network-backend",
         dest="network_backend",
@@ -240,67 +236,6 @@ def _parser() -> argparse.ArgumentParser:
         "HARNESS_NETWORK_BACKEND): Toxiproxy if a server can be had, else the kernel",
     )
     r.add_argument(
-        "--worker-timeout",
-        type=float,
-        dest="worker_timeout",
-        metavar="SECONDS",
-        help="how long one worker may run before it is killed and called stuck (default: "
-        "the adapter's worker_timeout, else 120; never more than the budget left, nor under "
-        "30 s unless set lower)",
-    )
-    r.add_argument(
-        "--determinism-runs",
-        type=int,
-        dest="determinism_runs",
-        metavar="N",
-        help="fault-free runs of each workflow that must agree before the properties that "
-        "compare with them are judged (default: 2; 1 trusts one run unchecked): where they "
-        "disagree those properties read unknown, never fail",
-    )
-    r.add_argument(
-        "--max-examples",
-        type=int,
-        dest="max_examples",
-        metavar="N",
-        help="how many sampled scenarios the search plans, on top of the targeted schedules "
-        f"(default: the profile's: {_profile_defaults('max_examples')})",
-    )
-    r.add_argument(
-        "--report-dir",
-        default=None,
-        metavar="DIR",
-        help="where to write the report folder (default: reports); a folder another tool "
-        "wrote is refused, a harness report folder is replaced",
-    )
-    r.add_argument(
-        "--mode",
-        choices=["search", "random-kill"],
-        default=None,
-        help="search (default): generated scenarios with event-triggered faults, a failure "
-        "shrunk to a minimal counterexample; random-kill: the baseline -- the same workloads, "
-        "workers SIGKILLed at uniformly random moments (a seeded delay over a worker's "
-        "typical run time), checked by the same properties, the first failure reported "
-        "as found (no shrinking, and its replay may not reproduce it)",
-    )
-    r.add_argument(
-        "--no-targeted",
-        dest="targeted",
-        action="store_const",
-        const=False,
-        default=None,
-        help="skip the targeted schedules that a search runs before sampling",
-    )
-    r.add_argument(
-        "--stop-on-first",
-        dest="stop_on_first",
-        action="store_const",
-        const=True,
-        default=None,
-        help="stop the search at the first failing scenario (by default it goes on until "
-        "every property has failed once or the plan or budget ends, and shrinks one "
-        "counterexample per failing property)",
-    )
-    r.add_argument(
         "--scenario",
         dest="scenarios",
         action="append",
@@ -309,32 +244,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="a scenario file (a run folder's scenario.json), or a folder of them, to run "
         "first as a regression (repeatable)",
-    )
-    r.add_argument(
-        "--shard",
-        metavar="K/N",
-        default=None,
-        help="run only shard K of N of the search's plan (1 <= K <= N; say 2/4), to spread "
-        "one search over N machines; every shard needs the same --seed, profile and options, "
-        "and `harness merge` joins their report folders into one report",
-    )
-    r.add_argument(
-        "--jobs",
-        metavar="N|auto",
-        default=None,
-        help="run the search in N processes of this machine (auto: one per usable core, at "
-        "most one per 40 planned scenarios), as N shards of its plan merged into one report; "
-        "the plan, the verdicts and every scenario's history are those of --jobs 1 (default: "
-        "1, or HARNESS_JOBS / jobs in [tool.harness]; the thorough profile: auto)",
-    )
-    r.add_argument(
-        "--example-db",
-        dest="example_db",
-        metavar="PATH|redis://...",
-        default=None,
-        help="keep the sampled search's failing examples in this folder (or Redis) and "
-        "replay them first in every later run that names it, whatever its seed (a writable "
-        "folder, created if missing, or a reachable Redis; the replays count against --budget)",
     )
     r.add_argument(
         "--exhaustive",

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from ._errors import UsageError
-from ._settings import PROFILES
+from ._settings import plugin_option, setting_options
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,23 +54,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="your own invariant (an @harness.invariant, importable): a test of its own "
         "beside the built-in properties (repeatable; docs/invariants.md)",
     )
-    group.addoption(
-        "--harness-profile",
-        dest="harness_profile",
-        choices=list(PROFILES),
-        default=None,
-        help="search profile (default: ci when $CI is set, else dev)",
-    )
-    group.addoption("--harness-seed", dest="harness_seed", type=int, default=None)
-    group.addoption(
-        "--harness-determinism-runs",
-        dest="harness_determinism_runs",
-        type=int,
-        default=None,
-        metavar="N",
-        help="fault-free runs of each workflow that must agree before the properties that "
-        "compare with them are judged (default: 2)",
-    )
+    # The settings the plugin offers, made from their Settings fields'
+    # options as harness run's are (the one place a setting is spelled).
+    for name, option in setting_options():
+        if option.pytest:
+            flag, dest = plugin_option(name, option)
+            group.addoption(
+                flag,
+                dest=dest,
+                type=option.type,
+                choices=option.choices,
+                metavar=option.metavar,
+                default=None,
+                help=option.help,
+            )
     group.addoption(
         "--harness-allow-inconclusive",
         dest="harness_allow_inconclusive",

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from ._errors import UsageError, is_adapter_fault
+from ._settings import plugin_option, setting_options
 from .checkers import CHECKERS, Property
 from .model import Verdict
 
@@ -55,17 +56,18 @@ def run_suite(
     from ._api import run
 
     get = (lambda name: config.getoption(name, None)) if config is not None else (lambda _: None)
-    profile = get("harness_profile")
-    seed = get("harness_seed")
-    determinism_runs = get("harness_determinism_runs")
+    # the settings the plugin offers (--harness-seed...), by field name
+    given: dict[str, Any] = {
+        name: get(plugin_option(name, option)[1])
+        for name, option in setting_options()
+        if option.pytest
+    }
     report_root = get("harness_report_dir")
     # The HARNESS_* environment is part of what is run (budget, plan size,
     # families): two suites of one adapter under other settings are two runs.
     env = {k: v for k, v in os.environ.items() if k.startswith("HARNESS_")}
     mine = [p if isinstance(p, str) else f"{p.name}={p.spec or id(p.check)}" for p in properties]
-    key = json.dumps(
-        [adapter, opts, profile, seed, determinism_runs, report_root, env, mine], sort_keys=True
-    )
+    key = json.dumps([adapter, opts, given, report_root, env, mine], sort_keys=True)
     if key in _CACHE:
         return _CACHE[key]
     # One folder per adapter variant: two suites of one adapter with other
@@ -95,12 +97,10 @@ def run_suite(
         report = run(
             adapter,
             options=opts,
-            profile=profile,
-            seed=seed,
-            determinism_runs=determinism_runs,
             report_dir=folder,
             properties=properties,
             log=log.append,
+            **given,
         )
     except UsageError as exc:
         # One line per property test, as the CLI prints it, not pytest
