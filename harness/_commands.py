@@ -249,6 +249,9 @@ def _summary(out: TextIO, report: Report, report_dir: Path, *, wall: float | Non
     excused = report.excused_line()
     if excused is not None:
         _line(out, f"  {excused}")
+    model = report.model_line()
+    if model is not None:
+        _line(out, f"  {model}")
     for i, text in enumerate(report.commit_fault_lines()):
         _line(out, f"  {'  ' if i else ''}{text}")
     for reason in report.inconclusive:

@@ -64,6 +64,8 @@ class Outcome:
     #: per fault kind: why it did not fire, with how often (see Coverage.unfired)
     faults_unfired: dict[str, Counter[str]] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
+    #: the world's model over every scenario: calls and token counts
+    model_usage: Counter[str] = field(default_factory=Counter)
     #: the main counterexample (that of the first property found failing)
     failure: Example | None = None
     #: every failing example kept: one counterexample per failing property
@@ -272,6 +274,7 @@ class Outcome:
             self.faults_unfired.setdefault(kind, Counter()).update(why)
         self.sites_armed.update(cov.sites_armed)
         self.sites_fired.update(cov.sites_fired)
+        self.model_usage.update(cov.model)
         fired = [k for k, n in cov.fired.items() if n]
         fired += [f"crash_point:{site}" for site, n in cov.sites_fired.items() if n]
         self.fired_in.update(fired)

@@ -267,6 +267,7 @@ def build_report(
         else None,
         commit_faults=[CommitFaultPair.model_validate(r) for r in outcome.commit_pair_coverage()],
         excused=outcome.excused(),
+        model_usage=dict(sorted(outcome.model_usage.items())),
         scenario_seconds=None
         if outcome.scenario_seconds is None
         else round(outcome.scenario_seconds, 3),

@@ -209,6 +209,9 @@ def render_markdown(report: Report) -> str:
     excused = report.excused_line()
     if excused is not None:
         lines.append(md_text(excused[0].upper() + excused[1:]) + ".")
+    model = report.model_line()
+    if model is not None:
+        lines.append(md_text(model[0].upper() + model[1:]) + ".")
     pairs = report.commit_fault_summary()
     if pairs is not None:
         lines.append(md_text(pairs[0].upper() + pairs[1:]) + " (report.html shows which).")

@@ -398,6 +398,9 @@ def _scenario_sums(shards: Sequence[Report], n: int, missing: Sequence[int]) -> 
     """The merged report's scenario counts: each a sum over the shards, or
     None where a shard does not know its own (or, for the fit, one is missing)."""
     not_run = [f"shard {r.shard.k}/{n}: {r.not_run}" for r in shards if r.not_run and r.shard]
+    model: Counter[str] = Counter()
+    for r in shards:
+        model.update(r.model_usage)
     return {
         "slowest_seconds": max(r.slowest_seconds for r in shards),
         "scenarios": sum(r.scenarios for r in shards),
@@ -406,4 +409,5 @@ def _scenario_sums(shards: Sequence[Report], n: int, missing: Sequence[int]) -> 
         "fit_scenarios": None if missing else _total([r.fit_scenarios for r in shards]),
         "not_run": "; ".join(not_run) or None,
         "absorbed_duplicates": sum(r.absorbed_duplicates for r in shards),
+        "model_usage": dict(sorted(model.items())),
     }

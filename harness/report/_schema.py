@@ -26,8 +26,9 @@ joined from shards) and each property's ``failed`` and ``unknown`` counts,
 then what fits the budget (``fit_scenarios``, ``scenario_seconds``,
 ``scenario_cost``) and whether each counterexample was fully shrunk
 (``fully_shrunk``), then the (commit kind x fault) pairs of the plan
-(``commit_faults``) and the runs excused by evidence (``excused``) (all
-optional). Older reports still load (the new fields default).
+(``commit_faults``), the runs excused by evidence (``excused``) and the
+world's model calls with their tokens (``model_usage``) (all optional).
+Older reports still load (the new fields default).
 """
 
 from __future__ import annotations
@@ -320,6 +321,12 @@ class Report(_Frozen):
         "whose evidence excused them, and not_excused: runs a fault named without the "
         "evidence (judged), summed over the scenarios",
     )
+    model_usage: dict[str, int] = Field(
+        default_factory=dict,
+        description="calls of the world's model endpoint over every scenario (oracle runs "
+        "left out) and their token counts: calls, prompt_tokens, completion_tokens (about "
+        "four characters a token); empty: no app called it",
+    )
     shard: ShardInfo | None = Field(
         None, description="a --shard K/N run: which part of the search it ran; null: all of it"
     )
@@ -337,6 +344,18 @@ class Report(_Frozen):
     def folder(self) -> Path | None:
         """The run folder this report was written to or loaded from."""
         return self._folder
+
+    def model_line(self) -> str | None:
+        """ "model: N calls, P + C tokens" (None: no call of the world's model)."""
+        calls = self.model_usage.get("calls", 0)
+        if not calls:
+            return None
+        prompt = self.model_usage.get("prompt_tokens", 0)
+        completion = self.model_usage.get("completion_tokens", 0)
+        return (
+            f"model: {calls} calls, {prompt + completion} tokens ({prompt} prompt, "
+            f"{completion} completion; about four characters a token)"
+        )
 
     def excused_line(self) -> str | None:
         """ "excused: N runs, by what", in words (None: no fault excused or

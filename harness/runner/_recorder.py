@@ -37,6 +37,18 @@ class Coverage:
     #: per fault kind: why it did not fire, as the nemesis recorded it, with
     #: how often (a kind armed and never fired names its cause from these)
     unfired: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: the world's model: calls answered or faulted, and their token counts
+    #: (``calls``, ``prompt_tokens``, ``completion_tokens``)
+    model: dict[str, int] = field(default_factory=dict)
+
+    def note_model_call(self, call: dict[str, Any]) -> None:
+        """Count one call of the world's model and its tokens."""
+        for key, n in (
+            ("calls", 1),
+            ("prompt_tokens", int(call.get("prompt_tokens") or 0)),
+            ("completion_tokens", int(call.get("completion_tokens") or 0)),
+        ):
+            self.model[key] = self.model.get(key, 0) + n
 
     def note(
         self,
@@ -180,6 +192,7 @@ class HistoryRecorder:
                 "world",
                 {k: v for k, v in call.items() if k != "request"},
             )
+            self.coverage.note_model_call(call)
             self._model_seen = int(call["seq"])
         fired = env.world.fired()
         for f in fired:

@@ -642,3 +642,40 @@ def test_a_connections_socket_and_process_are_found_and_a_closed_one_is_not_the_
         accepted.close()
         assert socket_inode(server_end, client_end) is None
         assert socket_inode(client_end, server_end) is None
+
+
+@pytest.mark.slow
+def test_the_report_counts_the_models_calls_and_tokens_and_a_merge_sums_them(
+    tmp_path: Path,
+) -> None:
+    """A short search of the careful app: the report's ``model_usage``
+    counts its scenarios' model calls, with their tokens, on the summary's
+    line; two shards merge into the sum."""
+    import harness
+    from harness.report import Report, merge_reports
+
+    spec = "examples.http_refund.adapter:HttpRefundAdapter"
+    shards = []
+    for k in (1, 2):
+        shards.append(
+            harness.run(
+                spec,
+                options={"app": "careful"},
+                profile="dev",
+                max_examples=2,
+                targeted=False,
+                seed=0,
+                shard=f"{k}/2",
+                report_dir=tmp_path / f"s{k}",
+            )
+        )
+    for report in shards:
+        usage = report.model_usage
+        assert usage["calls"] > 0 and usage["prompt_tokens"] > usage["calls"], usage
+        assert usage["completion_tokens"] > 0, usage
+        assert f"model: {usage['calls']} calls" in (report.model_line() or "")
+    merged = merge_reports([r.folder for r in shards if r.folder], tmp_path / "merged")
+    assert isinstance(merged, Report)
+    assert merged.model_usage == {
+        k: shards[0].model_usage[k] + shards[1].model_usage[k] for k in shards[0].model_usage
+    }
