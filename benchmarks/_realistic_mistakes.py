@@ -42,6 +42,9 @@ class Mistake:
     #: needs a backend the ci profile on SQLite does not run (e.g. Postgres
     #: for network faults): on SQLite it cannot be caught by construction
     needs: str = ""
+    #: why the runtime's other defences keep this mistake from doing harm
+    #: (an equivalent mutant here), with the evidence: reported, not scored
+    masked: str = ""
 
 
 MISTAKES: tuple[Mistake, ...] = (
@@ -59,6 +62,12 @@ MISTAKES: tuple[Mistake, ...] = (
             ),
         ),
         "leases",
+        masked="the fencing token and the lease margin: a worker paused before its call "
+        "with the clock set exactly to its lease end (tried as a targeted schedule on "
+        "2026-12-07) lets the mistaken claim take the run at that instant, but the "
+        "paused worker then refuses to call with less than LEASE_MARGIN (1 s) of lease "
+        "left, and its commits carry the old fencing token: one refund, every property "
+        "holds. Harm needs a runtime without the margin check",
     ),
     Mistake(
         "operator-write-keeps-the-version",

@@ -260,8 +260,12 @@ def table(
             cells.append(f"{(r['outcome'] if r else 'not run'):{c}}")
         lines.append(f"{m.name:{width}}  {m.area:9} " + " ".join(cells))
     lines.append("")
+    masked = [m for m in mistakes if m.masked]
     for p in phases:
-        got = [results[m.name][p]["outcome"] for m in mistakes if p in results[m.name]]
+        # a mistake the runtime's other defences mask is shown, never scored
+        got = [
+            results[m.name][p]["outcome"] for m in mistakes if p in results[m.name] and not m.masked
+        ]
         c = Counter(got)
         judged = len(got) - c["timeout"]
         noticed = sum(c[o] for o in NOTICED)
@@ -272,6 +276,8 @@ def table(
         "(score = (caught + refused) / (all but timeouts); refused = the probe's "
         "fault-free run broke, exit 2)"
     )
+    for m in masked:
+        lines.append(f"  not scored, masked: {m.name}: {m.masked}")
     for m in mistakes:
         for p in phases:
             r = results[m.name].get(p, {})
