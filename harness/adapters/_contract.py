@@ -66,6 +66,17 @@ still satisfies the protocol):
     from the same durable records a worker reads to pick its runs. Without
     it, a worker is started to see.
 
+``memory_versions(tenant, namespace, key) -> int`` and
+``memory_id(tenant, namespace, key, version) -> str``
+    With ``memory_injection``: the highest version of the key the runtime
+    has stored, live or not (0: none), and the id the runtime gives a
+    version of a key. Planted records are then numbered past the stored
+    ones and named as the runtime names its own, so a runtime that numbers
+    a new version wrongly (past the live versions only, after the newest
+    lapsed) meets a planted record at the same id, as it would meet its
+    own. Without them, planted records are numbered from 1 and named
+    ``planted:...``.
+
 ``crash_point_trace() -> Sequence[tuple[Any, str, int]]`` and a
 ``trace_crash_points`` attribute (environment)
     With ``trace_crash_points`` set True, the workers record every crash

@@ -50,6 +50,8 @@ ENVIRONMENT_HOOKS: Mapping[str, Kind] = {
     "network_endpoints": "method",
     "storage_kinds": "method",
     "runnable": "method",
+    "memory_versions": "method",
+    "memory_id": "method",
     "trace_crash_points": "flag",
 }
 

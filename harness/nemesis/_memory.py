@@ -28,14 +28,28 @@ def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
     elif step.kind == "expired":
         # Already expired, or live until the clock moves past expires_in.
         expires_at = now - 1.0 if step.expires_in is None else now + step.expires_in
-    memory_id = f"planted:{step.kind}:{tenant}:{step.namespace}:{step.key}:v{version}"
+    # Numbered and named as the runtime numbers and names its own versions,
+    # where the environment says how (``memory_versions``, ``memory_id``):
+    # a runtime that numbers a new version wrongly (past the live versions
+    # only, say) then meets a planted one at the same id, as it would meet
+    # one of its own. Else numbered from 1, named by the harness.
+    stored = getattr(env, "memory_versions", None)
+    named = getattr(env, "memory_id", None)
+    base = int(stored(tenant, step.namespace, step.key)) if stored and named else 0
+
+    def memory_id(v: int) -> str:
+        if stored and named:
+            return str(named(tenant, step.namespace, step.key, base + v))
+        return f"planted:{step.kind}:{tenant}:{step.namespace}:{step.key}:v{v}"
+
+    version = base + 1
     record = {
         "tenant": tenant,
         "namespace": step.namespace,
         "key": step.key,
         "value": step.value,
         "provenance": step.provenance,
-        "memory_id": memory_id,
+        "memory_id": memory_id(1),
         "version": version,
         "expires_at": expires_at,
     }
@@ -46,8 +60,8 @@ def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
     stale = step.kind in ("stale", "stale_reordered")
     newer = {
         **record,
-        "version": 2,
-        "memory_id": memory_id[:-1] + "2",
+        "version": base + 2,
+        "memory_id": memory_id(2),
         "value": {"superseded": step.value},
     }
     if step.kind == "stale_reordered":

@@ -613,6 +613,28 @@ MUTANTS = (
     ),
 )
 
+# Appended to MUTANTS below (issue 28, gap 5: plants in the runtime's own
+# id scheme).
+NUMBERED_AS_READ = HandMutant(
+    "memory-numbered-past-what-a-reader-sees",
+    1,
+    "a new memory version comes after the newest one a reader gets: ask the "
+    "store what the key holds now, as the agent would (after the newest version "
+    "lapsed the key reads absent, so the write is v1 again, on the live v1's id: "
+    "refused as a conflict, again and again)",
+    (
+        Edit(
+            "_executor/_local_steps.py",
+            "        for r in sc.store.read_memory_unfiltered(a.namespace)\n",
+            "        for r in sc.store.read_memory(run.tenant, a.namespace, now)\n",
+        ),
+    ),
+    # caught since the plants take the runtime's id scheme (memory_id) and
+    # a lapsed newest version is planted at a key the run writes
+    caught=True,
+)
+MUTANTS = (*MUTANTS, NUMBERED_AS_READ)
+
 #: Postgres-only: needs truly concurrent workers on a real row lock
 ROW_LOCK = HandMutant(
     "no-row-lock-on-postgres",
@@ -1036,6 +1058,11 @@ CAUGHT_BY: dict[str, tuple[str, set[str]]] = {
     "context-built-below-the-trust-floor": (
         "targeted/refund/memory/untrusted_newest",
         {"memory_safety"},
+    ),
+    # the run's write lands on the planted live v1's id: refused for ever
+    "memory-numbered-past-what-a-reader-sees": (
+        "targeted/research/memory/lapsed_newest/writes/",
+        {"progress"},
     ),
     # the twin's genuine approval refunds a customer the approver rejected
     "decision-approval-id-not-compared": (

@@ -523,6 +523,17 @@ class ReferenceEnvironment:
             )
         )
 
+    def memory_versions(self, tenant: str, namespace: str, key: str) -> int:
+        """The highest version of the key stored, live or not (0: none):
+        planted records are numbered past it, as the runtime numbers its own."""
+        stored = self.d.runtime.store.read_memory_unfiltered(namespace)
+        return max((r.version for r in stored if r.tenant == tenant and r.key == key), default=0)
+
+    def memory_id(self, tenant: str, namespace: str, key: str, version: int) -> str:
+        """The id the runtime gives that version of the key (its
+        ``write_memory`` step's scheme: a test keeps the two equal)."""
+        return f"{tenant}:{namespace}:{key}:v{version}"
+
     def network_endpoints(self, worker: WorkerHandle) -> list[Endpoint]:
         """The storage connection a paused worker was using at its crash
         point (optional in the contract: the ``network_faults`` capability).

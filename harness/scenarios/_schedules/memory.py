@@ -53,6 +53,35 @@ def _memory(a: _Aim) -> list[Scenario]:
             by_kind.setdefault(kind, []).append(
                 _scenario(f"{wf.name}/memory/{kind}", run, plant, RunWorker(worker_id="w1"))
             )
+    # The same shapes at a key the run writes (one its fault-free run
+    # wrote and read back): the run's write must number past every stored
+    # version, the lapsed newest too, and the key must then read as the
+    # run wrote it. Planted as the runtime names its own versions where
+    # the environment says how (``memory_id``), a write numbered past the
+    # live versions only lands on the lapsed one's id.
+    for wf in a.workflows:
+        run = _run(wf)
+        for ns, k in a.profile(wf).memory_keys[:1]:
+            for kind in MEMORY_SHAPES:
+                if len(by_kind.get(f"{kind}/writes", ())) >= MAX_LAPSED:
+                    continue
+                plant = InjectMemory(
+                    tenant=run.tenant,
+                    namespace=ns,
+                    key=k,
+                    value={"planted": True},
+                    kind=kind,
+                    provenance="system_verified",
+                    at_written_key=True,
+                )
+                by_kind.setdefault(f"{kind}/writes", []).append(
+                    _scenario(
+                        f"{wf.name}/memory/{kind}/writes/{ns}/{k}",
+                        run,
+                        plant,
+                        RunWorker(worker_id="w1"),
+                    )
+                )
     # Each kind once (on its first workflow), then each again on the next.
     return _interleave(list(by_kind.values()))
 
