@@ -142,6 +142,37 @@ class WorkflowProfile:
         if gated and self.resume_round > 0:
             decided = next((c for c in commits if c.round == self.resume_round), None)
         kinds["decision"] += [decided] if decided is not None else []
+        for _, effect_kinds in self._effect_commits(commits, at_of, decided):
+            for k, c in effect_kinds:
+                kinds[k].append(c)
+        kinds["inbox_ack"] = [*self._returns(commits, at_of), *kinds["decision"]]
+        kinds["last"].append(commits[-1])
+        named = {c for cs in kinds.values() for c in cs}
+        kinds["checkpoint"] += [c for c in commits if c not in named and not c.handoff][:1]
+        return {k: list(dict.fromkeys(v)) for k, v in kinds.items()}
+
+    def commit_effects(self, in_txn: frozenset[str], *, gated: bool) -> dict[Commit, str]:
+        """The effect each ``intent``, ``sent_mark`` and ``result`` commit of
+        :meth:`commit_kinds` belongs to (``service.action``)."""
+        commits = self.commits(in_txn)
+        at_of = {(c.round, c.last): self.rounds[c.round].index(c.last) for c in commits}
+        decided = None
+        if gated and self.resume_round > 0:
+            decided = next((c for c in commits if c.round == self.resume_round), None)
+        out: dict[Commit, str] = {}
+        for es, effect_kinds in self._effect_commits(commits, at_of, decided):
+            for _, c in effect_kinds:
+                out.setdefault(c, es.effect)
+        return out
+
+    def _effect_commits(
+        self,
+        commits: tuple[Commit, ...],
+        at_of: Mapping[tuple[int, tuple[str, int]], int],
+        decided: Commit | None,
+    ) -> list[tuple[EffectSite, list[tuple[str, Commit]]]]:
+        """Per effect call of the trace, its (kind, commit) pairs: the
+        intent, the sent-mark and the result (see :meth:`commit_kinds`)."""
         calls: dict[int, list[int]] = {}
         effect_calls: list[tuple[EffectSite, int]] = []
         for es in self.effect_sites:
@@ -150,6 +181,7 @@ class WorkflowProfile:
             if at >= 0 and tuple(trace[: at + 1]) == es.approach:
                 calls.setdefault(es.round, []).append(at)
                 effect_calls.append((es, at))
+        out: list[tuple[EffectSite, list[tuple[str, Commit]]]] = []
         for es, at in effect_calls:
             earlier = [p for p in calls[es.round] if p < at]
             since = max(earlier, default=-1)
@@ -160,20 +192,17 @@ class WorkflowProfile:
             ]
             if earlier and pre:
                 pre = pre[1:]  # the earlier call's result
+            mine: list[tuple[str, Commit]] = []
             if es.sent_mark and len(pre) >= 2:
-                kinds["sent_mark"].append(pre[-1])
-                kinds["intent"].append(pre[-2])
+                mine += [("sent_mark", pre[-1]), ("intent", pre[-2])]
             elif es.sent_mark:
-                kinds["sent_mark"] += pre[-1:]
+                mine += [("sent_mark", c) for c in pre[-1:]]
             else:
-                kinds["intent"] += pre[-1:]
+                mine += [("intent", c) for c in pre[-1:]]
             after = [c for c in commits if c.round == es.round and at_of[(c.round, c.last)] > at]
-            kinds["result"] += after[:1]
-        kinds["inbox_ack"] = [*self._returns(commits, at_of), *kinds["decision"]]
-        kinds["last"].append(commits[-1])
-        named = {c for cs in kinds.values() for c in cs}
-        kinds["checkpoint"] += [c for c in commits if c not in named and not c.handoff][:1]
-        return {k: list(dict.fromkeys(v)) for k, v in kinds.items()}
+            mine += [("result", c) for c in after[:1]]
+            out.append((es, mine))
+        return out
 
     def _returns(
         self, commits: tuple[Commit, ...], at_of: Mapping[tuple[int, tuple[str, int]], int]

@@ -19,7 +19,7 @@ from ...model import (
 )
 from .._profile import COMMIT_KINDS, Commit
 from .._universe import Universe
-from ._common import _Aim, _aim, _paused, _rounds, _run, _scenario
+from ._common import _Aim, _aim, _keyed, _paused, _rounds, _run, _scenario
 
 # -- faults at every commit ------------------------------------------------------
 
@@ -51,8 +51,10 @@ class CommitFaultPair:
 def commit_fault_pairs(u: Universe) -> list[CommitFaultPair]:
     """Every (commit kind x fault) pair (:data:`~harness.scenarios._profile.COMMIT_KINDS`
     x :data:`COMMIT_FAULTS`), each with one schedule aimed at the first
-    workflow whose fault-free run made a commit of that kind, or with why
-    none is. Per commit, where each fault lands:
+    workflow whose fault-free run made a commit of that kind (for an
+    effect's intent, sent-mark and result: the first whose effect a second
+    call harms most, :data:`REPEAT_HARM`), or with why none is. Per commit,
+    where each fault lands:
 
     - ``kill_inside``: the worker killed at the commit's middle in-transaction
       crash point (the transaction must die whole);
@@ -122,16 +124,41 @@ def commit_fault_pairs(u: Universe) -> list[CommitFaultPair]:
     return [g[i] for i in range(longest) for g in by_fault if i < len(g)]
 
 
+#: the commit kinds that belong to one effect (its intent, sent-mark, result)
+EFFECT_COMMITS = ("intent", "sent_mark", "result")
+#: what a second call of an effect does, worst first: forbidden outright
+#: (``at_most_once``), a second effect where the service cannot tell
+#: (``exactly_once`` without idempotency keys), absorbed by the service's
+#: keys (``exactly_once``), allowed (``at_least_once``, undeclared)
+REPEAT_HARM = ("at_most_once", "exactly_once_unkeyed", "exactly_once", "at_least_once")
+
+
+def _repeat_harm(a: _Aim, eff: str) -> int:
+    promise = a.u.delivery.get(eff, "at_least_once")
+    if promise == "exactly_once" and not _keyed(eff):
+        promise = "exactly_once_unkeyed"
+    return REPEAT_HARM.index(promise) if promise in REPEAT_HARM else len(REPEAT_HARM)
+
+
 def _pair_schedule(a: _Aim, kind: str, fault: str, storage: tuple[str, ...]) -> Scenario | str:
     """The schedule aiming ``fault`` at the first commit of ``kind``, or why
     there is none ("trace: ...")."""
     candidates: list[tuple[WorkflowSpec, Commit, bool]] = []
+    harm: dict[tuple[str, Commit], int] = {}
     for wf in a.workflows:
-        kinds = a.profile(wf).commit_kinds(a.in_txn, gated=wf.needs_approval)
+        p = a.profile(wf)
+        kinds = p.commit_kinds(a.in_txn, gated=wf.needs_approval)
         candidates += [(wf, c, c in kinds["decision"]) for c in kinds.get(kind, [])]
+        for c, eff in p.commit_effects(a.in_txn, gated=wf.needs_approval).items():
+            harm[(wf.name, c)] = _repeat_harm(a, eff)
     if kind == "inbox_ack":
         # a message that is not the decision first: the decision has its own kind
         candidates.sort(key=lambda x: x[2])
+    if kind in EFFECT_COMMITS:
+        # An effect's own commits where a call made twice is a violation
+        # first: a fault there that a runtime takes for a success (or a
+        # failure) shows as a second call only where one was promised.
+        candidates.sort(key=lambda x: harm.get((x[0].name, x[1]), len(REPEAT_HARM)))
     for wf, c, _ in candidates:
         p = a.profile(wf)
         trace = p.rounds[c.round]
