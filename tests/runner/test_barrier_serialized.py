@@ -69,6 +69,17 @@ def test_a_race_serialized_before_the_site_is_not_tested_for_the_workflow(tmp_pa
     assert any("serialized" in why for why in cov.unfired.get("crash_point", {}))
 
 
+def test_a_racer_that_never_ran_is_not_called_serialized(tmp_path: Path) -> None:
+    # b2 never started (a shrunk scenario lost its step): only b1 was held,
+    # but nothing serialized b2 -- the barrier was armed and not reached
+    full = _barrier(tmp_path, "after_lease_acquire")
+    scenario = Scenario(name="barrier", steps=tuple(s for s in full.steps if s != full.steps[2]))
+    assert sum(isinstance(s, RunWorker) for s in scenario.steps) == 1
+    cov = run_scenario(ADAPTER, scenario, tmp_path / "r").coverage
+    assert cov.armed.get("race", 0) == 1 and cov.fired.get("race", 0) == 0
+    assert not any("serialized" in why for why in cov.unfired.get("race", {}))
+
+
 def test_a_race_both_workers_reach_still_fires(tmp_path: Path) -> None:
     done = run_scenario(ADAPTER, _barrier(tmp_path, "before_lease_acquire"), tmp_path / "r")
     assert done.coverage.fired.get("race", 0) == 1
