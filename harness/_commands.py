@@ -238,11 +238,12 @@ def _summary(out: TextIO, report: Report, report_dir: Path, *, wall: float | Non
         _line(out, f"  {p.verdict:10} {p.name}{mine}{seen}{why}")
     fired = {k: v.fired for k, v in report.faults.items()}
     _line(out, "  faults fired: " + (", ".join(f"{k}={v}" for k, v in fired.items()) or "none"))
-    # never armed, with why: the runtime left the fault nothing to aim at
+    # never armed there, with why: the runtime left the fault nothing to aim
+    # at (said even where the kind was armed or fired elsewhere)
     moot = [
-        f"{k} ({'; '.join(c.unfired)})"
+        f"{k} ({'; '.join(c.not_tested())})"
         for k, c in sorted(report.faults.items())
-        if not c.armed and not c.fired and c.unfired
+        if c.not_tested()
     ]
     if moot:
         _line(out, "  not tested: " + ", ".join(moot))

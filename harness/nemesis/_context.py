@@ -79,6 +79,13 @@ class StepContext(Protocol):
         ...
 
     @property
+    def serialized(self) -> dict[str, list[str]]:
+        """Workers armed to pause that ended without reaching their site
+        while others were held at a crash point, with those others: the
+        runtime serialized them (a lock, a lease, a claim taken earlier)."""
+        ...
+
+    @property
     def worker_timeout(self) -> float:
         """Longest a worker may run before it is killed as stuck (seconds)."""
         ...

@@ -155,13 +155,15 @@ def release(ctx: StepContext, step: ReleaseWorkers) -> None:
     # least two workers really were held at the barrier.
     held = [h.worker_id for h in handles]
     missing = [w for w in step.worker_ids if w not in held]
-    if len(handles) == 1 and missing:
-        # One racer held at the site, the others ended without reaching it:
-        # the runtime serialized them before the site (a lock, a lease, a
-        # claim taken earlier). Nothing raced here, and nothing is wrong
-        # with the declarations: not tested for this workflow, with why --
-        # never armed, so never an "armed, never fired" that makes the run
-        # inconclusive.
+    if len(handles) == 1 and missing and all(held[0] in ctx.serialized.get(w, ()) for w in missing):
+        # One racer held at the site, the others ended without reaching it
+        # *while it was held there*: the runtime serialized them before the
+        # site (a lock, a lease, a claim taken earlier). Nothing raced here,
+        # and nothing is wrong with the declarations: not tested for this
+        # workflow, with why -- never armed, so never an "armed, never
+        # fired" that makes the run inconclusive. (A racer that never ran,
+        # or ended before the other was held, was not serialized: that
+        # barrier was armed and not reached, as below.)
         flows = sorted({r.workflow for r in ctx.runs.values()})
         reason = (
             f"not tested for workflow {', '.join(flows) or '?'}: the runtime serialized the "

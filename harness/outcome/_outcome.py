@@ -63,6 +63,9 @@ class Outcome:
     faults_fired: Counter[str] = field(default_factory=Counter)
     #: per fault kind: why it did not fire, with how often (see Coverage.unfired)
     faults_unfired: dict[str, Counter[str]] = field(default_factory=dict)
+    #: per fault kind: why it was not tested where it was never armed (see
+    #: Coverage.untested), with how often
+    faults_untested: dict[str, Counter[str]] = field(default_factory=dict)
     counts: Counter[str] = field(default_factory=Counter)
     #: the world's model over every scenario: calls and token counts
     model_usage: Counter[str] = field(default_factory=Counter)
@@ -272,6 +275,8 @@ class Outcome:
         self.faults_fired.update(cov.fired)
         for kind, why in cov.unfired.items():
             self.faults_unfired.setdefault(kind, Counter()).update(why)
+        for kind, why in cov.untested.items():
+            self.faults_untested.setdefault(kind, Counter()).update(why)
         self.sites_armed.update(cov.sites_armed)
         self.sites_fired.update(cov.sites_fired)
         self.model_usage.update(cov.model)

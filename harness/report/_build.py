@@ -327,6 +327,7 @@ def _coverage(outcome: Outcome, key: str, armed: int, fired: int) -> FaultCovera
         survived=scenarios - failed,
         failed_after=failed,
         unfired=dict(outcome.faults_unfired.get(key, {})),
+        untested=dict(outcome.faults_untested.get(key, {})),
     )
 
 

@@ -72,7 +72,7 @@ class CoverageRow:
     def status(self) -> str:
         """``broke`` (a property failed after it fired), ``held``, ``unfired``
         (armed, never fired), ``not_tested`` (never armed, for the reasons
-        in ``cov.unfired``: the runtime left it nothing to aim at) or
+        in ``cov.untested``: the runtime left it nothing to aim at) or
         ``unarmed``."""
         if self.cov.failed_after:
             return "broke"
@@ -80,7 +80,7 @@ class CoverageRow:
             return "held"
         if self.cov.armed:
             return "unfired"
-        return "not_tested" if self.cov.unfired else "unarmed"
+        return "not_tested" if self.cov.not_tested() else "unarmed"
 
     def cells(self) -> tuple[str, str, int, int, int, int, int, str, str]:
         """What the row shows, worked out once (a matrix may have
@@ -95,8 +95,11 @@ class CoverageRow:
                 else "the runtime never reached where it was aimed"
             )
             result += f": {why}"
-        elif status == "not_tested":
-            result += f": {'; '.join(c.unfired)}"
+        untested = c.not_tested()
+        if status == "not_tested":
+            result += f": {'; '.join(untested)}"
+        elif untested:  # armed or fired elsewhere, not tested here
+            result += f"; not tested: {'; '.join(untested)}"
         return (
             self.group,
             self.name,

@@ -231,11 +231,12 @@ def render_markdown(report: Report) -> str:
         )
         said = " (each of a family that fired otherwise: not inconclusive)" if spared else ""
         lines.append(f"Armed but never fired{said}: {', '.join(unfired)}.")
-    # never armed, with why: the runtime left the fault nothing to aim at
+    # never armed there, with why: the runtime left the fault nothing to aim
+    # at (said even where the kind was armed or fired elsewhere)
     moot = [
-        f"{md_text(k)} ({md_text('; '.join(c.unfired))})"
+        f"{md_text(k)} ({md_text('; '.join(c.not_tested()))})"
         for k, c in sorted(report.faults.items())
-        if not c.armed and not c.fired and c.unfired
+        if c.not_tested()
     ]
     if moot:
         lines.append(f"Not tested: {', '.join(moot)}.")

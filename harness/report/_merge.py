@@ -51,14 +51,18 @@ from ._write import LEDGER, write_merged
 def _sum_coverage(parts: Sequence[dict[str, FaultCoverage]]) -> dict[str, FaultCoverage]:
     totals: dict[str, Counter[str]] = {}
     unfired: dict[str, Counter[str]] = {}
+    untested: dict[str, Counter[str]] = {}
+    reasons = {"unfired", "untested"}
     for part in parts:
         for key, cov in part.items():
-            totals.setdefault(key, Counter()).update(cov.model_dump(exclude={"unfired"}))
+            totals.setdefault(key, Counter()).update(cov.model_dump(exclude=reasons))
             unfired.setdefault(key, Counter()).update(cov.unfired)
+            untested.setdefault(key, Counter()).update(cov.untested)
     return {
         key: FaultCoverage(
-            **{f: c[f] for f in FaultCoverage.model_fields if f != "unfired"},
+            **{f: c[f] for f in FaultCoverage.model_fields if f not in reasons},
             unfired=dict(unfired[key]),
+            untested=dict(untested[key]),
         )
         for key, c in sorted(totals.items())
     }

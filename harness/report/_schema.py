@@ -154,6 +154,19 @@ class FaultCoverage(_Frozen):
         default_factory=dict,
         description="why it did not fire when armed, as the history recorded it, with how often",
     )
+    untested: dict[str, int] = Field(
+        default_factory=dict,
+        description="why it was not tested where the runtime left it nothing to aim at (never "
+        "armed there: a barrier race the runtime serialized before the site), with how often",
+    )
+
+    def not_tested(self) -> dict[str, int]:
+        """Why it was not tested where it was never armed, with how often
+        (a report written before ``untested`` kept these in ``unfired``,
+        under a kind armed 0 times)."""
+        if self.untested:
+            return dict(self.untested)
+        return {} if self.armed or self.fired else dict(self.unfired)
 
 
 class CommitFaultPair(_Frozen):

@@ -37,6 +37,10 @@ class Coverage:
     #: per fault kind: why it did not fire, as the nemesis recorded it, with
     #: how often (a kind armed and never fired names its cause from these)
     unfired: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: per fault kind: why it was not tested where the runtime left it
+    #: nothing to aim at (never armed there), with how often -- apart from
+    #: ``unfired``, so that no armed fault's cause is taken from these
+    untested: dict[str, dict[str, int]] = field(default_factory=dict)
     #: the world's model: calls answered or faulted, and their token counts
     #: (``calls``, ``prompt_tokens``, ``completion_tokens``)
     model: dict[str, int] = field(default_factory=dict)
@@ -64,10 +68,11 @@ class Coverage:
         armed (a world rule). ``reason``: why one that did not fire did not.
         Neither armed nor fired, with a ``reason``: a fault the runtime left
         nothing to aim at (a barrier race it serialized before the site):
-        kept under its kind with 0 armed, so the report says it was not
-        tested and why, and no verdict counts it as armed and never fired."""
+        kept under its kind with 0 armed and its reason in ``untested``, so
+        the report says it was not tested and why, and no verdict counts it
+        as armed and never fired (nor names it as an armed fault's cause)."""
         if not fired and reason:
-            why = self.unfired.setdefault(kind, {})
+            why = (self.unfired if armed else self.untested).setdefault(kind, {})
             why[reason] = why.get(reason, 0) + 1
             if not armed:
                 self.armed.setdefault(kind, 0)

@@ -54,6 +54,7 @@ class RunContext:
     runs: dict[str, RunSpec]
     worker_timeout: float = WORKER_TIMEOUT
     paused: dict[str, WorkerHandle] = field(default_factory=dict)
+    serialized: dict[str, list[str]] = field(default_factory=dict)
     decided: set[str] = field(default_factory=set)
     #: (run, wait, world requests seen) an operator's answer was given for
     answered: set[tuple[str, str, int]] = field(default_factory=set)
@@ -150,6 +151,7 @@ class RunContext:
             if not fired and crash.action == "pause" and held:
                 # it ended while another worker was held at a crash point:
                 # the runtime made it wait for (or skip) what that one holds
+                self.serialized[handle.worker_id] = held
                 why["reason"] = (
                     f"the worker ended without reaching the site while {', '.join(held)} "
                     "was held at a crash point: the runtime serialized it"

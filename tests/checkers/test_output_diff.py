@@ -49,3 +49,15 @@ def test_non_dict_outputs_show_the_differing_part_too() -> None:
     text = output_diff(HEAD * 2 + "once.", HEAD * 2 + "twice.")
     assert text is not None
     assert "once" in text and "twice" in text
+
+
+def test_nested_values_show_the_differing_part_too() -> None:
+    mine = {"reply": {"text": HEAD + "once.", "to": "c-1"}}
+    theirs = {"reply": {"text": HEAD + "twice.", "to": "c-1"}}
+    text = output_diff(mine, theirs)
+    assert text is not None
+    shown_mine, shown_theirs = text.split("reply: ", 1)[1].split(" vs ")
+    assert "once" in shown_mine and "twice" in shown_theirs
+    assert shown_mine.startswith("...") and len(shown_mine) <= 40
+    listed = output_diff([HEAD, [HEAD + "once."]], [HEAD, [HEAD + "twice."]])
+    assert listed is not None and "once" in listed and "twice" in listed
