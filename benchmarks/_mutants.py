@@ -107,19 +107,25 @@ def import_probe(log: Path) -> Edit:
     return Edit("_worker.py", anchor, probe + anchor)
 
 
+#: the ``HARNESS_*`` variables a harness run on a copy keeps: where services are
+SERVICE_SUFFIXES = ("_URL", "_TOXIPROXY_BIN")
+
+
 def harness_env(pythonpath: Path, repo: Path = REPO) -> dict[str, str]:
     """The environment for a harness run on the copy in ``pythonpath``, with
     the harness of this tree (or of ``repo``: a folder holding another
     revision's ``harness/``, as ``benchmarks/realistic.py --baseline`` makes).
 
-    The caller's ``HARNESS_*`` settings are dropped (service URLs kept), and so
-    is ``CI``, so that the profile named on the command line is what runs.
+    The caller's ``HARNESS_*`` settings are dropped (where services are
+    kept: their URLs and the Toxiproxy server's binary, else the network
+    faults silently ran on the kernel backend), and so is ``CI``, so that
+    the profile named on the command line is what runs.
     """
     env = {
         k: v
         for k, v in os.environ.items()
         if k not in ("CI", "GITHUB_STEP_SUMMARY", "PYTHONPATH")
-        and not (k.startswith("HARNESS_") and not k.endswith("_URL"))
+        and not (k.startswith("HARNESS_") and not k.endswith(SERVICE_SUFFIXES))
     }
     # The copy first (its runtime wins), then this tree: the harness under
     # test is the one beside this file, not whichever checkout is installed.

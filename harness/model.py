@@ -431,9 +431,18 @@ class StorageFault(_Step):
 #: past its lease and another worker takes over, then heals and the worker
 #: goes on (a zombie by the network); ``latency``: the worker's store
 #: traffic delayed -- not available on the kernel backend (no netem): armed,
-#: never fired, and said why.
+#: never fired, and said why; ``commit_lost`` (Toxiproxy only): the worker's
+#: COMMIT never reaches the server, which rolls the transaction back, and
+#: the connection ends with no reply (to the worker, the same as a lost
+#: acknowledgement: a commit whose outcome it cannot know).
 NetworkKind = Literal[
-    "commit_ack_lost", "reset_mid_transaction", "partition", "latency", "slow_reply", "cut_reply"
+    "commit_ack_lost",
+    "reset_mid_transaction",
+    "partition",
+    "latency",
+    "slow_reply",
+    "cut_reply",
+    "commit_lost",
 ]
 
 
@@ -609,6 +618,7 @@ def describe_step(step: BaseModel) -> str:
             "latency": "its store traffic delayed",
             "slow_reply": "its store's replies arrive in fragments",
             "cut_reply": "its store's next reply is cut after a few bytes",
+            "commit_lost": "its COMMIT is lost on the way (never applied) and the connection ends",
         }[step.kind]
         return f"network fault on paused worker {step.worker_id}: {what}; it goes on"
     if isinstance(step, Cancel):

@@ -97,8 +97,10 @@ class FaultFamily:
 
 #: The network kinds any backend can fire (the kernel's netfilter rules too).
 NETWORK_KINDS = ("commit_ack_lost", "reset_mid_transaction", "partition")
-#: ... and a proxy's (Toxiproxy) besides: a reply held back, fragmented or cut.
-PROXY_NETWORK_KINDS = (*NETWORK_KINDS, "latency", "slow_reply", "cut_reply")
+#: ... and a proxy's (Toxiproxy) besides: a reply held back, fragmented or
+#: cut, and a COMMIT lost on its way (the worker cannot tell it from a lost
+#: acknowledgement; the server never applied it).
+PROXY_NETWORK_KINDS = (*NETWORK_KINDS, "latency", "slow_reply", "cut_reply", "commit_lost")
 
 #: What the world's model endpoint can do wrong, in shrink order (the
 #: simplest first): the first four lose or refuse the reply (a client
@@ -236,7 +238,8 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
         "network",
         "a worker's storage connections: its commit acknowledgement lost, reset "
         "mid-transaction, or partitioned past its lease while another worker takes over; on "
-        "Toxiproxy also latency, slow and cut replies (needs network_faults)",
+        "Toxiproxy also latency, slow and cut replies, and its COMMIT lost on the way (needs "
+        "network_faults)",
         Capability.NETWORK_FAULTS,
         # latency is reported as a family of its own: armed and never fired
         # (a backend that cannot hold replies back), it makes the run

@@ -89,6 +89,7 @@ def tcp_connections(
 #: silences every service named
 _ON_THE_STORE = (
     "commit_ack_lost", "reset_mid_transaction", "latency", "slow_reply", "cut_reply",
+    "commit_lost",
 )  # fmt: skip
 
 

@@ -99,6 +99,9 @@ _KERNEL_CANNOT = {
     "HARNESS_TOXIPROXY_BIN)",
     "cut_reply": "the kernel backend cannot cut a reply after some bytes; run the network "
     "faults on Toxiproxy (HARNESS_TOXIPROXY_URL or HARNESS_TOXIPROXY_BIN)",
+    "commit_lost": "the kernel backend cannot drop a COMMIT and close the server's end of "
+    "the connection too (the transaction would hold its locks until the server noticed); "
+    "run the network faults on Toxiproxy (HARNESS_TOXIPROXY_URL or HARNESS_TOXIPROXY_BIN)",
 }
 
 

@@ -15,6 +15,14 @@ before it heals, watching the kernel's sockets (``ss``, no root needed):
     the COMMIT was applied), the proxy is switched off and on again, which
     closes the worker's connections: the worker sees its connection end
     with no reply, and its read back (a fresh connection) goes through.
+``commit_lost``
+    What the worker sends the server is dropped (a ``timeout`` toxic of 0,
+    upstream); the worker goes on and sends its COMMIT; once the proxy has
+    received it (bytes arrive on the proxy's side of the worker's
+    connection), the proxy is switched off and on again: the server sees
+    the connection end mid-transaction and rolls it back, the worker sees
+    its connection end with no reply. To the worker, a lost
+    acknowledgement; in the store, nothing was written.
 ``reset_mid_transaction``
     The proxy is switched off and on while the worker is paused between two
     statements: its connections are closed at both ends and the step waits
@@ -64,7 +72,14 @@ SLICE_BYTES, SLICE_VARIATION, SLICE_DELAY_US = 24, 16, 200
 #: ``cut_reply``: how much of the next reply gets through (bytes)
 CUT_AFTER = 16
 #: the fault kinds aimed at the store of the worker's transactions (the first service)
-ON_THE_STORE = ("commit_ack_lost", "reset_mid_transaction", "latency", "slow_reply", "cut_reply")
+ON_THE_STORE = (
+    "commit_ack_lost",
+    "reset_mid_transaction",
+    "latency",
+    "slow_reply",
+    "cut_reply",
+    "commit_lost",
+)
 
 
 def _alive(pid: int) -> bool:
@@ -224,6 +239,8 @@ def network_fault(
     try:
         if step.kind == "commit_ack_lost":
             _commit_ack_lost(ctx, handle, srv, route, toxic, value)
+        elif step.kind == "commit_lost":
+            _commit_lost(ctx, handle, srv, route, toxic, value)
         elif step.kind == "reset_mid_transaction":
             with _switched_off(srv, [route]) as closed:
                 value["server_let_go"] = _server_let_go(route, closed)
@@ -290,6 +307,46 @@ def _commit_ack_lost(
             **value,
             reason="the server never answered the worker's next statement (it sent none, or "
             "ended first)",
+        )
+
+
+def _commit_lost(
+    ctx: StepContext,
+    handle: WorkerHandle,
+    srv: tp.Server,
+    route: tp.Route,
+    toxic: str,
+    value: dict[str, Any],
+) -> None:
+    # The proxy's ends of the worker's connections: what the worker sends
+    # arrives there (and, with the toxic on, goes no further).
+    mine = _worker_side(handle, route)
+    received = {e: _ss_bytes(e) for e in mine}
+    srv.add_toxic(route, toxic, "timeout", "upstream", {"timeout": 0})
+    handle.cont()
+
+    def sent() -> bool:
+        return any(
+            any(n > received[e].get(p, n) for p, n in _ss_bytes(e).items()) for e in received
+        )
+
+    # The worker sent its next statement -- its COMMIT -- and the proxy
+    # kept it: the server never saw it. Closing the proxy's connections now
+    # ends the server's side (it rolls the transaction back) and the
+    # worker's (no reply).
+    got = _wait(sent, handle)
+    with _switched_off(srv, [route]) as closed:
+        srv.remove_toxic(route, toxic)
+        value["server_let_go"] = _server_let_go(route, closed)
+    value["closed"] = len(closed)
+    if got:
+        ctx.recorder.fault("commit_lost", True, **value)
+    else:
+        ctx.recorder.fault(
+            "commit_lost",
+            False,
+            **value,
+            reason="the worker never sent its next statement (it sent none, or ended first)",
         )
 
 

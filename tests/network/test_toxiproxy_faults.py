@@ -67,6 +67,7 @@ CASES = [
     ("latency", "checkpoint_stmt_commit", 2),
     ("slow_reply", "checkpoint_stmt_commit", 1),
     ("cut_reply", "checkpoint_stmt_commit", 2),
+    ("commit_lost", "checkpoint_stmt_commit", 2),
 ]
 
 

@@ -31,6 +31,7 @@ COMMIT_FAULTS = (
     "storage_cut",
     "reset",
     "ack_lost",
+    "commit_lost",
 )
 
 
@@ -72,7 +73,10 @@ def commit_fault_pairs(u: Universe) -> list[CommitFaultPair]:
       the middle in-transaction crash point;
     - ``reset``: the worker's storage connection reset there;
     - ``ack_lost``: the commit's acknowledgement lost (the worker held at
-      its last in-transaction crash point).
+      its last in-transaction crash point);
+    - ``commit_lost``: the commit itself lost on its way, the connection
+      ended (held there too; Toxiproxy only): to the worker the same as a
+      lost acknowledgement, but nothing was written.
 
     Pairs come breadth-first: each fault's pairs interleaved with every
     other fault's, so a plan cut short has tried every fault."""
@@ -98,6 +102,9 @@ def commit_fault_pairs(u: Universe) -> list[CommitFaultPair]:
         "ack_lost": None
         if "commit_ack_lost" in network
         else "network faults on a TCP storage connection (commit_ack_lost)",
+        "commit_lost": None
+        if "commit_lost" in network
+        else "network faults through a proxy on a TCP storage connection (commit_lost)",
     }
     by_fault: list[list[CommitFaultPair]] = []
     for fault in COMMIT_FAULTS:
@@ -140,6 +147,14 @@ def _repeat_harm(a: _Aim, eff: str) -> int:
     return REPEAT_HARM.index(promise) if promise in REPEAT_HARM else len(REPEAT_HARM)
 
 
+#: the network fault kind of each network fault at a commit
+_NET: dict[str, Literal["commit_ack_lost", "reset_mid_transaction", "commit_lost"]] = {
+    "reset": "reset_mid_transaction",
+    "ack_lost": "commit_ack_lost",
+    "commit_lost": "commit_lost",
+}
+
+
 def _pair_schedule(a: _Aim, kind: str, fault: str, storage: tuple[str, ...]) -> Scenario | str:
     """The schedule aiming ``fault`` at the first commit of ``kind``, or why
     there is none ("trace: ...")."""
@@ -178,11 +193,9 @@ def _pair_schedule(a: _Aim, kind: str, fault: str, storage: tuple[str, ...]) -> 
                 *_rounds(c.round),
                 RunWorker(worker_id="w1", crash=crash),
             )
-        if fault in ("reset", "ack_lost"):
-            at = c.last if fault == "ack_lost" else mid
-            net: Literal["commit_ack_lost", "reset_mid_transaction"] = (
-                "commit_ack_lost" if fault == "ack_lost" else "reset_mid_transaction"
-            )
+        if fault in ("reset", "ack_lost", "commit_lost"):
+            at = mid if fault == "reset" else c.last
+            net = _NET[fault]
             return _scenario(
                 f"{name}/{at[0]}@{at[1]}",
                 _run(wf),

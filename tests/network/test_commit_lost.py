@@ -1,0 +1,84 @@
+"""A COMMIT lost on its way (``commit_lost``, Toxiproxy): to the worker the
+same as a lost acknowledgement -- its connection ends with no reply -- but
+the server never applied it. A runtime must find out which before it acts
+on the commit (the reference reads the run back on a fresh connection); one
+that takes an unknown commit for a success calls the service with no
+durable record, and the next worker calls again.
+
+The commit-fault pairs aim it at the commit of an effect a second call
+harms most: the research workflow's at-most-once report e-mail."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from harness.adapters.reference import from_options
+from harness.scenarios import probe_universe
+from harness.scenarios._schedules.pairs import commit_fault_pairs
+from harness.vocabulary import PROXY_NETWORK_KINDS
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.usefixtures("toxiproxy")]
+
+
+def _load_mutants() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_mutants.py"
+    spec = importlib.util.spec_from_file_location("benchmarks_mutants_net", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+mutants = _load_mutants()
+
+#: a mistake of the class (an unknown commit taken for a success), written
+#: as its author would: "the row is still under our lease, so no one else
+#: wrote it: it is ours" -- at the version before the commit, too
+OURS_MEANS_COMMITTED = mutants.Edit(
+    "_executor/_step.py",
+    "        if ours and row.model_dump(exclude=lease) == new.model_dump(exclude=lease):\n",
+    "        if ours:\n",
+)
+
+
+@pytest.fixture(scope="module")
+def sent_mark_pair(postgres_url: str, redis_url: str) -> dict[str, Any]:
+    opts = {"backend": "postgres", "queue": "redis"}
+    u = probe_universe(from_options(**opts), network_kinds=PROXY_NETWORK_KINDS)
+    (pair,) = [
+        p for p in commit_fault_pairs(u) if (p.kind, p.fault) == ("sent_mark", "commit_lost")
+    ]
+    assert pair.scenario is not None, pair.why
+    return json.loads(pair.scenario.model_dump_json())
+
+
+def test_the_pair_aims_at_the_at_most_once_effect(sent_mark_pair: dict[str, Any]) -> None:
+    assert sent_mark_pair["name"].startswith("targeted/research/commit_fault/sent_mark/commit_lost")
+
+
+@pytest.mark.parametrize(
+    ("edits", "failed"),
+    [((), set()), ((OURS_MEANS_COMMITTED,), {"exactly_once_effects"})],
+    ids=["correct", "ours-means-committed"],
+)
+def test_a_lost_commit_taken_for_a_success_sends_twice(
+    sent_mark_pair: dict[str, Any], tmp_path: Path, edits: tuple[Any, ...], failed: set[str]
+) -> None:
+    copy = mutants.mutated_copy(tmp_path / "src", edits)
+    opts = {"backend": "postgres", "queue": "redis"}
+    run = mutants.execute(copy, sent_mark_pair, tmp_path / "work", opts)
+    events = [json.loads(line) for line in run.history.read_text().splitlines()]
+    faults = [e["value"] for e in events if e["f"] == "fault"]
+    (lost,) = [f for f in faults if f["kind"] == "commit_lost"]
+    assert lost["fired"] is True and lost["backend"] == "toxiproxy", lost
+    sends = [e for e in events if e["f"] == "effect" and e["value"]["kind"] == "email.send"]
+    assert len(sends) == (2 if failed else 1), sends
+    assert failed <= set(run.failed) and (failed or not run.failed), run.failed
