@@ -682,10 +682,11 @@ def _network_episode(
     on the resume's commits."""
     if kind == "partition" and Capability.CLOCK not in u.capabilities:
         kind = "commit_ack_lost"
-    # A reply held back is aimed where an acknowledgement is lost (right
-    # before a COMMIT); a fragmented or cut reply where a reset is (between
-    # two statements).
+    # A reply held back, and a COMMIT lost on its way, are aimed where an
+    # acknowledgement is lost (right before a COMMIT); a fragmented or cut
+    # reply where a reset is (between two statements).
     aim = {"latency": "commit_ack_lost", "slow_reply": "reset_mid_transaction"}
+    aim["commit_lost"] = "commit_ack_lost"
     aim["cut_reply"] = "reset_mid_transaction"
     sites = _network_sites(u, runs, aim.get(kind, kind))
     if not sites:  # nowhere to hold the worker between steps: inside a commit
@@ -701,6 +702,7 @@ def _network_episode(
         "latency": "latency",
         "slow_reply": "slow_reply",
         "cut_reply": "cut_reply",
+        "commit_lost": "commit_lost",
     }
     return [
         *_approved_first(draw, u, [r.run_id for r in runs], n),
