@@ -78,6 +78,15 @@ from ._universe import Universe
 
 #: places the systematic sweeps take in each breadth-first round
 SWEEP_SLOTS = 2
+#: the commit faults that act on a worker's storage connections
+CONNECTION_FAULTS = ("storage_cut", "reset", "ack_lost", "commit_lost")
+
+
+def _pair_fault(name: str) -> str | None:
+    """The fault of a commit-fault pair's own schedule
+    (``targeted/WF/commit_fault/KIND/FAULT/...``), else None."""
+    parts = name.split("/")
+    return parts[4] if len(parts) > 4 and parts[2] == "commit_fault" else None
 
 
 def targeted(u: Universe) -> list[Scenario]:
@@ -135,6 +144,13 @@ def targeted(u: Universe) -> list[Scenario]:
         if pair.scenario is not None:
             pairs.append(by_steps.setdefault(_steps(pair.scenario), pair.scenario))
     cats.append([p for p in pairs if "/commit_fault/" in p.name][:1])
+    # The connection faults at a commit (a storage cut, a reset, a lost
+    # acknowledgement, a lost COMMIT: only where the deployment offers them,
+    # Postgres and Redis) no other category aims, so each is a category of
+    # its own, one commit kind a round: placed last, a plan cut by its
+    # budget never reached them.
+    for fault in CONNECTION_FAULTS:
+        cats.append([p for p in pairs if _pair_fault(p.name) == fault])
     # Every category's first scenario (each sweep's too), and the first of
     # every kind of schedule within them (each world fault mode, each kind
     # of bad decision...), before any category's second, so a plan the
