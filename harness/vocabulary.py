@@ -117,9 +117,16 @@ MODEL_FAULT_MODES = (
 )
 
 
+#: What a tool's service can answer wrong (a world fault mode the ``model``
+#: family arms, not the ``world`` family): the effect applied, the reply a
+#: success without the field that carries its reference.
+TOOL_REPLY_MODES = ("reply_missing_ref",)
+
+
 def model_kind(mode: str) -> str:
-    """The fault kind a model fault of ``mode`` is reported as."""
-    return f"model_{mode}"
+    """The fault kind a model fault (or a tool-reply fault) of ``mode`` is
+    reported as."""
+    return f"tool_{mode}" if mode in TOOL_REPLY_MODES else f"model_{mode}"
 
 
 #: Every fault family, in the order scenarios and reports list them.
@@ -252,11 +259,11 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
     FaultFamily(
         "model",
         "the model endpoint rate-limits, errs, loses or cuts a reply, or answers with "
-        "malformed or incomplete tool-call arguments, nothing, or a refusal (needs "
-        "model_endpoint)",
+        "malformed or incomplete tool-call arguments, nothing, or a refusal; a tool's service "
+        "applies the call and answers without its reference (needs model_endpoint)",
         Capability.MODEL_ENDPOINT,
-        reported=tuple(model_kind(m) for m in MODEL_FAULT_MODES),
-        variants=MODEL_FAULT_MODES,
+        reported=tuple(model_kind(m) for m in (*MODEL_FAULT_MODES, *TOOL_REPLY_MODES)),
+        variants=(*MODEL_FAULT_MODES, *TOOL_REPLY_MODES),
     ),
 )
 

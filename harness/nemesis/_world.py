@@ -6,6 +6,7 @@ answer)."""
 from __future__ import annotations
 
 from ..model import ArmWorldFault, EventF
+from ..vocabulary import TOOL_REPLY_MODES, model_kind
 from ..world import LOOKUP, FaultRule
 from ._context import StepContext
 
@@ -18,6 +19,8 @@ def world_kind(mode: str, action: str | None = None) -> str:
     aimed at a service's lookups is a ``lookup_fault``)."""
     if action == LOOKUP:
         return "lookup_fault"
+    if mode in TOOL_REPLY_MODES:
+        return model_kind(mode)  # the model family's: what a tool is told
     if mode == OUTAGE_MODE:
         return "outage"
     return "effect_boundary" if mode.startswith("kill_") else "world_fault"

@@ -18,7 +18,7 @@ from ..adapters import Adapter, Capability, Environment, Observation
 from ..history import HistoryWriter
 from ..model import EventF, RunState
 from ..nemesis import model_fault_event, world_kind
-from ..vocabulary import model_kind
+from ..vocabulary import TOOL_REPLY_MODES, model_kind
 from ..world import MODEL
 
 #: the states whose deadline (``RunView.wake_at``) a ``wait`` event records
@@ -210,6 +210,10 @@ class HistoryRecorder:
             if f.service == MODEL:
                 self.fault(model_kind(f.mode), True, armed=False, **model_fault_event(f))
                 continue
+            # A reply without its reference may leave the run to stop where
+            # it cannot prove its effect (parked, for an operator): named, so
+            # the comparisons with the fault-free run leave it out.
+            named = {"runs": [f.run_id]} if f.mode in TOOL_REPLY_MODES and f.run_id else {}
             self.fault(
                 world_kind(f.mode, f.action),
                 True,
@@ -218,6 +222,7 @@ class HistoryRecorder:
                 service=f.service,
                 action=f.action,
                 run_id=f.run_id,
+                **named,
             )
         self.observe()
 

@@ -58,7 +58,7 @@ from ..model import (
     StorageFault,
     Submit,
 )
-from ..vocabulary import FAMILY_VARIANTS, FAULT_FAMILIES, NETWORK_KINDS
+from ..vocabulary import FAMILY_VARIANTS, FAULT_FAMILIES, NETWORK_KINDS, TOOL_REPLY_MODES
 from ..world import LOOKUP, LOOKUP_FAULT_MODES, SERVICES
 from ._universe import TENANTS, Universe
 
@@ -501,6 +501,12 @@ def _model_episode(
     call's arguments: at one of the next replies that call a tool)."""
     mode = _kind(draw, swarm, "model")
     nth = draw(st.sampled_from((1, 1, 1, 2, 3)))
+    if mode in TOOL_REPLY_MODES:
+        # a tool's service answers one of its next calls without the reference
+        effect = draw(st.sampled_from(_effects(u, runs) or ["payments.charge"]))
+        service, _, name = effect.partition(".")
+        armed: Step = ArmWorldFault(service=service, action=name or None, nth=nth, mode=mode)
+        return [armed, RunWorker(worker_id=f"w{n}")]
     action = "tool_call" if mode in ("malformed_arguments", "missing_argument") else None
     return [ArmModelFault(mode=mode, action=action, nth=nth), RunWorker(worker_id=f"w{n}")]
 

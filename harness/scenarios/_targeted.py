@@ -64,7 +64,7 @@ from ._schedules.connections import _network, _storage_cuts
 from ._schedules.memory import _memory, _memory_clock, _memory_while_down
 from ._schedules.messages import _deliveries_while_held, _messages, _run_twins, _tenant_twins
 from ._schedules.migration import _rollbacks, _upgrades
-from ._schedules.model import _model_faults, _model_then_kill
+from ._schedules.model import _model_faults, _model_then_kill, _tool_replies
 from ._schedules.pairs import commit_fault_pairs
 from ._schedules.processes import _operator_cancels, _zombies
 from ._schedules.world import (
@@ -118,6 +118,7 @@ def targeted(u: Universe) -> list[Scenario]:
         _network(aim),
         _model_then_kill(aim),
         _model_faults(aim),
+        _tool_replies(aim),
     ]
     # The systematic sweeps take SWEEP_SLOTS places in each round, round
     # robin among themselves: each one's first scenario still comes within

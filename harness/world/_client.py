@@ -9,6 +9,7 @@ the caller never finds out.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import time
@@ -358,6 +359,9 @@ class WorldClient(OnWorldFile):
         seq = self._insert(conn, req, outcome, done, rule_id=rule_id, pid=pid)
         if matched is not None:
             self._record_fired(conn, matched, req.caller, request_seq=seq, pid=pid)
+        if mode == "reply_missing_ref" and done.response is not None:
+            # Recorded whole; the caller gets it without its reference.
+            done = dataclasses.replace(done, response=_without_ref(done.response))
         return outcome, done, seq
 
     def _insert(
@@ -486,6 +490,14 @@ def _one_caller(caller: CallerLike | None, context: CallerLike | None) -> Caller
     if not isinstance(getattr(who, "tenant", None), str):
         raise WorldUsageError(f"the caller must have a str tenant; got {who!r}")
     return who
+
+
+def _without_ref(response: Response) -> Response:
+    """``response`` without the reference: the body's fields that carry it
+    left out, ``external_ref`` empty."""
+    ref = response.external_ref
+    body = {k: v for k, v in response.body.items() if v != ref}
+    return Response("", body, response.deduplicated)
 
 
 def _answer_lookup(service: str, outcome: Outcome, done: Processed) -> Response | None:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, get_args
 
-from ..vocabulary import FAMILY
+from ..vocabulary import MODEL_FAULT_MODES as _MODEL_MODES
 from ._errors import WorldUsageError
 
 #: Version of the record dictionaries written by :meth:`RequestRecord.to_dict`
@@ -172,6 +172,7 @@ FaultMode = Literal[
     "slow",
     "kill_before_apply",
     "kill_after_apply",
+    "reply_missing_ref",
 ]
 FAULT_MODES: tuple[str, ...] = get_args(FaultMode)
 
@@ -184,7 +185,7 @@ ModelFaultMode = str
 #: the ``model`` fault family's variants. The first four hit the transport
 #: (a client retries them: nothing was decided); the last four change what
 #: the model decided.
-MODEL_FAULT_MODES: tuple[str, ...] = FAMILY["model"].variants
+MODEL_FAULT_MODES: tuple[str, ...] = _MODEL_MODES
 #: The modes that change the model's decision (the rest lose or refuse the reply).
 MODEL_CONTENT_MODES: tuple[str, ...] = MODEL_FAULT_MODES[4:]
 #: The ``action`` of a model rule: the nth reply that calls a tool, or the
@@ -228,7 +229,13 @@ class FaultRule:
       a caller killed while it sleeps leaves a fired rule with no request;
     * ``kill_before_apply`` -- record the fault, then SIGKILL the calling process;
     * ``kill_after_apply`` -- process and commit the request, record the fault,
-      then SIGKILL the calling process before it sees the response.
+      then SIGKILL the calling process before it sees the response;
+    * ``reply_missing_ref`` -- process and commit the request, then answer
+      success with a reply that lacks the reference: every field of the
+      body that carries it left out (the world's record keeps the whole
+      reply, so a repeat it deduplicates gets it whole), and ``external_ref``
+      empty for a Python caller. An app must not record an effect it cannot
+      prove: it asks again (under its key), looks it up, or parks the run.
 
     ``action`` :data:`LOOKUP` aims the rule at the service's lookups instead
     (a runtime reconciling an effect in doubt asks whether it was applied):

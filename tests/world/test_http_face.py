@@ -215,6 +215,23 @@ def test_a_repeated_key_is_answered_with_the_first_reply_and_applied_once(
     assert outcomes(world) == [("refund", "applied", True), ("refund", "deduplicated", False)]
 
 
+def test_a_reply_without_its_reference_applied_the_effect_and_a_repeat_gets_it_whole(
+    face: Face, world: World
+) -> None:
+    """``reply_missing_ref``: the service applied the call and answered
+    success, without the reference; the world's record keeps the whole
+    reply, so the same call repeated under its key is answered whole."""
+    world.arm(FaultRule("payments", nth=1, mode="reply_missing_ref", action="refund"))
+    partial = face.call("payments", "refund", {"amount": 5}, key="k1")
+    again = face.call("payments", "refund", {"amount": 5}, key="k1")
+
+    assert partial.kind == "ok" and "external_ref" not in partial.body, partial
+    (effect,) = world.effects()
+    assert again.deduplicated and again.body["external_ref"] == effect.external_ref
+    assert outcomes(world) == [("refund", "applied", True), ("refund", "deduplicated", False)]
+    assert [(f.mode, f.run_id) for f in world.fired()] == [("reply_missing_ref", "r1")]
+
+
 def test_a_key_reused_for_another_request_is_refused_and_applies_nothing(
     face: Face, world: World
 ) -> None:
@@ -679,3 +696,22 @@ def test_the_report_counts_the_models_calls_and_tokens_and_a_merge_sums_them(
     assert merged.model_usage == {
         k: shards[0].model_usage[k] + shards[1].model_usage[k] for k in shards[0].model_usage
     }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("app", "verdict"), [("careful", "pass"), ("naive", "fail")])
+def test_a_refund_answered_without_its_reference_is_not_recorded_and_not_done_twice(
+    tmp_path: Path, app: str, verdict: str
+) -> None:
+    """The payments API applies the refund and answers success without the
+    refund's reference: the agent's tool cannot read it and raises, the
+    call stays saved, and the next worker runs it again. Under the ticket's
+    key the provider answers the first refund, whole; without one, it
+    refunds again."""
+    missing = ArmWorldFault(service="payments", action="refund", mode="reply_missing_ref")
+    history: list[dict[str, Any]] = []
+    verdicts = _example(app, tmp_path, history, faults=(missing,))
+    assert verdicts["exactly_once_effects"] == verdict, verdicts
+    fired = [e["value"] for e in history if e["f"] == "fault"]
+    assert [f["kind"] for f in fired] == ["tool_reply_missing_ref"], fired
+    assert fired[0]["runs"] == ["r1"], fired

@@ -6,8 +6,8 @@ retry's path must be as durable as the first)."""
 
 from __future__ import annotations
 
-from ...model import ArmModelFault, RunWorker, Scenario
-from ...vocabulary import MODEL_FAULT_MODES
+from ...model import ArmModelFault, ArmWorldFault, RunWorker, Scenario
+from ...vocabulary import MODEL_FAULT_MODES, TOOL_REPLY_MODES
 from ...world import MODEL_CONTENT_MODES
 from ._common import _Aim, _interleave, _kill_after_apply, _run, _scenario
 
@@ -35,6 +35,33 @@ def _model_faults(a: _Aim) -> list[Scenario]:
                     f"{wf.name}/model_{mode}", _run(wf), _fault(mode), RunWorker(worker_id="w1")
                 )
                 for mode in MODEL_FAULT_MODES
+            ]
+            for wf in a.workflows
+        ]
+    )
+
+
+def _tool_replies(a: _Aim) -> list[Scenario]:
+    """Each effect's service applies the call and answers without its
+    reference (a tool's output the app cannot prove its effect by): the
+    app must not record an effect it cannot prove, nor do it again."""
+    if "model" not in a.families:
+        return []
+    return _interleave(
+        [
+            [
+                _scenario(
+                    f"{wf.name}/tool_{mode}/{eff}",
+                    _run(wf),
+                    ArmWorldFault(
+                        service=eff.partition(".")[0],
+                        action=eff.partition(".")[2] or None,
+                        mode=mode,
+                    ),
+                    RunWorker(worker_id="w1"),
+                )
+                for eff in wf.effects
+                for mode in TOOL_REPLY_MODES
             ]
             for wf in a.workflows
         ]
