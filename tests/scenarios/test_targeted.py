@@ -134,6 +134,10 @@ def test_the_first_round_holds_one_scenario_of_every_category() -> None:
         "apply_then_timeout",
         "service_down",
         "commit_ack_lost",
+        # the model family (the test universe declares model_endpoint)
+        "model_rate_limited_then_kill",
+        "model_rate_limited",
+        "tool_reply_missing_ref",
     }
     assert set(kinds[: len(first_round)]) == first_round
     # the systematic sweeps take two places a round: each begins by the third
