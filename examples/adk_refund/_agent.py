@@ -9,7 +9,9 @@ that the versions differ in exactly what they decide:
 
 * ``key``: the ``Idempotency-Key`` the tool sends (``None``: none);
 * ``retry_lost``: whether the tool retries a lost reply itself (with the same
-  key), or raises and leaves the retry to ADK's resume;
+  key), or raises and leaves the retry to ADK's resume (a refusal or an
+  outage is retried in the tool either way, up to ``TRIES``: ADK never runs
+  again a tool that raised);
 * ``answer_once``: a ``before_model_callback`` that does not ask the model
   again once the invocation holds its answer (after a resume).
 """
@@ -31,7 +33,7 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 Key = Callable[[ToolContext], str]
-#: a lost reply is tried this many times in all before the tool gives up
+#: a call refused, lost or met by an outage is tried this many times in all
 TRIES = 3
 
 
@@ -54,10 +56,10 @@ def refund_tool(key: Key | None, *, retry_lost: bool) -> Callable[..., str]:
                 if retry_lost and attempt < TRIES:
                     continue
                 raise
-            if reply.status_code == 503 and retry_lost and attempt < TRIES:
-                continue  # the service is down for a moment
-            reply.raise_for_status()
-            return str(reply.json()["external_ref"])
+            if reply.is_success:
+                return str(reply.json()["external_ref"])
+            if attempt == TRIES:  # refused (4xx) or down (5xx) every time: give up
+                reply.raise_for_status()
         raise AssertionError("unreachable")
 
     return refund

@@ -3,8 +3,9 @@
 * **An idempotency key from the session** (``"{session_id}:refund"``): the
   call ADK resumes, and a lost reply the tool retries, send the same key;
   the payments API applies the refund once.
-* **A lost reply is retried in the tool** (with that key), never raised: ADK
-  does not run again a tool that raised (``raising.py``).
+* **A failed call is retried in the tool** (refused, lost or down; with that
+  key), a few times, before it raises: ADK does not run again a tool that
+  raised (``raising.py``).
 * **The model is not asked again once it answered**: ADK stores the answer
   and its ``end_of_agent`` marker in two writes, and resumes an invocation
   killed between them by asking the model again (``call_keyed.py``).

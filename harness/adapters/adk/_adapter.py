@@ -118,6 +118,21 @@ def status_of(events: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]
     return ("completed" if answered else "failed"), (said[-1] if said else None)
 
 
+def prepare(path: Path) -> None:
+    """Create ADK's tables as a deployment does once, before it serves
+    (``prepare_tables()``): two commits, the tables then the schema version.
+    A process killed between them leaves a database ADK refuses for good
+    ("Schema version not found"), so no worker is the first to touch it."""
+    from google.adk.sessions import DatabaseSessionService
+
+    async def tables() -> None:
+        sessions = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{path}")
+        await sessions.prepare_tables()
+        await sessions.close()
+
+    asyncio.run(tables())
+
+
 def _calls(parts: list[dict[str, Any]]) -> list[str]:
     return [p["function_call"]["name"] for p in parts if p.get("function_call")]
 
@@ -186,6 +201,7 @@ class ADKEnvironment(BaseEnvironment):
         workdir.mkdir(parents=True, exist_ok=True)
         self.workload, self.work, self.sessions = adapter.workload, workdir, workdir / "sessions.db"
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
+        prepare(self.sessions)
         script = self.workload.script
         self.face = self.world.serve_http(
             model=None if script is None else parse_chat_script(script)
