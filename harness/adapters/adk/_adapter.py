@@ -47,6 +47,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ from ..kit import (
 
 TABLE = transitions_from_sequence(["pending", "running", "completed", "failed"])
 SITES = ("event_commit", "event_appended")
+ADK_VERSION = partial(metadata.version, "google-adk")
 
 
 def json_message(run_input: Mapping[str, Any]) -> str:
@@ -112,10 +114,10 @@ def status_of(events: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None]
     mine = [e for e in events if e["invocation_id"] == last]
     if not any(e.get("actions", {}).get("end_of_agent") for e in mine):
         return "running", None
-    said = [e["content"] for e in mine if e.get("content")]
-    parts = said[-1].get("parts") or [] if said else []
-    answered = said and said[-1].get("role") == "model" and not _calls(parts)
-    return ("completed" if answered else "failed"), (said[-1] if said else None)
+    last_said = ([e["content"] for e in mine if e.get("content")] or [None])[-1]
+    answered = last_said and last_said.get("role") == "model"
+    answered = answered and not _calls(last_said.get("parts") or [])
+    return ("completed" if answered else "failed"), last_said
 
 
 def prepare(path: Path) -> None:
@@ -133,6 +135,13 @@ def prepare(path: Path) -> None:
     asyncio.run(tables())
 
 
+def said(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation: what each event with content said, and who."""
+    return [
+        {"author": e.get("author"), "content": e["content"]} for e in events if e.get("content")
+    ]
+
+
 def _calls(parts: list[dict[str, Any]]) -> list[str]:
     return [p["function_call"]["name"] for p in parts if p.get("function_call")]
 
@@ -145,9 +154,7 @@ async def _work(args: dict[str, Any], workload: ADKWorkload) -> None:
 
     app = pkgutil.resolve_name(args["app"])  # after env: the app reads it at import
     work, worker_id = Path(args["workdir"]), str(args["worker_id"])
-    points = CrashPoints(
-        work / "crashpoints.jsonl", args["crash"], trace=args["trace"], sites=SITES
-    )
+    points = CrashPoints(work / "crashpoints.jsonl", args["crash"], trace=args["trace"])
     sessions = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{work / 'sessions.db'}")
     event.listen(sessions.db_engine.sync_engine, "commit", lambda _: points.hit("event_commit"))
     append = sessions.append_event
@@ -159,11 +166,8 @@ async def _work(args: dict[str, Any], workload: ADKWorkload) -> None:
 
     sessions.append_event = appended  # type: ignore[method-assign]
     runner = Runner(app=app, session_service=sessions)
-    world, registry = (
-        WorldClient(work / "world.db", clock=lambda: EPOCH),
-        RunRegistry(work / "registry.db"),
-    )
-    for run in registry.runs():
+    world = WorldClient(work / "world.db", clock=lambda: EPOCH)
+    for run in RunRegistry(work / "registry.db").runs():
         status, _ = status_of(events := events_of(work / "sessions.db", run.run_id))
         if status not in ("pending", "running"):
             continue
@@ -172,11 +176,9 @@ async def _work(args: dict[str, Any], workload: ADKWorkload) -> None:
         if await sessions.get_session(**ids) is None:
             await sessions.create_session(**ids)
         text = types.Part(text=workload.message(run.data["input"]))
-        go: dict[str, Any] = (
-            {"invocation_id": events[-1]["invocation_id"]}
-            if events
-            else {"new_message": types.Content(role="user", parts=[text])}
-        )
+        go: dict[str, Any] = {"new_message": types.Content(role="user", parts=[text])}
+        if events:  # resume the invocation ADK has not ended
+            go = {"invocation_id": events[-1]["invocation_id"]}
         try:
             async for _ in runner.run_async(user_id=run.tenant, session_id=run.run_id, **go):
                 pass
@@ -202,10 +204,8 @@ class ADKEnvironment(BaseEnvironment):
         self.workload, self.work, self.sessions = adapter.workload, workdir, workdir / "sessions.db"
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
         prepare(self.sessions)
-        script = self.workload.script
-        self.face = self.world.serve_http(
-            model=None if script is None else parse_chat_script(script)
-        )
+        script = self.workload.script and parse_chat_script(self.workload.script)
+        self.face = self.world.serve_http(model=script or None)
         self.registry = RunRegistry(workdir / "registry.db", clock=lambda: EPOCH)
         self.workers = WorkerSet(workdir, adapter.preload)
         self.args = {"app": adapter.app, "workload": adapter.workload_spec, "workdir": str(workdir)}
@@ -220,15 +220,14 @@ class ADKEnvironment(BaseEnvironment):
     def pause_points(self) -> list[str]:
         return ["event_appended"]  # event_commit is inside the write's transaction
 
-    def crash_point_trace(self) -> list[tuple[str, str, int]]:
+    def crash_point_trace(self) -> list[tuple[int, str, int]]:
         return crash_point_trace(self.work / "crashpoints.jsonl")
 
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> ForkServerWorker:
-        crashed = None if crash is None else crash.model_dump()
-        args = {**self.args, "worker_id": worker_id, "crash": crashed}
-        args["trace"] = self.trace_crash_points
+        crashed, trace = None if crash is None else crash.model_dump(), self.trace_crash_points
+        args = {**self.args, "worker_id": worker_id, "crash": crashed, "trace": trace}
         return self.workers.spawn(worker_id, f"{__name__}:worker_main", args)
 
     def submit(self, run: RunSpec) -> None:
@@ -245,27 +244,17 @@ class ADKEnvironment(BaseEnvironment):
         return RunView(**view, state=RunState(status), output=output)
 
     def observe(self) -> Observation:
-        return self.registry.observation(
-            [self._view(r.run_id, r.tenant) for r in self.registry.runs()]
-        )
+        runs = self.registry.runs()
+        return self.registry.observation([self._view(r.run_id, r.tenant) for r in runs])
 
     def runnable(self) -> bool:
         """Whether a worker started now would start or resume a run."""
-        return any(
-            status_of(events_of(self.sessions, r.run_id))[0] in ("pending", "running")
-            for r in self.registry.runs()
-        )
+        statuses = (status_of(events_of(self.sessions, r.run_id))[0] for r in self.registry.runs())
+        return bool({"pending", "running"} & set(statuses))
 
     def durable_state(self) -> DurableState:
         """Each session's conversation (module docstring)."""
-        runs = {
-            r.run_id: [
-                {"author": e.get("author"), "content": e["content"]}
-                for e in events_of(self.sessions, r.run_id)
-                if e.get("content")
-            ]
-            for r in self.registry.runs()
-        }
+        runs = {r.run_id: said(events_of(self.sessions, r.run_id)) for r in self.registry.runs()}
         return DurableState(runs=runs, volatile=self.workload.volatile)
 
     now = ConstantClock(EPOCH).now  # nothing waits: the time never moves
@@ -286,23 +275,18 @@ class ADKAdapter:
     name = "adk"
 
     def __init__(self, app: str, workload: str | None = None, preload: str = "true") -> None:
-        module = app.partition(":")[0]
-        self.app = app
-        self.workload_spec = workload or f"{module.rpartition('.')[0]}.workload:WORKLOAD"
-        found = pkgutil.resolve_name(self.workload_spec)
-        if not isinstance(found, ADKWorkload):
+        self.app, package = app, app.partition(":")[0].rpartition(".")[0]
+        self.workload_spec = workload or f"{package}.workload:WORKLOAD"
+        self.workload = found = pkgutil.resolve_name(self.workload_spec)
+        if not isinstance(found, ADKWorkload) or preload not in ("true", "false"):
             raise ValueError(
-                f"workload={self.workload_spec!r} is a {type(found).__name__}, not an ADKWorkload"
+                f"workload={self.workload_spec!r} must name an ADKWorkload (it is "
+                f"a {type(found).__name__}); preload={preload!r}, true or false"
             )
-        self.workload = found
-        if preload not in ("true", "false"):
-            raise ValueError(f"preload={preload!r}: true or false")
-        heavy = ("harness.adapters.adk._preload",) if preload == "true" else ()
-        self.preload = (__name__, *heavy)
-        caps = {Capability.CRASH_POINTS, Capability.DURABLE_STATE}
-        if found.script is not None:  # the app's model is the world's endpoint
-            caps.add(Capability.MODEL_ENDPOINT)
-        self.capabilities: frozenset[Capability] = frozenset(caps)
+        self.preload = (__name__, *(["harness.adapters.adk._preload"] * (preload == "true")))
+        # model_endpoint: only when the app's model is the world's endpoint
+        caps = [Capability.CRASH_POINTS, Capability.DURABLE_STATE, Capability.MODEL_ENDPOINT]
+        self.capabilities = frozenset(caps[: 2 + (found.script is not None)])
 
     def workflows(self) -> list[WorkflowSpec]:
         return list(self.workload.workflows)
@@ -311,9 +295,5 @@ class ADKAdapter:
         return ADKEnvironment(self, workdir)
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "app": self.app,
-            "workload": self.workload_spec,
-            "preload": len(self.preload) > 1,
-            "google-adk": metadata.version("google-adk"),
-        }
+        described = {"app": self.app, "workload": self.workload_spec}
+        return {**described, "preload": len(self.preload) > 1, "google-adk": ADK_VERSION()}
