@@ -6,6 +6,8 @@ run with its fault-free oracle and every checker.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,10 @@ def test_the_careful_app_does_not_ask_its_model_again(tmp_path: Path) -> None:
     judged = verdicts(ex)
     assert Verdict.FAIL not in judged.values(), [r.message for r in ex.results]
     assert judged["state_equivalence"] is Verdict.PASS
+
+
+def test_adk_4_a_kill_in_the_first_setup_leaves_a_database_adk_refuses() -> None:
+    repro = Path(__file__).resolve().parents[2] / "examples/adk_refund/repro/schema_setup_kill.py"
+    done = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "reproduced: Schema version not found" in done.stdout
