@@ -66,7 +66,7 @@ def test_durable_state_is_the_conversation_without_markers_or_error_events() -> 
     assert [e["content"] for e in said(events)] == [USER, ANSWER]
 
 
-def test_model_endpoint_is_declared_only_for_a_scripted_model() -> None:
+def test_a_scripted_app_declares_crash_points_durable_state_and_the_model() -> None:
     adapter = ADKAdapter(app=app("careful"))
     assert adapter.capabilities == {
         Capability.CRASH_POINTS,
