@@ -72,6 +72,13 @@ SHIPPED: dict[str, Shipped] = {
         "temporal",
         "--adapter-opt app=package.module:APP (a TemporalApp)",
     ),
+    "adk": Shipped(
+        "harness.adapters.adk:ADKAdapter",
+        "adk",
+        "--adapter-opt app=package.module:APP (a resumable ADK App), "
+        "workload=package.module:WORKLOAD (an ADKWorkload; default: the app's package's "
+        "workload module), preload=true|false",
+    ),
 }
 
 #: Built-in adapters by short name -> target. A report folder that names one

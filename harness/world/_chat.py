@@ -14,7 +14,11 @@ conversation gets the reply a fault-free run got at the same point::
     ]}
 
 ``arguments`` is a JSON object, or ``"$user"`` (the last user message parsed
-as a JSON object). ``content`` may hold ``$tool_output``. A conversation past
+as a JSON object), or ``"$request"`` (the last user message that *is* a JSON
+object: a model that acts on the request it was given, even when a framework
+added a user turn of its own after it -- ADK asks "Continue processing
+previous requests as instructed" when the conversation ends in the model's
+own answer). ``content`` may hold ``$tool_output``. A conversation past
 the last step is answered by the last step.
 
 The same script answers the Responses API (``POST /v1/responses``: its
@@ -110,7 +114,9 @@ class ChatScript:
         last_user = [m for m in messages if m.get("role") == "user"][-1]
         outputs = [m for m in messages if m.get("role") == "tool"]
         if step.tool is not None:
-            if step.arguments == "$user":
+            if step.arguments == "$request":
+                arguments = _last_request(messages, n)
+            elif step.arguments == "$user":
                 try:
                     arguments = json.loads(_text(last_user))
                 except ValueError as exc:
@@ -148,6 +154,23 @@ class ChatScript:
         return n, {"role": "assistant", "content": content}
 
 
+def _last_request(messages: Sequence[Mapping[str, Any]], n: int) -> dict[str, Any]:
+    """The last user message that parses as a JSON object (``$request``)."""
+    for m in reversed(messages):
+        if m.get("role") != "user":
+            continue
+        try:
+            found = json.loads(_text(m))
+        except ValueError:
+            continue
+        if isinstance(found, dict):
+            return found
+    raise WorldUsageError(
+        f"step {n} takes its arguments from the user's request ($request), and no user "
+        "message is a JSON object"
+    )
+
+
 def _text(message: Mapping[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, list):  # content parts
@@ -179,10 +202,10 @@ def parse_chat_script(data: Any) -> ChatScript:
         if tool is not None:
             if not isinstance(tool, str) or not tool:
                 raise WorldUsageError(f"model script step {i}: tool is a name; got {tool!r}")
-            if arguments != "$user" and not isinstance(arguments, Mapping):
+            if arguments not in ("$user", "$request") and not isinstance(arguments, Mapping):
                 raise WorldUsageError(
-                    f'model script step {i}: arguments is a JSON object or "$user"; '
-                    f"got {arguments!r}"
+                    f'model script step {i}: arguments is a JSON object, "$user" or '
+                    f'"$request"; got {arguments!r}'
                 )
         elif not isinstance(content, str) or arguments is not None:
             raise WorldUsageError(
