@@ -49,7 +49,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 STOPS = ("crash_point", "effect_boundary", "random_kill", "kill")
 #: seeded bugs only a Postgres backend can show, run with backend=postgres
-POSTGRES_BUGS = frozenset({"retry-unknown-commit"})
+POSTGRES_BUGS = frozenset({"retry-unknown-commit", "commit-lost-as-applied"})
 
 
 def adapter_options(bug: str) -> dict[str, str]:

@@ -125,6 +125,16 @@ BUGS: dict[str, SeededBug] = {
             "legal_transitions",
         ),
         SeededBug(
+            "commit-lost-as-applied",
+            "a COMMIT whose connection died before its answer came back is taken for "
+            "applied (a lost acknowledgement is far likelier than a lost commit): when the "
+            "COMMIT itself was lost, the worker acts on a record that was never written, and "
+            "the next worker does the step again (needs network faults on Toxiproxy: "
+            "backend=postgres, HARNESS_TOXIPROXY_BIN or _URL)",
+            "store",
+            "exactly_once_effects",
+        ),
+        SeededBug(
             "context-from-process-memory",
             "the worker caches each run's tool results and memory in process memory and "
             "builds later contexts from the cache instead of from durable records",

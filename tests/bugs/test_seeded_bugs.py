@@ -29,10 +29,11 @@ MAX_FAULT_STEPS = 3
 
 #: bugs about concurrency and leases, also run on Postgres
 ON_POSTGRES = ("no-version-check", "no-fencing", "ack-before-commit", "non-atomic-checkpoint")
-#: bugs only a network fault reveals: they need Postgres and iptables, so the
-#: ci profile's search for them runs in tests/network (test_ci_profile_network.py),
-#: and an explicit scenario catches each too (test_retry_unknown_commit.py)
-NETWORK_ONLY = ("retry-unknown-commit",)
+#: bugs only a network fault reveals: they need Postgres and a network backend,
+#: so the ci profile's search for them runs in tests/network
+#: (test_ci_profile_network.py), and an explicit scenario catches each too
+#: (test_retry_unknown_commit.py, test_commit_lost.py: Toxiproxy)
+NETWORK_ONLY = ("retry-unknown-commit", "commit-lost-as-applied")
 
 
 def _env() -> dict[str, str]:

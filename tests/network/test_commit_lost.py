@@ -82,3 +82,31 @@ def test_a_lost_commit_taken_for_a_success_sends_twice(
     sends = [e for e in events if e["f"] == "effect" and e["value"]["kind"] == "email.send"]
     assert len(sends) == (2 if failed else 1), sends
     assert failed <= set(run.failed) and (failed or not run.failed), run.failed
+
+
+def test_the_seeded_bug_commit_lost_as_applied_is_found_by_a_lost_commit(
+    sent_mark_pair: dict[str, Any], tmp_path: Path
+) -> None:
+    """The seeded ``commit-lost-as-applied`` swallows an error raised by the
+    COMMIT itself: a lost COMMIT is then acted on, and the report mailed
+    twice. Through the same pair's schedule, one run."""
+    copy = mutants.mutated_copy(tmp_path / "src")
+    opts = {"backend": "postgres", "queue": "redis", "bug": "commit-lost-as-applied"}
+    run = mutants.execute(copy, sent_mark_pair, tmp_path / "work", opts)
+    assert "exactly_once_effects" in run.failed, run.failed
+
+
+def test_the_seeded_bug_is_harmless_to_a_lost_acknowledgement(
+    sent_mark_pair: dict[str, Any], tmp_path: Path
+) -> None:
+    """The same commit's acknowledgement lost (the COMMIT applied): taking it
+    for applied is right, so the bug shows nothing -- it is the lost COMMIT
+    that finds it."""
+    lost_ack = json.loads(json.dumps(sent_mark_pair).replace('"commit_lost"', '"commit_ack_lost"'))
+    copy = mutants.mutated_copy(tmp_path / "src")
+    opts = {"backend": "postgres", "queue": "redis", "bug": "commit-lost-as-applied"}
+    run = mutants.execute(copy, lost_ack, tmp_path / "work", opts)
+    events = [json.loads(line) for line in run.history.read_text().splitlines()]
+    kinds = [e["value"]["kind"] for e in events if e["f"] == "fault"]
+    assert "commit_ack_lost" in kinds and "commit_lost" not in kinds, kinds
+    assert run.failed == [], run.failed
