@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +25,7 @@ from .model import PropertyResult, Verdict
 from .nemesis import resolve_worker_timeout, worker_timeout_limit
 from .outcome import Outcome
 from .outcome._replayed import replay_labels
+from .procs._child import IMPORT_LOG_ENV
 from .report import (
     Report,
     load_report,
@@ -534,8 +538,17 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     from .session._check import check_workflows
 
     opts = parse_opts(ns.adapter_opt)
+    preload_out: Path | None = getattr(ns, "preload_out", None)
+    if preload_out is not None and (preload_out.exists() or preload_out.is_symlink()):
+        raise UsageError(
+            f"--preload-out {preload_out}: the file exists, and check-adapter writes only a new "
+            "file: remove it or name another"
+        )
     adapter = guard(load_adapter(ns.spec, opts))
     caps = sorted(c.value for c in adapter.capabilities)
+    # Workers forked from now on log what they import after the fork.
+    imports = Path(tempfile.mkdtemp(prefix="harness-imports-")) / "imports.jsonl"
+    os.environ[IMPORT_LOG_ENV] = str(imports)
     _line(out, f"harness: checking adapter {adapter.name} {adapter.describe()} ({ns.spec})")
     _line(out, f"  capabilities: {', '.join(caps) or 'none declared'}")
     engine = Engine(adapter, load_settings(ns.profile))
@@ -547,11 +560,15 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     except BaseException as exc:
         engine.close()
         close_adapter(adapter, failing=exc)
+        shutil.rmtree(imports.parent, ignore_errors=True)
         raise
+    finally:
+        os.environ.pop(IMPORT_LOG_ENV, None)
     engine.close()
     close_adapter(adapter)
     for check in checks:
         _render_check(out, check)
+    _report_imports(out, imports, preload_out)
     aims = [c.memory_aims for c in checks if c.memory_aims is not None]
     # memory_injection declared, but no workflow gives it a place to aim:
     # a run would leave the family out and say so; say it here first
@@ -581,6 +598,49 @@ def check_adapter(ns: argparse.Namespace, out: TextIO) -> int:
     if not _same_sink(out, sys.stderr):  # a CI log of stderr alone shows it too
         print(verdict, file=sys.stderr)
     return 2
+
+
+def _report_imports(out: TextIO, log: Path, preload_out: Path | None) -> None:
+    """Say what the workers imported after the fork (each worker pays for
+    it: a framework that imports itself lazily defeats the fork server's
+    preload), and write the list where ``--preload-out`` asks."""
+    try:
+        lines = log.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        lines = []
+    finally:
+        shutil.rmtree(log.parent, ignore_errors=True)
+    workers = [json.loads(line) for line in lines if line.strip()]
+    if not workers:
+        return
+    counts = sorted(len(w["modules"]) for w in workers)
+    cpu = sorted(float(w["cpu"]) for w in workers)
+    seen: dict[str, int] = {}
+    for w in workers:
+        for name in w["modules"]:
+            seen[name] = seen.get(name, 0) + 1
+    modules = sorted(seen)
+    median = counts[len(counts) // 2]
+    _line(
+        out,
+        f"  imports: {len(workers)} worker(s) imported a median of {median} modules after the "
+        f"fork ({len(modules)} in all; a worker's median CPU {cpu[len(cpu) // 2] * 1000:.0f} ms)"
+        + (
+            ": a preload list saves each worker that (--preload-out FILE writes it; "
+            "then WorkerSet(workdir, [..., '@FILE']))"
+            if median >= PRELOAD_HINT
+            else ""
+        ),
+    )
+    if preload_out is not None:
+        with preload_out.open("x", encoding="utf-8") as fh:
+            json.dump(modules, fh, indent=0)
+            fh.write("\n")
+        _line(out, f"  preload list: {len(modules)} modules written to {preload_out}")
+
+
+#: modules a worker imports after the fork past which check-adapter suggests a preload list
+PRELOAD_HINT = 20
 
 
 def _same_sink(a: TextIO, b: TextIO) -> bool:

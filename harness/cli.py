@@ -8,7 +8,7 @@
     harness merge DIR... --report-dir OUT [--partial] [--example-db PATH|redis://...]
     harness replay DIR | FILE --adapter NAME [--adapter-opt KEY=VALUE ...]
     harness report DIR
-    harness check-adapter NAME|module:attr [--adapter-opt KEY=VALUE ...]
+    harness check-adapter NAME|module:attr [--adapter-opt KEY=VALUE ...] [--preload-out FILE]
     harness list adapters|faults|properties|bugs|services
     harness init --shape queue|langgraph|dbos|temporal [--app MODULE:ATTR] [DIR]
 
@@ -338,6 +338,14 @@ def _parser() -> argparse.ArgumentParser:
         "--profile",
         choices=list(PROFILES),
         help="the settings to check under (default: dev, or ci when $CI is set)",
+    )
+    ca.add_argument(
+        "--preload-out",
+        type=Path,
+        metavar="FILE",
+        help="write the modules the adapter's workers imported after the fork (a JSON list) "
+        "to FILE, a new file: give it to the fork server as the preload entry '@FILE' "
+        "(WorkerSet(workdir, [..., '@FILE'])) and each worker imports none of them again",
     )
     ls = sub.add_parser("list", help="list what exists", allow_abbrev=False)
     ls.add_argument("what", choices=["adapters", "faults", "properties", "bugs", "services"])

@@ -66,8 +66,8 @@ _GAPS: Mapping[Capability, str] = MappingProxyType(
         Capability.NETWORK_FAULTS: "lost commit acknowledgements, resets and partitions on a "
         "worker's storage connections",
         Capability.MODEL_ENDPOINT: "model faults (rate limits, server errors, lost and cut "
-        "replies, malformed tool calls, empty replies, refusals): the app's model is not "
-        "reached through the world's endpoint",
+        "replies, malformed tool calls, empty replies, refusals) and tool replies without "
+        "their reference, for an app whose model the world's endpoint serves",
     }
 )
 

@@ -26,6 +26,41 @@ Target = Callable[[dict[str, Any]], object]
 # Exit status of a worker whose setup (not its target) failed: distinct from 1
 # (the target raised) so that a harness bug does not pass for a runtime crash.
 SETUP_FAILED_EXIT = 70
+#: Where a forked worker appends the modules it imported after the fork (one
+#: JSON line each: its target, the modules, its CPU seconds), when this
+#: variable names a file in the fork server's environment
+#: (``harness check-adapter`` sets it).
+IMPORT_LOG_ENV = "HARNESS_IMPORT_LOG"
+#: A preload entry that starts with this names a JSON file holding a list of
+#: modules to import (each skipped if it fails: another release of a
+#: framework may lack some), e.g. what ``check-adapter --preload-out`` wrote.
+LIST_PREFIX = "@"
+
+
+def log_imports(path: str, target: str, before: set[str], cpu: float) -> None:
+    """Append to ``path`` the modules this worker imported since ``before``
+    (one ``O_APPEND`` write: lines of concurrent workers never interleave)."""
+    loaded = list(sys.modules.items())
+    new = sorted(name for name, mod in loaded if mod is not None and name not in before)
+    line = json.dumps({"target": target, "modules": new, "cpu": round(cpu, 4)}) + "\n"
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+
+def listed_modules(entry: str) -> list[str]:
+    """The modules a preload ``entry`` names: itself, or (``@FILE``) the JSON
+    list in that file."""
+    if not entry.startswith(LIST_PREFIX):
+        return [entry]
+    with open(entry[len(LIST_PREFIX) :], encoding="utf-8") as fh:
+        data = json.load(fh)
+    if not isinstance(data, list) or not all(isinstance(m, str) for m in data):
+        raise ValueError(f"{entry[len(LIST_PREFIX):]} is not a JSON list of module names")
+    return data
 
 
 def target_format_problem(target: object) -> str | None:

@@ -227,7 +227,13 @@ class _Server:
                 os.close(log_fd)
             if request["env"]:
                 os.environ.update(request["env"])
+            log_to = os.environ.get(_child.IMPORT_LOG_ENV)
+            before = set(sys.modules) if log_to else set()
+            cpu = time.process_time()
             status = _child.run(func, request["args"])
+            if log_to:
+                spent = time.process_time() - cpu
+                _child.log_imports(log_to, request["target"], before, spent)
         except BaseException:
             traceback.print_exc()
         _child.finish(status)
@@ -340,9 +346,17 @@ class _Server:
         return 0
 
     def preload(self, modules: list[str]) -> bool:
-        for module in modules:
+        for entry in modules:
+            module = entry
             try:
-                importlib.import_module(module)
+                if entry.startswith(_child.LIST_PREFIX):
+                    # a list of modules one worker imported: each one that
+                    # this installation lacks is skipped
+                    for name in _child.listed_modules(entry):
+                        with contextlib.suppress(Exception):
+                            importlib.import_module(name)
+                else:
+                    importlib.import_module(module)
             except BaseException as exc:
                 detail = _child.describe_failure(exc)
             else:

@@ -14,6 +14,7 @@ from harness.adapters import (
     WorkflowSpec,
     shared_fork_server,
 )
+from harness.adapters.kit import WorkerSet
 from harness.adapters.reference import ReferenceAdapter
 from harness.model import CrashSpec, RunState
 
@@ -215,3 +216,43 @@ class DeclaresAHyphenatedPromise(ToyAdapter):
 
     def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
         return _HyphenatedPromise(workdir, self.keyed)
+
+
+def lazy_main(args: dict[str, Any]) -> int:
+    """The toy's worker, importing a framework's worth of modules first (as
+    a framework that imports itself lazily, on first use, does)."""
+    import email.mime.multipart  # noqa: F401
+    import http.cookiejar  # noqa: F401
+    import xml.dom.minidom
+    import xml.etree.ElementTree  # noqa: F401
+
+    from examples.minimal_adapter.adapter import worker_main
+
+    return worker_main(args)
+
+
+class _Lazy(ToyEnvironment):
+    def __init__(self, workdir: Path, keyed: bool, preload: str | None) -> None:
+        super().__init__(workdir, keyed)
+        listed = [f"@{preload}"] if preload else []
+        self.workers = WorkerSet(workdir, ["examples.minimal_adapter.adapter", *listed])
+
+    def start_worker(
+        self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
+    ) -> ForkServerWorker:
+        return self.workers.spawn(
+            worker_id, "check_adapters:lazy_main", {**self.args, "worker_id": worker_id}
+        )
+
+
+class LazyToy(ToyAdapter):
+    """The toy, whose workers import dozens of modules after the fork.
+    Option ``preload``: a list file (``check-adapter --preload-out``) the
+    fork server imports first."""
+
+    def __init__(self, keyed: str = "true", preload: str | None = None) -> None:
+        super().__init__(keyed)
+        self.preload = preload
+
+    def open(self, workdir: Path, *, seed: int) -> ToyEnvironment:
+        return _Lazy(workdir, self.keyed, self.preload)

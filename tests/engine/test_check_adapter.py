@@ -5,6 +5,7 @@ adapter error that names the target and the fix."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -268,3 +269,35 @@ def _env_at_root() -> dict[str, str]:
     env = subprocess_env()
     env["PYTHONPATH"] += os.pathsep + str(ROOT)
     return env
+
+
+LAZY = "check_adapters:LazyToy"
+
+
+def test_the_modules_workers_import_after_the_fork_are_counted_and_listed(
+    tmp_path: Path,
+) -> None:
+    """A framework that imports itself on first use defeats the fork
+    server's preload: every worker pays for the imports. check-adapter says
+    how many modules its workers imported after the fork, writes them with
+    --preload-out, and a fork server given that list ('@FILE') spares the
+    workers every one of them."""
+    listed = tmp_path / "preload.json"
+    first = _harness("check-adapter", LAZY, "--preload-out", str(listed), cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (line,) = [ln for ln in first.stdout.splitlines() if ln.startswith("  imports:")]
+    median = int(line.split("median of ")[1].split()[0])
+    assert median >= 20 and "--preload-out FILE writes it" in line, line
+    modules = json.loads(listed.read_text())
+    assert "xml.dom.minidom" in modules and "http.cookiejar" in modules, modules
+    again = _harness("check-adapter", LAZY, "--adapter-opt", f"preload={listed}", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "imported a median of 0 modules" in again.stdout, again.stdout
+
+
+def test_preload_out_never_overwrites_a_file(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.json"
+    mine.write_text("keep me")
+    proc = _harness("check-adapter", LAZY, "--preload-out", str(mine), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the file exists" in proc.stderr and mine.read_text() == "keep me"
