@@ -372,6 +372,13 @@ class Search:
         pace = revise_plan(outcome, self._elapsed(), self.settings.budget_seconds, self.log)
         if pace is not None:
             self.refit_seconds = pace
+        self._learn(example, sampled)
+        return example
+
+    def _learn(self, example: Example, sampled: bool) -> None:
+        """What a scenario of the plan tells the search: the properties it
+        failed first, and whether the search stops."""
+        outcome = self.outcome
         for name in failed_properties(example):
             if name not in self.first:
                 self.first[name] = (example, sampled)
@@ -383,7 +390,6 @@ class Search:
         if self.stop and self.queue is not None:
             # The run stops, not this job alone: no job runs the rest.
             self._take(self.whole, floor=outcome.whole_plan or 0)
-        return example
 
     def _run(self, scenario: Scenario) -> Example:
         """Execute and account for one example, remembering which properties

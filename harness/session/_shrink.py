@@ -1,6 +1,10 @@
-"""Shrinking one property's counterexample: replay the sampled search from
-its seed up to the first scenario that failed it, then let Hypothesis
-shrink that one.
+"""The shrink phase of a search: one counterexample per failing property.
+
+One first failed by a targeted schedule keeps it (one run, one fault:
+nothing to shrink); one first failed by a sampled scenario is shrunk by
+replaying the sampled search from its seed up to that scenario (every
+earlier one from the search's record, not run again), then letting
+Hypothesis shrink it, within shrinking's own budget.
 """
 
 from __future__ import annotations
