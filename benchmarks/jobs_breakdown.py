@@ -79,7 +79,7 @@ if _OUT and "harness.procs._forkserver" not in sys.orig_argv:
     import harness._jobs as _jobs
     import harness.cli  # noqa: F401
     from harness.scenarios import _universe
-    from harness.session import _engine
+    from harness.session import _engine, _executor
 
     _ACC["import"] = [time.monotonic() - _started, 1]
     _wrap(_api, "probe_universe", "probe")
@@ -106,7 +106,7 @@ if _OUT and "harness.procs._forkserver" not in sys.orig_argv:
         return _run_job(*args, **kwargs)
 
     _api.run_job = _waited
-    _run_scenario = _engine.run_scenario
+    _run_scenario = _executor.run_scenario
 
     def _counted(adapter, scenario, folder, **kwargs):
         # a fault-free run actually run (one another job ran is not)
@@ -119,7 +119,7 @@ if _OUT and "harness.procs._forkserver" not in sys.orig_argv:
             entry[0] += time.monotonic() - started
             entry[1] += 1
 
-    _engine.run_scenario = _counted
+    _executor.run_scenario = _counted
     _wrap(_engine.Engine, "execute", "execute")
     _wrap(_engine.Engine, "run", "search")
     _wrap(_jobs, "_follow", "follow")

@@ -43,7 +43,8 @@ from .report._build import ROLLBACK_GAP
 from .report._folder import RENDERINGS, keep_file
 from .scenarios import Universe, commit_pair_rows, probe_universe, scenario_files
 from .session import Engine, check_declarations, run_exhaustive, run_random_kill
-from .session._engine import SEEDED_FROM, targeted_cap
+from .session._draws import SEEDED_FROM
+from .session._plan import targeted_cap
 from .session._probe import probe_outcome
 from .session._shared import PlanQueue, SharedOracles
 

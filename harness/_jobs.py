@@ -14,7 +14,7 @@ The plan is the unsharded search's, whatever N: every shard plans the same
 targeted list and draws the same sampled stream from the one seed (the
 parent draws it when none is fixed). Which job runs which of the plan's
 scenarios is not fixed in advance, as ``--shard K/N`` across machines fixes
-it (``harness.session._engine.shard_plan``): the jobs take them one at a
+it (``harness.session._plan.shard_plan``): the jobs take them one at a
 time, by their index in the plan, from a queue in the run's scratch folder
 (``harness.session._shared.PlanQueue``), so a job that gets cheaper
 scenarios or a less busy core runs more, and the jobs end together. The
@@ -54,7 +54,7 @@ hung in its adapter or deadlocked. Its part of the plan is then missing
 from the merge, which is inconclusive (exit 3) and says which job and why.
 The limit comes from the budget and from what the run took so far: a
 whole run may last ``--budget`` plus its shrink budget
-(``harness.session._engine.shrink_deadline``), and on top of that a job
+(``harness.session._plan.shrink_deadline``), and on top of that a job
 gets as long as the parent's own share took (this adapter's setup, probe,
 search and report, on this machine, now): time to finish the scenario in
 hand, shrink and write its report. A job's notices and progress come at
@@ -120,7 +120,7 @@ def silence_limit(settings: Settings, share_seconds: float) -> float:
     (finish a scenario, shrink, write its report). ``--budget 90`` and a
     share of 100 s: 212.5 s. A tiny budget (``--budget 0.001``) still
     leaves a job the parent's own time."""
-    from .session._engine import shrink_seconds
+    from .session._plan import shrink_seconds
 
     return settings.budget_seconds + shrink_seconds(settings) + share_seconds
 

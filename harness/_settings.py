@@ -194,7 +194,7 @@ class Settings:
         ),
     )
     #: shrinking's own budget, after the search (``--shrink-budget``); None:
-    #: a quarter of ``budget_seconds`` (see ``harness.session._engine.shrink_deadline``)
+    #: a quarter of ``budget_seconds`` (see ``harness.session._plan.shrink_deadline``)
     shrink_budget_seconds: float | None = _setting(
         None,
         Option(
@@ -281,7 +281,7 @@ class Settings:
         ),
     )
     #: ``(K, N)``: run only shard K of N of the search's plan (``--shard K/N``,
-    #: see ``harness.session._engine.shard_plan``); None: the whole plan
+    #: see ``harness.session._plan.shard_plan``); None: the whole plan
     shard: tuple[int, int] | None = _setting(
         None,
         Option(

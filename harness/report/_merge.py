@@ -1,7 +1,7 @@
 """``harness merge``: the report folders of one search's shards, as one report.
 
 ``harness run --shard K/N`` runs part K of N of a search's plan (see
-``harness.session._engine.shard_plan``). Merging their folders gives the
+``harness.session._plan.shard_plan``). Merging their folders gives the
 report the whole plan would have given: per property, the evidence counts
 summed over the shards and the verdict judged again from the sums by the
 rules of a single run (:func:`harness.outcome.judge`); fault and crash point

@@ -6,7 +6,7 @@ fault-free runs: the probe's (one per workflow, run once by the parent
 before the jobs search) and the search's (the targeted schedules of one
 workload go to every shard). A :class:`SharedOracles` folder, in the run's
 scratch folder, holds each one computed so far under its cache key (what
-runs, see ``_engine._key``): a job looks there before it runs one, and
+runs, see ``_executor.scenario_key``): a job looks there before it runs one, and
 puts there what it ran. A fault-free run is deterministic, so whichever
 job ran it, the history is the one this job would have recorded.
 

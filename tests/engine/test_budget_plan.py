@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +20,13 @@ from harness.model import PropertyResult, Verdict
 from harness.outcome import Outcome, Tally
 from harness.scenarios import Universe, probe_universe, targeted
 from harness.session import Engine
-from harness.session._engine import MEASURED_RUNS, SHRINK_SHARE, budget_fit, shrink_deadline
+from harness.session._plan import (
+    MEASURED_RUNS,
+    SHRINK_SHARE,
+    budget_fit,
+    left_for_sampling,
+    shrink_deadline,
+)
 
 #: the category of a targeted schedule, by the kind its name carries
 #: (``targeted/WORKFLOW/KIND/...``)
@@ -336,19 +341,14 @@ def test_a_cut_that_left_a_blind_spot_is_inconclusive(gap: dict[str, object]) ->
         assert "every schedule of kill_before" in said[0]
 
 
-def test_sampling_gets_its_share_of_a_budget_too_short_for_the_plan(
-    engine_for: type[Engine],
-) -> None:
+def test_sampling_gets_its_share_of_a_budget_too_short_for_the_plan() -> None:
     """At 1 s a scenario with 100 s left, after 10 scenarios: 110 fit in all,
     a fifth of them (22) is sampling's, so the targeted schedules go on while
     more than 22 fit, and stop once the rest of the budget is sampling's."""
-    engine = engine_for(UpgradeToy("action"))  # type: ignore[call-arg]
     outcome = _cut(budget_cut=False, searched=10, sampled_planned=30)
-    outcome.settings = engine.settings.with_(budget_seconds=110.0)
-    engine.settings = outcome.settings
-    engine._started = time.monotonic() - 10.0  # 10 scenarios in 10 s
-    assert not engine._left_for_sampling(outcome)
-    engine._started = time.monotonic() - 95.0  # 15 s left: about 15 fit, 21 is sampling's
-    assert engine._left_for_sampling(outcome)
+    assert not left_for_sampling(outcome, 10.0, 110.0)  # 10 scenarios in 10 s
+    assert left_for_sampling(outcome, 95.0, 110.0)  # 15 s left: about 15 fit, 21 is sampling's
     # no sampled part planned: the targeted schedules use the whole budget
-    assert not engine._left_for_sampling(_cut(budget_cut=False, searched=10, sampled_planned=0))
+    assert not left_for_sampling(
+        _cut(budget_cut=False, searched=10, sampled_planned=0), 10.0, 110.0
+    )

@@ -21,7 +21,7 @@ from harness._api import ORACLES, PREPARED, Session
 from harness._errors import UsageError
 from harness._settings import load_settings
 from harness.adapters._loading import load_adapter
-from harness.session import _engine
+from harness.session import _executor
 from harness.session._engine import Engine
 from harness.session._probe import probe_scenario
 from harness.session._shared import SharedOracles
@@ -83,14 +83,16 @@ def test_a_run_that_takes_the_parents_probe_runs_what_its_own_would(
     monkeypatch.setattr(_api, "check_declarations", refused)
     kept = {p.name for p in (folder / ORACLES).iterdir()}
     ran: list[str] = []
-    real = _engine.run_scenario
+    real = _executor.run_scenario
 
     def counted(adapter: Any, scenario: Any, folder: Path, **kwargs: Any) -> Any:
         if kwargs.get("history_name") == "oracle.jsonl":
-            ran.append(hashlib.sha256(_engine._key(scenario).encode()).hexdigest() + ".jsonl")
+            ran.append(
+                hashlib.sha256(_executor.scenario_key(scenario).encode()).hexdigest() + ".jsonl"
+            )
         return real(adapter, scenario, folder, **kwargs)
 
-    monkeypatch.setattr(_engine, "run_scenario", counted)
+    monkeypatch.setattr(_executor, "run_scenario", counted)
     job = Session(adapter, _settings(tmp_path / "job"), spec="reference").run(prepared=folder)
 
     assert _ledger(tmp_path / "job") == _ledger(tmp_path / "own")

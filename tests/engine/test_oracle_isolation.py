@@ -89,7 +89,7 @@ def test_the_merged_oracle_is_one_well_formed_history_with_each_run_whole(
     assert set(merged.finals()) == {"r1", "r2", "r3"}
     # Every run's events are its own tenant's deployment's, in their order.
     for tenant, part in parts:
-        alone = History.load(engine._tenant_oracle(part))
+        alone = History.load(engine.executor.tenant_oracle(part))
         for run in part.runs:
             strip = [e.model_dump(exclude={"index"}) for e in alone.by_run(run.run_id)]
             assert [e.model_dump(exclude={"index"}) for e in merged.by_run(run.run_id)] == strip

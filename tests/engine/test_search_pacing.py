@@ -5,7 +5,6 @@ search's own pace after a few scenarios."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from harness._settings import load_settings
 from harness.outcome import Outcome
 from harness.scenarios import probe_universe
 from harness.session import Engine
-from harness.session._engine import MEASURED_RUNS, REFIT_AFTER
+from harness.session._plan import MEASURED_RUNS, REFIT_AFTER, left_for_sampling
 
 
 @pytest.fixture
@@ -60,11 +59,10 @@ def test_the_sampling_reserve_follows_the_measured_pace(engine: Engine) -> None:
     scenarios took 1 s each, 27 s of a 30 s budget left: the search's pace
     says 27 more fit, so the targeted schedules go on; the plan's estimate
     would have said one, all sampling's."""
-    engine.settings = engine.settings.with_(budget_seconds=30.0)
-    engine._started = time.monotonic() - REFIT_AFTER * 1.0
-    assert not engine._left_for_sampling(_outcome(engine, "measured"))
+    elapsed = REFIT_AFTER * 1.0
+    assert not left_for_sampling(_outcome(engine, "measured"), elapsed, 30.0)
     # a declared cost stays the adapter's word for longer (a runtime on real time)
-    assert engine._left_for_sampling(_outcome(engine, "declared"))
+    assert left_for_sampling(_outcome(engine, "declared"), elapsed, 30.0)
 
 
 def test_a_measured_plan_has_a_warm_run_before_the_search(tmp_path: Path) -> None:

@@ -21,8 +21,8 @@ from engine_support import harness_cli, replay_argv
 import harness
 from harness._settings import load_settings
 from harness.report import load_report, report_schema
-from harness.session import _engine
-from harness.session._engine import Engine, shard_plan, targeted_cap
+from harness.session import Engine, _search
+from harness.session._plan import shard_plan, targeted_cap
 
 PLAN = ("--profile", "dev", "--max-examples", "20", "--seed", "2", "--budget", "600")
 BUG = ("--adapter-opt", "bug=no-idempotency-key")
@@ -40,7 +40,7 @@ class _Watched:
 
 def _run_watched(shard: str, folder: Path) -> _Watched:
     watched = _Watched(folder)
-    real_execute, real_targeted = Engine.execute, _engine.targeted
+    real_execute, real_targeted = Engine.execute, _search.targeted
 
     def execute(self: Engine, scenario: Any, folder: Path | None = None) -> Any:
         watched.executed.append(scenario.model_dump_json())
@@ -53,7 +53,7 @@ def _run_watched(shard: str, folder: Path) -> _Watched:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Engine, "execute", execute)
-        mp.setattr(_engine, "targeted", targeted)
+        mp.setattr(_search, "targeted", targeted)
         harness.run(
             "reference",
             profile="dev",
