@@ -193,7 +193,10 @@ def onboarding_policy(ctx: ModelContext, d: Definition) -> Action:
             service="provisioning",
             action="create_account",
             request=plan,
-            business_key=f"{ctx.tenant}:{cid}",
+            # The onboarding request's own key (the run), not the customer's:
+            # a lookup by it after a lost reply must find this run's account,
+            # never another onboarding's for the same customer.
+            business_key=f"{ctx.tenant}:{cid}:{ctx.run_id}",
             delivery=Delivery.EXACTLY_ONCE,
             requires_approval=approval_id,
             next_step=d.after(step),

@@ -40,7 +40,8 @@ def test_onboarding_stores_the_contract_and_provisions_once(deployment: Deployme
     state = d.snapshot("o1").state.payload
     contract = ArtifactStore(d.root / "artifacts").get(state["contract_uri"])
     assert b"cust-9" in contract and b"gold" in contract
-    assert d.world.effects("provisioning")[0].business_key == "acme:cust-9"
+    # the onboarding request's own key: a lookup finds this run's account only
+    assert d.world.effects("provisioning")[0].business_key == "acme:cust-9:o1"
 
 
 def test_research_accumulates_evidence_in_memory_and_sends_one_report(
