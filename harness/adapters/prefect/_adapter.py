@@ -168,7 +168,8 @@ def worker_main(args: dict[str, Any]) -> int:
 
     SyncPrefectClient.set_flow_run_state = proposing  # type: ignore[method-assign,assignment]
     world, registry = WorldClient(work / "world.db"), kit.RunRegistry(work / "registry.db")
-    deployment, beats, me = UUID(args["deployment"]), args["heartbeat"] and clock, args["worker_id"]
+    beats = clock if args["heartbeat"] else None
+    deployment, me = UUID(args["deployment"]), args["worker_id"]
     with SyncPrefectClient(args["api"]) as client:
         while (run_id := _claim(client, work, deployment, beats)) is not None:
             flow_run = client.read_flow_run(run_id)
@@ -309,4 +310,5 @@ class PrefectAdapter:
     def close(self) -> None:
         """Stop the server and remove its folder (idempotent)."""
         if self.folder is not None:
+            self.client.__exit__(None, None, None)
             self.folder.close(grace=2.0)  # idempotent; the server keeps nothing
