@@ -59,11 +59,12 @@ KILL_BEFORE_COMPLETED = Scenario(
 
 
 def zombie(nth: int) -> Scenario:
-    """Prefect 2's shape: z1 stops at its ``nth`` flow-run state, its heartbeat
-    goes stale (91 s), w1 crashes and retries the run, and the quiesce wakes
-    z1 up (it continues paused workers first). Five steps: the zombie
-    episode a search draws has a sixth, a ContinueWorker right before the
-    quiesce, which changes nothing."""
+    """Prefect 2's shape: z1 claims the run and stops at its ``nth`` flow-run
+    state (1: before RUNNING), its heartbeat goes stale (91 s), w1 crashes,
+    retries and completes the run, and the quiesce wakes z1 up (it continues
+    paused workers first). Five steps: the zombie episode a search draws has
+    a sixth, a ContinueWorker right before the quiesce, which changes
+    nothing."""
     return Scenario(
         name=f"zombie-at-flow-state-{nth}",
         steps=(

@@ -65,19 +65,29 @@ def test_the_careful_flow_survives_the_kill_after_the_refund(
     assert "1 repeats were absorbed" in result(ex, "exactly_once_effects").message
 
 
-def test_prefect_2_a_zombie_writes_a_second_completed_the_server_accepts(
+def test_prefect_2_a_zombie_runs_a_completed_flow_run_again(
     prefect: Server, tmp_path: Path
 ) -> None:
-    ex = execute(prefect.adapter("careful", "heartbeat"), zombie(2), tmp_path)
+    ex = execute(prefect.adapter("careful", "heartbeat"), zombie(1), tmp_path)
     legal = result(ex, "legal_transitions")
     assert legal.verdict is Verdict.FAIL, legal.message
-    assert "COMPLETED -> COMPLETED" in legal.message
+    assert "COMPLETED -> RUNNING" in legal.message
     history = History.load(ex.folder / "history.jsonl")
     moves = [e.value["to"] for e in history.events if e.f is EventF.TRANSITION]
-    # z1 stopped before its COMPLETED; w1 crashed the run (stale heartbeat),
-    # retried it and completed it; z1 woke up and completed it again
-    assert moves[-6:] == ["CRASHED", "SCHEDULED", "PENDING", "RUNNING", "COMPLETED", "COMPLETED"]
+    # z1 claimed the run and stopped before RUNNING; w1 crashed it (stale
+    # heartbeat), retried and completed it; z1 woke up and ran it again
+    assert moves[-7:] == [
+        "CRASHED",
+        "SCHEDULED",
+        "PENDING",
+        "RUNNING",
+        "COMPLETED",
+        "RUNNING",
+        "COMPLETED",
+    ], moves
     # the zombie's second refund carried the flow run's key: absorbed
+    refunds = [e.value for e in history.events if e.f is EventF.EFFECT]
+    assert [r["worker_id"] for r in refunds] == ["w1", "z1"]
     assert verdicts(ex)["exactly_once_effects"] is Verdict.PASS
 
 

@@ -15,12 +15,14 @@ from examples.prefect_refund.repro.flows import refund_flow
 
 ROOT = Path(__file__).resolve().parents[3]
 RUN = """
-import sys
+import os, signal, sys
 from prefect.client.orchestration import get_client
 from prefect.flow_engine import run_flow
 from examples.prefect_refund.repro.flows import refund_flow
 with get_client(sync_client=True) as client:
     flow_run = client.read_flow_run(sys.argv[1])
+if os.environ["REPRO_AT"] == "stop:before_running":  # claimed, stalled before RUNNING
+    os.kill(os.getpid(), signal.SIGSTOP)
 run_flow(refund_flow, flow_run=flow_run, return_type="state")
 """
 
