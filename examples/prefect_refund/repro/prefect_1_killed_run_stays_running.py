@@ -3,8 +3,8 @@ stays RUNNING, and Prefect refuses to reschedule it without a deployment.
 
 A child process runs a flow (created by calling it, as a script does) and is
 SIGKILLed after its task's work; the run's state is read at 0, 30 and 60 s
-(``--quick``: 0 and 5 s); then the retry ``prefect flow-run retry`` would
-ask for (``AwaitingRetry``) is proposed, and refused.
+(``--quick``: 0 and 5 s); then the run is marked crashed, as a zombie
+automation would, and its retry (``AwaitingRetry``) is proposed, and refused.
 
     python examples/prefect_refund/repro/prefect_1_killed_run_stays_running.py [--quick]
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from prefect.client.orchestration import SyncPrefectClient
-from prefect.states import AwaitingRetry
+from prefect.states import AwaitingRetry, Crashed
 
 from examples.prefect_refund.repro._server import prefect_server
 from examples.prefect_refund.repro.common import ROOT
@@ -45,7 +45,8 @@ def main() -> int:
             time.sleep(at - (seen[-1][0] if seen else 0))
             seen.append((at, client.read_flow_run(run.id).state_type.value))
         print("state after the kill:", ", ".join(f"{s} at {t} s" for t, s in seen))
-        retry = client.set_flow_run_state(run.id, AwaitingRetry())
+        client.set_flow_run_state(run.id, Crashed(message="its process was killed"))
+        retry = client.set_flow_run_state(run.id, AwaitingRetry())  # a retry, once crashed
         print(f"retry: {retry.status.value}: {getattr(retry.details, 'reason', '')}")
         if all(s == "RUNNING" for _, s in seen) and retry.status.value == "ABORT":
             print("reproduced: the killed run stays RUNNING and cannot be rescheduled")
