@@ -79,6 +79,13 @@ SHIPPED: dict[str, Shipped] = {
         "workload=package.module:WORKLOAD (an ADKWorkload; default: the app's package's "
         "workload module), preload=true|false",
     ),
+    "prefect": Shipped(
+        "harness.adapters.prefect:PrefectAdapter",
+        "prefect",
+        "--adapter-opt app=package.module:APP (a Prefect flow), "
+        "workload=package.module:WORKLOAD (a PrefectWorkload; default: the app's package's "
+        "workload module), crash_detection=exit|heartbeat",
+    ),
 }
 
 #: Built-in adapters by short name -> target. A report folder that names one

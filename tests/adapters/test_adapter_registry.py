@@ -39,6 +39,7 @@ APPS = {
     "openai_agents": ("examples.openai_agents_refund.careful:APP", "agents"),
     "dbos": ("examples.dbos_refund.careful:APP", "dbos"),
     "temporal": ("examples.temporal_refund.careful:APP", "temporalio"),
+    "prefect": ("examples.prefect_refund.careful:APP", "prefect"),
 }
 
 
