@@ -154,7 +154,8 @@ def test_every_flag_reaches_its_setting() -> None:
     )
 
 
-def test_settings_are_given_by_field_or_by_flag_name() -> None:
+def test_settings_are_given_by_field_or_by_flag_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)  # else the default profile is ci
     by_flag = run_settings(None, {"profile": "dev", "budget": 5, "shrink_budget": 2})
     by_field = run_settings(None, {"budget_seconds": 5, "shrink_budget_seconds": 2})
     assert by_flag == by_field == load_settings("dev", budget_seconds=5, shrink_budget_seconds=2)

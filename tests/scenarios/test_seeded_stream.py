@@ -40,7 +40,9 @@ def test_a_seeded_scenario_runs_its_seed_first_and_ends_with_a_quiesce(scenario:
     # run and worker ids stay unique once runs join and episodes are added
     runs = Counter(s.run.run_id for s in scenario.steps if isinstance(s, Submit))
     assert max(runs.values()) == 1, runs
-    assert len(runs) <= U.max_runs
+    # joining respects the universe's bound; a misdirected decision's
+    # episode may add the twin that signed it (``r4x50``) on top
+    assert len([r for r in runs if "x" not in r]) <= U.max_runs, runs
     workers = Counter(s.worker_id for s in scenario.steps if isinstance(s, RunWorker))
     assert max(workers.values()) == 1, workers
     validate(scenario, CAPS)
