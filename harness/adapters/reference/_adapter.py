@@ -41,7 +41,7 @@ from .._contract import (
 from .._netinfo import tcp_connections
 from .._workers import ForkServerWorker
 from ..kit import other_tenant, signed_decision
-from ._deployment import WORKER_TARGET, Deployment, fork_server
+from ._deployment import MAX_CLAIMS, WORKER_TARGET, Deployment, fork_server
 
 #: What the reference runtime declares for each effect kind.
 DELIVERY = {
@@ -245,7 +245,7 @@ class ReferenceEnvironment:
         env.update(self._routed(worker_id, env))
         proc = self._server.spawn(
             WORKER_TARGET,
-            args={"worker_id": worker_id, "env": env},
+            args={"worker_id": worker_id, "env": env, "max_claims": MAX_CLAIMS},
             env=env,
             log=self.workdir / "workers.log",
         )

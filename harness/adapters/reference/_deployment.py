@@ -44,6 +44,12 @@ from ._services import SPEC, services_arg
 #: Where virtual time starts; any fixed value keeps histories reproducible.
 EPOCH = 1_700_000_000.0
 WORKER_TARGET = "reference_runtime._worker:main"
+#: the most runs one worker claims in its life. A scenario's worker claims
+#: a few dozen at most; one that claims a thousand is claiming the same
+#: run again and again (a commit refused for ever), and exits so that the
+#: quiesce judges the run by what it did, instead of recording ten
+#: thousand identical contexts or outliving the worker timeout
+MAX_CLAIMS = 1_000
 
 #: Imported once in the fork server, so a worker pays a fork, not imports.
 #: Importing opens no connection and starts no thread.
@@ -274,7 +280,7 @@ class Deployment:
     ) -> Exit:
         """Run one worker process until it is idle (or dies at ``crash``)."""
         env = self.worker_env(crash=crash, trace=trace, code_version=code_version)
-        return self.spawner.run({"worker_id": worker_id}, env, timeout)
+        return self.spawner.run({"worker_id": worker_id, "max_claims": MAX_CLAIMS}, env, timeout)
 
     def start_worker(
         self,
@@ -295,7 +301,7 @@ class Deployment:
         env = self.worker_env(crash=crash, code_version=code_version)
         code = "import json, sys, reference_runtime._worker as w; w.main(json.loads(sys.argv[1]))"
         return subprocess.Popen(
-            [sys.executable, "-c", code, json.dumps({"worker_id": worker_id})],
+            [sys.executable, "-c", code, json.dumps({"worker_id": worker_id, "max_claims": MAX_CLAIMS})],
             env={**os.environ, **env},
             stderr=subprocess.PIPE,
         )
