@@ -121,13 +121,27 @@ class WorkerSet:
     :attr:`log` (``workers.log`` in the workdir). Every handle is kept;
     :meth:`close` kills (SIGKILL) and reaps each one still running or
     stopped, so no worker outlives its environment.
+
+    A worker's ``env`` is applied after the fork, long after the server
+    imported the framework: one that reads its settings at import (Prefect
+    does) never sees it. ``configure`` names the hooks
+    (``"module:function"``, no arguments) each worker calls after its env
+    is set and before its target -- the framework's own "read the settings
+    again" -- so the app's code needs no such call.
     """
 
     def __init__(
-        self, workdir: str | os.PathLike[str], preload: Sequence[str], *, spares: int = 2
+        self,
+        workdir: str | os.PathLike[str],
+        preload: Sequence[str],
+        *,
+        spares: int = 2,
+        configure: Sequence[str] = (),
     ) -> None:
         self.preload = tuple(preload)
         self.spares = spares
+        #: the hooks each worker calls once its env is set (see above)
+        self.configure = tuple(configure)
         #: where every worker's stdout and stderr go (appended)
         self.log = Path(workdir) / "workers.log"
         #: every worker spawned, in order
@@ -146,7 +160,7 @@ class WorkerSet:
         :meth:`harness.procs.ForkServer.spawn` raises (``TargetError`` for a
         target that cannot be imported)."""
         server = shared_fork_server(self.preload, spares=self.spares)
-        proc = server.spawn(target, args=args, env=env, log=self.log)
+        proc = server.spawn(target, args=args, env=env, log=self.log, configure=self.configure)
         worker = ForkServerWorker(worker_id, proc)
         self.workers.append(worker)
         return worker

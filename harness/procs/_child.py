@@ -16,8 +16,8 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from harness.procs._wire import die_with_parent
 
@@ -144,13 +144,18 @@ def reset_signals() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def run(func: Target, args: dict[str, Any]) -> int:
-    """Call ``func(args)`` and return the exit status it stands for.
+def run(func: Target, args: dict[str, Any], hooks: Sequence[Target] = ()) -> int:
+    """Call each of ``hooks`` (no arguments: the worker's configuration
+    hooks, run after its environment is set), then ``func(args)``; return
+    the exit status it stands for.
 
     An int result is the status; any other result is 0; ``SystemExit`` keeps
-    its meaning; any other exception prints its traceback to stderr and is 1.
+    its meaning; any other exception (a hook's too) prints its traceback to
+    stderr and is 1.
     """
     try:
+        for hook in hooks:
+            cast("Callable[[], object]", hook)()
         result = func(args)
         status = result if isinstance(result, int) and not isinstance(result, bool) else 0
     except SystemExit as exc:
@@ -176,8 +181,8 @@ def finish(status: int) -> None:
 def main(argv: list[str]) -> None:
     """Entry point of a :class:`DirectSpawner` worker; never returns.
 
-    ``argv[1]`` is a JSON spec: target, args, sys_path, err_fd, and the parent
-    pid when the worker should die with its parent. The outcome of resolving
+    ``argv[1]`` is a JSON spec: target, args, configure (hooks), sys_path,
+    err_fd, and the parent pid when the worker should die with its parent. The outcome of resolving
     the target is written to ``err_fd`` (empty means success) before the target runs.
     """
     status = SETUP_FAILED_EXIT
@@ -193,11 +198,12 @@ def main(argv: list[str]) -> None:
         err_fd: int = spec["err_fd"]
         try:
             func = resolve(spec["target"])
+            hooks = [resolve(name) for name in spec.get("configure", ())]
         except BaseException as exc:
             os.write(err_fd, describe_failure(exc).encode())
             finish(SETUP_FAILED_EXIT)
         os.close(err_fd)
-        status = run(func, spec["args"])
+        status = run(func, spec["args"], hooks)
     except BaseException:
         traceback.print_exc()
     finish(status)

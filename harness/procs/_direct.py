@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -63,13 +63,15 @@ class DirectSpawner:
         args: Mapping[str, Any] | None = None,
         env: Mapping[str, str] | None = None,
         log: LogPath | None = None,
+        configure: Sequence[str] = (),
     ) -> Worker:
         """Start ``target(args)`` in a new interpreter; return once the target is imported.
 
         Same contract as :meth:`ForkServer.spawn`; ``env`` is set before the
-        interpreter starts, so it is visible at import time too.
+        interpreter starts, so it is visible at import time too (the
+        ``configure`` hooks still run, after the imports, before the target).
         """
-        plain_args, plain_env = _check_spawn_args(target, args, env)
+        plain_args, plain_env = _check_spawn_args(target, args, env, configure)
         self.start()
         child_env, pythonpath = _child_environ(plain_env)
         err_r, err_w = os.pipe()
@@ -80,6 +82,7 @@ class DirectSpawner:
             spec = {
                 "target": target,
                 "args": plain_args,
+                "configure": list(configure),
                 "sys_path": sys.path,
                 "pythonpath": pythonpath,
                 "err_fd": 3,

@@ -142,7 +142,8 @@ class _Server:
     def spawn(self, request: dict[str, Any]) -> None:
         rid = request["id"]
         try:
-            self.resolve(request["target"])
+            for name in (request["target"], *request.get("configure", ())):
+                self.resolve(name)
         except BaseException as exc:
             self.send({"op": "failed", "id": rid, "detail": _child.describe_failure(exc)})
             return
@@ -230,7 +231,11 @@ class _Server:
             log_to = os.environ.get(_child.IMPORT_LOG_ENV)
             before = set(sys.modules) if log_to else set()
             cpu = time.process_time()
-            status = _child.run(func, request["args"])
+            hooks = [
+                self.targets.get(name) or _child.resolve(name)
+                for name in request.get("configure", ())
+            ]
+            status = _child.run(func, request["args"], hooks)
             if log_to:
                 spent = time.process_time() - cpu
                 _child.log_imports(log_to, request["target"], before, spent)

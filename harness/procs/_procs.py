@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
@@ -51,8 +51,11 @@ class Spawner(Protocol):
         args: Mapping[str, Any] | None = None,
         env: Mapping[str, str] | None = None,
         log: LogPath | None = None,
+        configure: Sequence[str] = (),
     ) -> Worker:
-        """Start ``target(args)`` in a new process and return its handle."""
+        """Start ``target(args)`` in a new process and return its handle;
+        ``configure``: ``"module:function"`` hooks the worker calls (no
+        arguments) after ``env`` is set, before the target."""
         ...
 
     def close(self, timeout: float = 10.0) -> None:
@@ -67,11 +70,17 @@ class Spawner(Protocol):
 
 
 def _check_spawn_args(
-    target: str, args: Mapping[str, Any] | None, env: Mapping[str, str] | None
+    target: str,
+    args: Mapping[str, Any] | None,
+    env: Mapping[str, str] | None,
+    configure: Sequence[str] = (),
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    problem = target_format_problem(target)
-    if problem is not None:
-        raise TargetError(str(target), problem)
+    if isinstance(configure, str):
+        raise TypeError(f"configure must be a sequence of targets, not the string {configure!r}")
+    for name in (target, *configure):
+        problem = target_format_problem(name)
+        if problem is not None:
+            raise TargetError(str(name), problem)
     plain_args = dict(args or {})
     try:
         json.dumps(plain_args)
@@ -221,16 +230,21 @@ class ForkServer:
         args: Mapping[str, Any] | None = None,
         env: Mapping[str, str] | None = None,
         log: LogPath | None = None,
+        configure: Sequence[str] = (),
     ) -> Worker:
         """Fork a worker that calls ``target(args)``; return once it exists.
 
         ``target`` is ``"package.module:function"``; ``args`` must be JSON-able;
         ``env`` is applied in the worker before the call; stdout and stderr go
-        to ``log`` (appended) or else to the harness's. Raises
-        :class:`TargetError` if the target cannot be imported (no worker is
-        started), ``OSError`` if ``log`` cannot be opened.
+        to ``log`` (appended) or else to the harness's. ``configure`` names
+        hooks (``"module:function"``, called with no arguments) the worker
+        calls after ``env`` is applied and before the target: for a framework
+        that read its settings when the server imported it, the call that
+        makes it read them again. Raises :class:`TargetError` if the target
+        or a hook cannot be imported (no worker is started), ``OSError`` if
+        ``log`` cannot be opened.
         """
-        plain_args, plain_env = _check_spawn_args(target, args, env)
+        plain_args, plain_env = _check_spawn_args(target, args, env, configure)
         if self._proc is None:
             self.start()
         with self._cond:
@@ -246,6 +260,7 @@ class ForkServer:
             "args": plain_args,
             "env": plain_env,
             "log": None if log is None else os.fspath(log),
+            "configure": list(configure),
         }
         try:
             self._send(request)

@@ -58,3 +58,24 @@ def noop(args: dict[str, Any]) -> None:
 
 
 NOT_CALLABLE = 42
+
+
+#: read once, when this module is imported, as some frameworks read their
+#: settings (Prefect): a forked worker's env comes too late for it
+SETTING = os.environ.get("HARNESS_SELFTEST_SETTING", "<unset>")
+
+
+def reread_setting() -> None:
+    """A configuration hook: read :data:`SETTING` again from the environment."""
+    global SETTING
+    SETTING = os.environ.get("HARNESS_SELFTEST_SETTING", "<unset>")
+
+
+def fail_to_configure() -> None:
+    """A configuration hook that raises."""
+    raise RuntimeError("settings unreadable")
+
+
+def write_setting(args: dict[str, Any]) -> None:
+    """Write :data:`SETTING` as this worker holds it to ``args["path"]``."""
+    Path(args["path"]).write_text(SETTING)

@@ -187,6 +187,35 @@ def test_a_target_that_raises_exits_1_with_its_traceback_in_the_log(
     assert "RuntimeError: boom at step 3" in log.read_text()
 
 
+def test_a_configure_hook_runs_after_the_env_so_a_setting_read_at_import_is_read_again(
+    spawner: Spawner, tmp_path: Path
+) -> None:
+    env = {"HARNESS_SELFTEST_SETTING": "the worker's"}
+    seen = {}
+    for label, hooks in (("plain", ()), ("configured", (T + "reread_setting",))):
+        path = tmp_path / label
+        worker = spawner.spawn(T + "write_setting", {"path": str(path)}, env=env, configure=hooks)
+        assert worker.wait(WAIT) == Exit.exited(0)
+        seen[label] = path.read_text()
+    assert seen["configured"] == "the worker's"
+    # A forked worker's module was imported by the server, before the env
+    # (Prefect's settings); a fresh interpreter had it at import anyway.
+    assert seen["plain"] == ("<unset>" if isinstance(spawner, ForkServer) else "the worker's")
+
+
+def test_a_configure_hook_that_cannot_be_resolved_starts_no_worker_and_one_that_raises_exits_1(
+    spawner: Spawner, tmp_path: Path
+) -> None:
+    with pytest.raises(TargetError, match="no_such_hook"):
+        spawner.spawn(T + "noop", configure=(T + "no_such_hook",))
+    with pytest.raises(TypeError, match="not the string"):
+        spawner.spawn(T + "noop", configure=T + "reread_setting")  # type: ignore[arg-type]
+    log = tmp_path / "worker.log"
+    worker = spawner.spawn(T + "noop", configure=(T + "fail_to_configure",), log=log)
+    assert worker.wait(WAIT) == Exit.exited(1)
+    assert "RuntimeError: settings unreadable" in log.read_text()
+
+
 def test_killing_a_worker_also_kills_its_own_subprocesses(spawner: Spawner, tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     worker = spawner.spawn(T + "spawn_grandchild_and_sleep", {"pidfile": str(pidfile)})

@@ -15,10 +15,11 @@ its own; a run is a flow run of that deployment (name = run id), created
 ``SCHEDULED``. Statuses and transitions are Prefect's state history.
 
 **Settings.** Prefect reads its settings once, when it is imported, and the
-fork server imports it before any run's server exists: a worker sets
-``PREFECT_API_URL`` and re-reads them (``refresh_global_settings_context``)
-before any Prefect call, and refuses to start if Prefect would still talk to
-an ephemeral server of its own (``PREFECT_SERVER_ALLOW_EPHEMERAL_MODE=false``).
+fork server imports it before any run's server exists: each worker gets
+``PREFECT_API_URL`` in its env and re-reads them
+(``refresh_global_settings_context``, the kit's ``configure`` hook) before
+its target runs, which refuses to start if Prefect would still talk to an
+ephemeral server of its own (``PREFECT_SERVER_ALLOW_EPHEMERAL_MODE=false``).
 
 **Recovery is the deployment's, played by the worker.** Prefect resumes
 nothing by itself: a flow run whose process was SIGKILLed stays ``RUNNING``
@@ -144,18 +145,19 @@ def _claim(client: SyncPrefectClient, work: Path, deployment: UUID, clock: Any) 
     return None
 
 
+#: the configuration hook of every worker (``kit.WorkerSet(configure=...)``):
+#: Prefect read its settings when the fork server imported it
+REREAD = "prefect.context:refresh_global_settings_context"
+
+
 def worker_main(args: dict[str, Any]) -> int:
     """A worker: recover, claim and execute flow runs until none is left, then exit 0."""
-    from prefect.context import refresh_global_settings_context
     from prefect.flow_engine import run_flow
     from prefect.settings import get_current_settings
 
-    workload: PrefectWorkload = pkgutil.resolve_name(args["workload"])
-    work, url = Path(args["workdir"]), args["url"]
-    env = {k: v.format(url=url) for k, v in workload.env.items()} | {"PREFECT_API_URL": args["api"]}
-    env["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] = "false"  # never a server of its own
-    os.environ.update(env, PREFECT_LOCAL_STORAGE_PATH=str(work / "results"))  # persisted results
-    refresh_global_settings_context()  # Prefect read its settings when the fork server imported it
+    work = Path(args["workdir"])
+    # the env is set and Prefect's settings read again (REREAD)
+    # by the time the target runs: check that Prefect took them
     if (api := get_current_settings().api.url) != args["api"]:
         raise RuntimeError(f"Prefect's API is {api}, not {args['api']}: settings not re-read")
     flow, clock = pkgutil.resolve_name(args["app"]), kit.FileClock(work / "clock")
@@ -191,9 +193,16 @@ class PrefectEnvironment(c.BaseEnvironment):
         self.clock = kit.FileClock(workdir / "clock", start=kit.EPOCH)  # moves only with heartbeats
         flow_id, name = self.client.create_flow(adapter.flow), f"harness-{time.time_ns()}"
         self.deployment = self.client.create_deployment(flow_id, name, entrypoint=adapter.app)
-        self.workers, self.trace_crash_points = kit.WorkerSet(workdir, adapter.preload), False
+        self.workers = kit.WorkerSet(workdir, adapter.preload, configure=(REREAD,))
+        self.trace_crash_points = False
         self.args = {**adapter.args, "workdir": str(workdir), "url": self.face.url}
         self.args["deployment"] = str(self.deployment)
+        # the app's providers at the world, Prefect's API and never a server
+        # of its own, persisted results here
+        self.env = {k: v.format(url=self.face.url) for k, v in adapter.workload.env.items()}
+        self.env["PREFECT_API_URL"] = self.args["api"]
+        self.env["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] = "false"
+        self.env["PREFECT_LOCAL_STORAGE_PATH"] = str(workdir / "results")
 
     def declarations(self) -> c.Declarations:
         return c.Declarations(delivery=self.delivery, transitions=TABLE)
@@ -211,7 +220,7 @@ class PrefectEnvironment(c.BaseEnvironment):
     ) -> c.WorkerHandle:
         crashed, trace = None if crash is None else crash.model_dump(), self.trace_crash_points
         args = {**self.args, "worker_id": worker_id, "crash": crashed, "trace": trace}
-        return self.workers.spawn(worker_id, f"{__name__}:worker_main", args)
+        return self.workers.spawn(worker_id, f"{__name__}:worker_main", args, env=self.env)
 
     def submit(self, run: RunSpec) -> None:
         create, params = self.client.create_flow_run_from_deployment, dict(run.input)
