@@ -9,8 +9,10 @@ family needs, the family each reported fault kind belongs to
 (``harness.report.CAPABILITY_GAPS``), ``harness list faults`` and the table in
 ``docs/faults.md`` -- is derived from the records here. Adding a family is a
 record here, its step types (``harness.model``, each naming the capability it
-needs), its episode and targeted schedules (``harness.scenarios``) and its
-handler (``harness.runner`` / ``harness.nemesis``): ``docs/architecture.md``
+needs), its handler module (``harness.nemesis``) and its scenarios module
+(``harness.scenarios._schedules``: its episode and targeted schedules). The
+record names both modules, which register what they hold as they are
+imported, so no table elsewhere lists the family: ``docs/architecture.md``
 walks through one.
 
 This module imports nothing of the harness, so every layer may import it.

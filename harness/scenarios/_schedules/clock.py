@@ -1,6 +1,7 @@
-"""Targeted schedules of the ``late_approval`` family: the clock past a wait's
+"""The targeted schedules of the ``late_approval`` family: the clock past a wait's
 deadline with what the run waits for withheld, and a day of downtime
-between a decision and its effect."""
+between a decision and its effect; and its sampled-search episode (an
+approval delivered after the clock moved past its lifetime)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Targeted schedules of the ``crash`` and ``race`` families aimed at commits:
+"""The targeted schedules of the ``crash`` and ``race`` families aimed at commits:
 kills inside and right after each commit, the last window before a run ends,
-workers released together from a barrier."""
+workers released together from a barrier, a kill right before each effect;
+and the two families' sampled-search episodes (kills at crash points, then
+during recovery; two workers racing through a slowed effect)."""
 
 from __future__ import annotations
 

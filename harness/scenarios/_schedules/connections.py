@@ -1,5 +1,6 @@
-"""Targeted schedules of the ``storage`` and ``network`` families: a worker's
-store connections cut, reset, partitioned or slowed at its commits."""
+"""The targeted schedules of the ``storage`` and ``network`` families: a worker's
+store connections cut, reset, partitioned or slowed at its commits; and the
+two families' sampled-search episodes."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Targeted schedules of the ``memory`` family: every kind of planted record,
-before and after the clock moves, and while the runs are down."""
+"""The targeted schedules of the ``memory`` family: every kind of planted record,
+before and after the clock moves, and while the runs are down; and its
+sampled-search episode."""
 
 from __future__ import annotations
 

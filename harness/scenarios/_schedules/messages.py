@@ -1,6 +1,6 @@
-"""Targeted schedules of the ``message`` family: bad and misdirected decisions,
-deliveries while a worker holds the run, another tenant's events, identical
-twin runs."""
+"""The targeted schedules of the ``message`` family: bad and misdirected decisions,
+deliveries while a worker holds the run, another tenant's events, the same
+run for another tenant; and its sampled-search episode."""
 
 from __future__ import annotations
 

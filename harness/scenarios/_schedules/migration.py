@@ -1,5 +1,5 @@
-"""Targeted schedules of the ``migration`` family: upgrades between crash and
-resume, and rollback orders of versions."""
+"""The targeted schedules of the ``migration`` family: upgrades between crash and
+resume, and rollback orders of versions; and its sampled-search episode."""
 
 from __future__ import annotations
 

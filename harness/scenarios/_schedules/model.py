@@ -1,8 +1,9 @@
-"""Targeted schedules of the ``model`` family: every model fault at the
+"""The targeted schedules of the ``model`` family: every model fault at the
 model's first reply, then each fault that makes a client retry, right
 before an effect, with the world killing the worker right after the
 retried call's effect is applied (a rate limit, a retry, a kill: the
-retry's path must be as durable as the first)."""
+retry's path must be as durable as the first); a tool's reply without its
+reference; and its sampled-search episode."""
 
 from __future__ import annotations
 

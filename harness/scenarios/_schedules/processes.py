@@ -1,6 +1,6 @@
-"""Targeted schedules of the ``zombie`` and ``operator`` families: a worker
+"""The targeted schedules of the ``zombie`` and ``operator`` families: a worker
 paused past its lease before an effect, an operator's cancel while a worker
-holds the run."""
+holds the run; and the two families' sampled-search episodes."""
 
 from __future__ import annotations
 

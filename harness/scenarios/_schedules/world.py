@@ -1,6 +1,7 @@
-"""Targeted schedules of the ``world`` family: the world kills the caller right
+"""The targeted schedules of the ``world`` family: the world kills the caller right
 after applying an effect, every other fault mode at every effect, refused
-lookups, outages."""
+lookups, outages, identical twin runs whose effects a service deduplicates
+by key; and its sampled-search episode."""
 
 from __future__ import annotations
 
