@@ -82,7 +82,7 @@ def test_every_handler_and_fired_rule_reader_is_a_family_module_s() -> None:
     named = {NEMESIS + f.handlers for f in FAULT_FAMILIES if f.handlers}
     assert {h.__module__ for h in HANDLERS.values()} <= named
     assert {r.__module__ for r in FIRED_EVENTS.values()} <= named
-    assert FIRED_EVENTS[MODEL].__module__ == NEMESIS + FAMILY["model"].handlers
+    assert FIRED_EVENTS[MODEL].__module__ == f"{NEMESIS}{FAMILY['model'].handlers}"
 
 
 def _steps_of(scenario: Scenario) -> set[type]:
