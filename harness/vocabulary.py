@@ -9,8 +9,10 @@ family needs, the family each reported fault kind belongs to
 (``harness.report.CAPABILITY_GAPS``), ``harness list faults`` and the table in
 ``docs/faults.md`` -- is derived from the records here. Adding a family is a
 record here, its step types (``harness.model``, each naming the capability it
-needs), its episode and targeted schedules (``harness.scenarios``) and its
-handler (``harness.runner`` / ``harness.nemesis``): ``docs/architecture.md``
+needs), its handler module (``harness.nemesis``) and its scenarios module
+(``harness.scenarios._schedules``: its episode and targeted schedules). The
+record names both modules, which register what they hold as they are
+imported, so no table elsewhere lists the family: ``docs/architecture.md``
 walks through one.
 
 This module imports nothing of the harness, so every layer may import it.
@@ -93,6 +95,20 @@ class FaultFamily:
     #: at most one episode of it per scenario (an episode that costs seconds
     #: where others cost tenths)
     once_per_scenario: bool = False
+    #: its module of ``harness.nemesis`` (``"_model"``), which registers the
+    #: handler of each of its step types (``@handles``) and, for a family
+    #: whose faults fire in the world, how its fired rules read
+    #: (``@fires_at``); None: its steps are the runner's or another family's
+    handlers: str | None = None
+    #: its module of ``harness.scenarios._schedules`` (``"model"``), which
+    #: registers its sampled-search episode (``@episode_of``) and its
+    #: targeted schedules (``@category``/``@sweep``, each with its place in
+    #: the plan); several families may share one
+    schedules: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.schedules:
+            raise ValueError(f"fault family {self.name!r} names no schedules module")
 
 
 #: The network kinds any backend can fire (the kernel's netfilter rules too).
@@ -136,12 +152,16 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
         "SIGKILL a worker at a named crash point (and again during recovery)",
         Capability.CRASH_POINTS,
         reported=("crash_point", "kill"),
+        handlers="_processes",
+        schedules="commits",
     ),
     FaultFamily(
         "zombie",
         "pause a worker past its lease, let another take over, continue it",
         Capability.CONCURRENT_WORKERS,
         reported=("continue", "lease_wait"),
+        handlers="_processes",
+        schedules="processes",
     ),
     FaultFamily(
         "message",
@@ -172,12 +192,16 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
             "misdirected",
             "while_held",
         ),
+        handlers="_messages",
+        schedules="messages",
     ),
     FaultFamily(
         "late_approval",
         "an approval delivered after it expired",
         Capability.CLOCK,
         reported=("clock",),
+        handlers="_clock",
+        schedules="clock",
     ),
     FaultFamily(
         "world",
@@ -194,6 +218,8 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
             "kill_after_apply",
             "lookup_refused",
         ),
+        handlers="_world",
+        schedules="world",
     ),
     FaultFamily(
         "memory",
@@ -210,6 +236,8 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
             "lapsed_newest",
             "untrusted_newest",
         ),
+        handlers="_memory",
+        schedules="memory",
     ),
     FaultFamily(
         "migration",
@@ -219,6 +247,7 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
         # forward: old code, then this one; rollback: this code, then the
         # older release, then this one again
         variants=("forward", "rollback"),
+        schedules="migration",
     ),
     FaultFamily(
         "storage",
@@ -226,6 +255,8 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
         "transaction or between steps (needs storage_faults)",
         Capability.STORAGE_FAULTS,
         reported=("storage",),
+        handlers="_storage",
+        schedules="connections",
     ),
     FaultFamily(
         "race",
@@ -233,6 +264,8 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
         "(needs concurrent_workers; for runtimes without pause points)",
         Capability.CONCURRENT_WORKERS,
         reported=("race",),
+        handlers="_processes",
+        schedules="commits",
     ),
     FaultFamily(
         "operator",
@@ -240,6 +273,8 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
         "must not undo it (needs cancel)",
         Capability.CANCEL,
         reported=("operator_cancel",),
+        handlers="_storage",
+        schedules="processes",
     ),
     FaultFamily(
         "network",
@@ -255,6 +290,8 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
         # the last three only through a proxy (Universe.offered_network_kinds)
         variants=PROXY_NETWORK_KINDS,
         once_per_scenario=True,
+        handlers="_network",
+        schedules="connections",
     ),
     FaultFamily(
         "model",
@@ -264,6 +301,8 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
         Capability.MODEL_ENDPOINT,
         reported=tuple(model_kind(m) for m in (*MODEL_FAULT_MODES, *TOOL_REPLY_MODES)),
         variants=(*MODEL_FAULT_MODES, *TOOL_REPLY_MODES),
+        handlers="_model",
+        schedules="model",
     ),
 )
 

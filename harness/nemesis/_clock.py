@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from ..model import AdvanceClock
 from ._context import StepContext
+from ._registry import handles
 
 
+@handles(AdvanceClock)
 def advance_clock(ctx: StepContext, step: AdvanceClock) -> None:
     """A scenario's clock jump."""
     advance(ctx, step.seconds)

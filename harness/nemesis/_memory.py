@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..model import EventF, InjectMemory
 from ._context import StepContext
+from ._registry import handles
 
 #: the trust score a poisoned record claims for itself (the scale's top)
 CLAIMED_TRUST = 1.0
@@ -13,6 +14,7 @@ CLAIMED_TRUST = 1.0
 UNVOUCHED_TRUST = 0.0
 
 
+@handles(InjectMemory)
 def inject_memory(ctx: StepContext, step: InjectMemory) -> None:
     """Plant a poisoned, cross-tenant, expired, stale (in or out of order),
     lapsed-newest or trusted record."""

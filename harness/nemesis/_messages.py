@@ -17,6 +17,7 @@ from typing import Any
 from .._errors import AdapterError
 from ..model import Approve, EventF
 from ._context import StepContext
+from ._registry import handles
 
 #: The messages a step's variant asks the environment for, one each, when
 #: it is more than one: a wrong role on each side of the expected one (the
@@ -26,6 +27,7 @@ from ._context import StepContext
 ASKED: dict[str, tuple[str, ...]] = {"wrong_role": ("wrong_role", "wrong_role_above")}
 
 
+@handles(Approve)
 def approve(ctx: StepContext, step: Approve) -> None:
     """Deliver the run's planned decision, as ``step`` varies it."""
     env = ctx.env

@@ -10,8 +10,10 @@ from ..model import ArmModelFault, EventF
 from ..vocabulary import model_kind
 from ..world import MODEL, MODEL_CONTENT_MODES, FaultRule, FiredFault
 from ._context import StepContext
+from ._registry import fires_at, handles
 
 
+@handles(ArmModelFault)
 def arm_model_fault(ctx: StepContext, step: ArmModelFault) -> None:
     """Arm the rule (one per call, for ``calls`` consecutive calls), counted
     from the model calls (or replies of ``action``'s kind) made so far; the
@@ -38,3 +40,9 @@ def model_fault_event(fired: FiredFault) -> dict[str, Any]:
     if fired.mode in MODEL_CONTENT_MODES and fired.run_id is not None:
         value["runs"] = [fired.run_id]
     return value
+
+
+@fires_at(MODEL)
+def _fired(fired: FiredFault) -> tuple[str, dict[str, Any]]:
+    """A model rule that fired, as the fault kind of its mode and its event."""
+    return model_kind(fired.mode), model_fault_event(fired)

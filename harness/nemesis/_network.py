@@ -34,6 +34,7 @@ from ..model import EventF, NetworkFault
 from . import _toxiproxy as _on_toxiproxy
 from ._clock import advance
 from ._context import StepContext
+from ._registry import handles
 
 #: seconds a partition waits, at most, for the server of the connection in
 #: use to let go of the worker's silenced connections to it (its keepalives
@@ -105,6 +106,7 @@ _KERNEL_CANNOT = {
 }
 
 
+@handles(NetworkFault)
 def network_fault(ctx: StepContext, step: NetworkFault) -> None:
     """Drop what the server sends the paused worker's connection (its next
     COMMIT commits, unacknowledged) or reset that connection, let the worker

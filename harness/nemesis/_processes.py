@@ -19,6 +19,7 @@ from .._errors import AdapterError
 from ..adapters import WorkerExit, WorkerHandle
 from ..model import ContinueWorker, EventF, KillAfter, KillWorker, RaceWorkers, ReleaseWorkers
 from ._context import ScenarioError, StepContext
+from ._registry import handles
 
 #: Longest a single worker may run before the harness calls it stuck, unless
 #: the run says otherwise (``--worker-timeout``, or the adapter's
@@ -95,6 +96,7 @@ def _not_paused(ctx: StepContext, worker_id: str) -> None:
     ctx.recorder.record("info", EventF.NOTE, "runner", {"text": f"{worker_id} is not paused"})
 
 
+@handles(ContinueWorker)
 def continue_worker(ctx: StepContext, step: ContinueWorker) -> None:
     """SIGCONT a paused worker and wait for it to end."""
     handle = ctx.paused.pop(step.worker_id, None)
@@ -106,6 +108,7 @@ def continue_worker(ctx: StepContext, step: ContinueWorker) -> None:
     ctx.await_worker(handle)
 
 
+@handles(KillWorker)
 def kill_worker(ctx: StepContext, step: KillWorker) -> None:
     """SIGKILL a paused worker."""
     handle = ctx.paused.pop(step.worker_id, None)
@@ -117,6 +120,7 @@ def kill_worker(ctx: StepContext, step: KillWorker) -> None:
     ctx.await_worker(handle)
 
 
+@handles(KillAfter)
 def kill_after(ctx: StepContext, step: KillAfter) -> None:
     """Random-moment kill: the one step timed by the wall clock (see KillAfter)."""
     handle = ctx.start(step.worker_id)
@@ -129,6 +133,7 @@ def kill_after(ctx: StepContext, step: KillAfter) -> None:
     ctx.await_worker(handle)
 
 
+@handles(RaceWorkers)
 def race(ctx: StepContext, step: RaceWorkers) -> None:
     """Start every worker before waiting for any: they work at once."""
     busy = sorted(set(step.worker_ids) & set(ctx.paused))
@@ -141,6 +146,7 @@ def race(ctx: StepContext, step: RaceWorkers) -> None:
         ctx.await_worker(handle)
 
 
+@handles(ReleaseWorkers)
 def release(ctx: StepContext, step: ReleaseWorkers) -> None:
     """SIGCONT every paused worker named before waiting for any: released
     together from the crash point that held them, they work at once."""

@@ -7,8 +7,10 @@ from typing import Any
 from ..adapters._contract import offered_storage_kinds
 from ..model import Cancel, StorageFault
 from ._context import StepContext
+from ._registry import handles
 
 
+@handles(StorageFault)
 def storage_fault(ctx: StepContext, step: StorageFault) -> None:
     """Cut the workers' storage sessions (Postgres terminate, Redis CLIENT KILL)."""
     # Whose sessions are at stake: the paused workers (an idle one holds
@@ -23,6 +25,7 @@ def storage_fault(ctx: StepContext, step: StorageFault) -> None:
     ctx.recorder.fault("storage", ctx.env.storage_fault(step.kind), **value)
 
 
+@handles(Cancel)
 def cancel(ctx: StepContext, step: Cancel) -> None:
     """An operator's out-of-band write: the run is named, since its outcome
     changes; what must not change is the state machine (a worker that

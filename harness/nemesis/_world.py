@@ -5,10 +5,13 @@ answer)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..model import ArmWorldFault, EventF
 from ..vocabulary import TOOL_REPLY_MODES, model_kind
-from ..world import LOOKUP, FaultRule
+from ..world import LOOKUP, FaultRule, FiredFault
 from ._context import StepContext
+from ._registry import ANY_TARGET, fires_at, handles
 
 #: The mode of a persistent outage's rules (see :func:`name_outage_runs`).
 OUTAGE_MODE = "unavailable"
@@ -26,6 +29,7 @@ def world_kind(mode: str, action: str | None = None) -> str:
     return "effect_boundary" if mode.startswith("kill_") else "world_fault"
 
 
+@handles(ArmWorldFault)
 def arm_world_fault(ctx: StepContext, step: ArmWorldFault) -> None:
     """Arm the rule (one per call, for ``calls`` consecutive calls); the
     world records when each fires (the runner syncs that into the history),
@@ -47,6 +51,20 @@ def arm_world_fault(ctx: StepContext, step: ArmWorldFault) -> None:
     ctx.recorder.record(
         "info", EventF.NOTE, "nemesis", {"text": "world fault armed", **step.model_dump()}
     )
+
+
+@fires_at(ANY_TARGET)
+def world_fault_event(fired: FiredFault) -> tuple[str, dict[str, Any]]:
+    """The fault kind and event of a rule at a service that fired (any
+    target no other family reads: see ``fires_at``). A reply without its
+    reference (the ``model`` family's tool-reply fault) may leave the run
+    to stop where it cannot prove its effect (parked, for an operator):
+    named in ``runs``, so the comparisons with the fault-free run leave it
+    out."""
+    f = fired
+    named = {"runs": [f.run_id]} if f.mode in TOOL_REPLY_MODES and f.run_id else {}
+    value = {"mode": f.mode, "service": f.service, "action": f.action, "run_id": f.run_id}
+    return world_kind(f.mode, f.action), {**value, **named}
 
 
 def name_outage_runs(ctx: StepContext) -> None:

@@ -17,9 +17,7 @@ from typing import Any
 from ..adapters import Adapter, Capability, Environment, Observation
 from ..history import HistoryWriter
 from ..model import EventF, RunState
-from ..nemesis import model_fault_event, world_kind
-from ..vocabulary import TOOL_REPLY_MODES, model_kind
-from ..world import MODEL
+from ..nemesis import fired_fault_event
 
 #: the states whose deadline (``RunView.wake_at``) a ``wait`` event records
 WAITS = frozenset({RunState.WAITING_APPROVAL, RunState.WAITING_EVENT})
@@ -206,24 +204,10 @@ class HistoryRecorder:
             self._fired_seen.add(f.rule_id)
             # Counted as armed by the nemesis (arm_world_fault,
             # arm_model_fault): a rule that never fires shows as armed >
-            # fired in the coverage.
-            if f.service == MODEL:
-                self.fault(model_kind(f.mode), True, armed=False, **model_fault_event(f))
-                continue
-            # A reply without its reference may leave the run to stop where
-            # it cannot prove its effect (parked, for an operator): named, so
-            # the comparisons with the fault-free run leave it out.
-            named = {"runs": [f.run_id]} if f.mode in TOOL_REPLY_MODES and f.run_id else {}
-            self.fault(
-                world_kind(f.mode, f.action),
-                True,
-                armed=False,
-                mode=f.mode,
-                service=f.service,
-                action=f.action,
-                run_id=f.run_id,
-                **named,
-            )
+            # fired in the coverage. What it reads as is the word of the
+            # family that aims rules at its target (harness.nemesis.fires_at).
+            kind, value = fired_fault_event(f)
+            self.fault(kind, True, armed=False, **value)
         self.observe()
 
     def observe(self) -> Observation:

@@ -4,7 +4,8 @@
 the paused workers. It performs the client steps (submit, run a worker,
 quiesce) and waits for workers; fault steps go to :mod:`harness.nemesis`,
 which sees this object as a :class:`~harness.nemesis.StepContext`.
-:data:`STEPS` says who performs each kind of step.
+:data:`STEPS` says who performs each kind of step (the nemesis's handlers
+register themselves: :data:`harness.nemesis.HANDLERS`).
 """
 
 from __future__ import annotations
@@ -17,25 +18,14 @@ from .. import nemesis
 from .._errors import AdapterError
 from ..adapters import Adapter, Capability, Environment, Observation, WorkerExit, WorkerHandle
 from ..model import (
-    AdvanceClock,
     Approve,
-    ArmModelFault,
-    ArmWorldFault,
-    Cancel,
     ContinueWorker,
     CrashSpec,
     EventF,
-    InjectMemory,
-    KillAfter,
-    KillWorker,
-    NetworkFault,
     Quiesce,
-    RaceWorkers,
-    ReleaseWorkers,
     RunSpec,
     RunState,
     RunWorker,
-    StorageFault,
     Submit,
 )
 from ..nemesis import WORKER_TIMEOUT, ScenarioError, wait_worker
@@ -279,22 +269,11 @@ class RunContext:
         return True
 
 
-#: Who performs each kind of step: the runner (client steps) or the nemesis.
+#: Who performs each kind of step: the runner (client steps) or the
+#: nemesis (every fault step, registered by its family's handler module).
 STEPS: dict[type, Callable[[RunContext, Any], None]] = {
     Submit: RunContext.submit,
     RunWorker: RunContext.run_worker,
     Quiesce: RunContext.quiesce,
-    Approve: nemesis.approve,
-    ContinueWorker: nemesis.continue_worker,
-    KillWorker: nemesis.kill_worker,
-    KillAfter: nemesis.kill_after,
-    RaceWorkers: nemesis.race,
-    ReleaseWorkers: nemesis.release,
-    AdvanceClock: nemesis.advance_clock,
-    ArmWorldFault: nemesis.arm_world_fault,
-    ArmModelFault: nemesis.arm_model_fault,
-    InjectMemory: nemesis.inject_memory,
-    StorageFault: nemesis.storage_fault,
-    NetworkFault: nemesis.network_fault,
-    Cancel: nemesis.cancel,
+    **nemesis.HANDLERS,
 }

@@ -34,7 +34,8 @@ from hypothesis import strategies as st
 
 from ..model import Quiesce, Scenario, Step, Submit
 from ._schedules._common import schedule_kind
-from ._strategies import ONCE_PER_SCENARIO, _of_family, episode, run_specs, scenarios, swarms
+from ._schedules._draws import ONCE_PER_SCENARIO, _of_family, swarms
+from ._strategies import episode, run_specs, scenarios
 from ._universe import Universe
 
 #: the most swarm episodes added to a seed

@@ -58,22 +58,8 @@ from __future__ import annotations
 
 from ..model import Scenario
 from ._schedules._common import _aim, _interleave, _steps, schedule_kind
-from ._schedules.clock import _outages, _wait_deadlines
-from ._schedules.commits import _barriers, _commit_kills, _commit_sweeps, _last_windows
-from ._schedules.connections import _network, _storage_cuts
-from ._schedules.memory import _memory, _memory_clock, _memory_while_down
-from ._schedules.messages import _deliveries_while_held, _messages, _run_twins, _tenant_twins
-from ._schedules.migration import _rollbacks, _upgrades
-from ._schedules.model import _model_faults, _model_then_kill, _tool_replies
+from ._schedules._registry import categories
 from ._schedules.pairs import commit_fault_pairs
-from ._schedules.processes import _operator_cancels, _zombies
-from ._schedules.world import (
-    _kills_before,
-    _lookup_refusals,
-    _service_outages,
-    _world_kills,
-    _world_modes,
-)
 from ._universe import Universe
 
 #: places the systematic sweeps take in each breadth-first round
@@ -92,45 +78,13 @@ def _pair_fault(name: str) -> str | None:
 def targeted(u: Universe) -> list[Scenario]:
     """The targeted schedules for ``u``, in the order they should run."""
     aim = _aim(u)
-    first_ends, middles = _commit_sweeps(aim)
-    cats = [
-        _world_kills(aim),
-        # Zombies (a lease that expired under a paused worker) early in each
-        # round: a plan the ci budget cuts must still reach the later
-        # workflows' zombie schedules, which find the fencing mistakes.
-        _zombies(aim),
-        _messages(aim),
-        _memory(aim),
-        _tenant_twins(aim),
-        _run_twins(aim),
-        _deliveries_while_held(aim),
-        _memory_while_down(aim),
-        _upgrades(aim),
-        _rollbacks(aim),
-        _outages(aim),
-        _wait_deadlines(aim),
-        first_ends,
-        _last_windows(aim),
-        _operator_cancels(aim),
-        _kills_before(aim),
-        middles,
-        _storage_cuts(aim),
-        _network(aim),
-        _model_then_kill(aim),
-        _model_faults(aim),
-        _tool_replies(aim),
-    ]
+    # Each family's module registers its categories with their places in a
+    # round (``@category``, ``@sweep``: ``_schedules/_registry``).
+    cats = [c.schedules(aim) for c in categories()]
     # The systematic sweeps take SWEEP_SLOTS places in each round, round
     # robin among themselves: each one's first scenario still comes within
     # the first rounds, and the categories above keep their pace.
-    sweep_groups = [
-        _world_modes(aim),
-        _lookup_refusals(aim),
-        _service_outages(aim),
-        _memory_clock(aim),
-        _commit_kills(aim),
-        _barriers(aim),
-    ]
+    sweep_groups = [c.schedules(aim) for c in categories(sweeps=True)]
     sweeps = _interleave(sweep_groups)
     cats += [sweeps[i::SWEEP_SLOTS] for i in range(SWEEP_SLOTS)]
     # Every (commit kind x fault) pair the trace offers, once: a schedule of

@@ -1,6 +1,9 @@
 """The fault families' records (``harness.vocabulary``) are the one place a
 family is named: the tables derived from them, the sampled search's
-episodes, the runner's step handlers and the docs must all agree with them."""
+episodes, the targeted schedules, the runner's step handlers and the docs
+must all agree with them. A family's parts register themselves from the
+modules its record names (``handlers``, ``schedules``): these tests fail
+when one is missing or sits elsewhere."""
 
 from __future__ import annotations
 
@@ -8,29 +11,128 @@ import re
 import typing
 from pathlib import Path
 
-from harness.model import Approve, NetworkKind, Step
-from harness.nemesis import needs
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from test_targeted import universe
+
+from harness.model import Approve, ArmModelFault, NetworkFault, NetworkKind, Scenario, Step
+from harness.nemesis import FIRED_EVENTS, HANDLERS, fires_at, handles, needs
 from harness.outcome import KIND_FAMILY
 from harness.report import CAPABILITY_GAPS
 from harness.runner._steps import STEPS
 from harness.scenarios import FAMILIES
-from harness.scenarios._strategies import EPISODES, FAMILY_KINDS, ONCE_PER_SCENARIO
+from harness.scenarios._schedules._common import _aim
+from harness.scenarios._schedules._registry import categories, category, episode_of, episodes
+from harness.scenarios._strategies import (
+    EPISODES,
+    FAMILY_KINDS,
+    ONCE_PER_SCENARIO,
+    Swarm,
+    episode,
+    run_specs,
+)
 from harness.vocabulary import (
     FAMILY,
     FAULT_FAMILIES,
     PROXY_NETWORK_KINDS,
     Capability,
+    FaultFamily,
     family_table,
 )
+from harness.world import MODEL
 
 ROOT = Path(__file__).resolve().parents[2]
+SCHEDULES = "harness.scenarios._schedules."
+NEMESIS = "harness.nemesis."
+#: a made-up universe that offers every capability, so every family is on
+EVERYTHING = universe(frozenset(Capability))
 
 
 def test_every_family_has_an_episode_and_every_step_a_handler() -> None:
     assert set(EPISODES) == set(FAMILIES)
+    assert tuple(EPISODES) == FAMILIES  # in the records' order
     step_types = typing.get_args(typing.get_args(Step)[0])
     assert step_types, "the Step union was not read"
     assert set(STEPS) == set(step_types)
+    # the runner performs the client steps; every other step is a fault
+    # step that a family's handler module registered
+    client = {t.__name__ for t in set(step_types) - set(HANDLERS)}
+    assert client == {"Submit", "RunWorker", "Quiesce"}
+
+
+@pytest.mark.parametrize("family", FAULT_FAMILIES, ids=lambda f: f.name)
+def test_a_family_registers_its_parts_from_the_modules_its_record_names(
+    family: FaultFamily,
+) -> None:
+    ep = episodes()[family.name]
+    assert ep.draw.__module__ == SCHEDULES + family.schedules
+    own = [c for c in [*categories(), *categories(sweeps=True)] if c.family == family.name]
+    assert own, f"{family.name} has no targeted schedules"
+    assert {c.schedules.__module__ for c in own} == {SCHEDULES + family.schedules}
+    if family.once_per_scenario:
+        # how a scenario is seen to hold one already
+        assert ep.marks, f"{family.name} comes once a scenario but marks none of its steps"
+    if family.handlers is not None:
+        mine = [t for t, h in HANDLERS.items() if h.__module__ == NEMESIS + family.handlers]
+        assert mine, f"{NEMESIS}{family.handlers} registers no handler"
+
+
+def test_every_handler_and_fired_rule_reader_is_a_family_module_s() -> None:
+    named = {NEMESIS + f.handlers for f in FAULT_FAMILIES if f.handlers}
+    assert {h.__module__ for h in HANDLERS.values()} <= named
+    assert {r.__module__ for r in FIRED_EVENTS.values()} <= named
+    assert FIRED_EVENTS[MODEL].__module__ == f"{NEMESIS}{FAMILY['model'].handlers}"
+
+
+def _steps_of(scenario: Scenario) -> set[type]:
+    return {type(s) for s in scenario.steps}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_step_a_family_makes_has_a_handler(family: str) -> None:
+    """A family's step types are those its episode and its targeted
+    schedules make (on a universe that offers everything): each has one."""
+    made: set[type] = set()
+    aim = _aim(EVERYTHING)
+    for c in [*categories(), *categories(sweeps=True)]:
+        if c.family == family:
+            for s in c.schedules(aim):
+                made |= _steps_of(s)
+    swarm = Swarm(families=(family,))
+
+    @settings(
+        max_examples=40,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.data())
+    def draw(data: st.DataObject) -> None:
+        runs = data.draw(run_specs(EVERYTHING))
+        made.update(type(s) for s in data.draw(episode(EVERYTHING, runs, 0, swarm)))
+
+    draw()
+    assert made, f"{family} made no step"
+    assert made <= set(STEPS), f"{family}: no handler for {made - set(STEPS)}"
+
+
+def test_a_second_handler_episode_or_place_is_refused_where_it_is_declared() -> None:
+    taken = categories()[0]
+    with pytest.raises(RuntimeError, match=f"place {taken.place} in the plan"):
+        category("crash", place=taken.place)(lambda a: [])
+    with pytest.raises(RuntimeError, match="already has an episode"):
+        episode_of("model")(lambda *a: [])
+    with pytest.raises(ValueError, match="unknown fault family 'tsunami'"):
+        episode_of("tsunami")
+    with pytest.raises(RuntimeError, match="ArmModelFault already has a handler"):
+        handles(ArmModelFault)(lambda ctx, step: None)
+    with pytest.raises(RuntimeError, match="already read"):
+        fires_at(MODEL)(lambda f: ("", {}))
+    with pytest.raises(ValueError, match="names no schedules module"):
+        FaultFamily("tsunami", "a wave", None, reported=("wave",))
 
 
 def test_the_derived_tables_come_from_the_records() -> None:
@@ -50,7 +152,7 @@ def test_the_derived_tables_come_from_the_records() -> None:
 
 
 def test_each_step_says_which_capability_it_needs() -> None:
-    from harness.model import AdvanceClock, Cancel, NetworkFault, Quiesce
+    from harness.model import AdvanceClock, Cancel, Quiesce
 
     assert needs(AdvanceClock(seconds=1.0)) == (
         Capability.CLOCK,

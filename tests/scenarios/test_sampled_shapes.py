@@ -27,7 +27,7 @@ from harness.model import (
 )
 from harness.nemesis import validate
 from harness.scenarios import Universe, scenarios
-from harness.scenarios._strategies import DOWNTIME
+from harness.scenarios._schedules.commits import DOWNTIME
 from harness.session._draws import repeat as _repeat
 
 WORKFLOWS = (

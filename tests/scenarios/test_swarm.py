@@ -25,7 +25,8 @@ from harness.model import (
 )
 from harness.nemesis import validate
 from harness.scenarios import Universe, scenarios
-from harness.scenarios._strategies import DOWNTIME, FAMILY_KINDS, Swarm, swarms
+from harness.scenarios._schedules.commits import DOWNTIME
+from harness.scenarios._strategies import FAMILY_KINDS, Swarm, swarms
 
 WORKFLOWS = (
     WorkflowSpec(

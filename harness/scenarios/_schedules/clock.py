@@ -1,12 +1,19 @@
-"""Targeted schedules of the ``late_approval`` family: the clock past a wait's
+"""The targeted schedules of the ``late_approval`` family: the clock past a wait's
 deadline with what the run waits for withheld, and a day of downtime
-between a decision and its effect."""
+between a decision and its effect; and its sampled-search episode (an
+approval delivered after the clock moved past its lifetime)."""
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from ...adapters import Capability
-from ...model import AdvanceClock, CrashSpec, RunWorker, Scenario
+from ...model import AdvanceClock, Approve, CrashSpec, RunSpec, RunWorker, Scenario, Step
+from .._universe import Universe
 from ._common import OUTAGE_SECONDS, _Aim, _interleave, _rounds, _run, _scenario
+from ._draws import _run_ids
+from ._registry import category, episode_of
+from ._swarm import Swarm
 
 #: how far the clock jumps past a waiting run: beyond any deadline a runtime
 #: or a workflow sets for an event or a decision (a day and a bit)
@@ -17,6 +24,7 @@ WAIT_SECONDS = OUTAGE_SECONDS
 MAX_WAIT_DEADLINES = 8
 
 
+@category("late_approval", place=120)
 def _wait_deadlines(a: _Aim) -> list[Scenario]:
     """A run left waiting while the clock passes its deadline, with what it
     waits for withheld. The worker is killed right after each commit of the
@@ -62,6 +70,7 @@ def _wait_deadlines(a: _Aim) -> list[Scenario]:
     return _interleave(groups)[:MAX_WAIT_DEADLINES]
 
 
+@category("late_approval", place=110)
 def _outages(a: _Aim) -> list[Scenario]:
     """A long outage between the decision and a gated workflow's effect: the
     worker dies right before the effect, or right after the commit that
@@ -99,3 +108,14 @@ def _outages(a: _Aim) -> list[Scenario]:
                 )
             )
     return out
+
+
+@episode_of("late_approval")
+def _late_approval_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    return [
+        RunWorker(worker_id=f"w{n}"),
+        AdvanceClock(seconds=draw(st.sampled_from((600.0, 4000.0)))),
+        Approve(run_id=draw(st.sampled_from(_run_ids(runs)))),
+    ]

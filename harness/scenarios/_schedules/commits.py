@@ -1,11 +1,31 @@
-"""Targeted schedules of the ``crash`` and ``race`` families aimed at commits:
+"""The targeted schedules of the ``crash`` and ``race`` families aimed at commits:
 kills inside and right after each commit, the last window before a run ends,
-workers released together from a barrier."""
+workers released together from a barrier, a kill right before each effect;
+and the two families' sampled-search episodes (kills at crash points, then
+during recovery; two workers racing through a slowed effect)."""
 
 from __future__ import annotations
 
-from ...model import CrashSpec, ReleaseWorkers, RunWorker, Scenario
+from hypothesis import strategies as st
+
+from ...adapters import Capability
+from ...model import (
+    AdvanceClock,
+    Approve,
+    ArmWorldFault,
+    CrashSpec,
+    RaceWorkers,
+    ReleaseWorkers,
+    RunSpec,
+    RunWorker,
+    Scenario,
+    Step,
+)
+from .._universe import Universe
 from ._common import _Aim, _interleave, _kill_after, _paused, _rounds, _run, _scenario
+from ._draws import _approved_first, _crash, _effects, _run_ids
+from ._registry import category, episode_of, sweep
+from ._swarm import Swarm
 
 #: in-transaction sites of the first commit after a decision, aimed at first
 MAX_TXN_SITES = 8
@@ -47,10 +67,24 @@ def _commit_sweeps(a: _Aim) -> tuple[list[Scenario], list[Scenario]]:
     return [s for g in ends for s in g], _interleave([g[1:-1] for g in sweeps])
 
 
+@category("crash", place=130)
+def _first_commit_ends(a: _Aim) -> list[Scenario]:
+    """The first and last statements of the first commit after the decision
+    (:func:`_commit_sweeps`): aimed early in each round."""
+    return _commit_sweeps(a)[0]
+
+
+@category("crash", place=170)
+def _first_commit_middles(a: _Aim) -> list[Scenario]:
+    """The middle statements of that commit (:func:`_commit_sweeps`)."""
+    return _commit_sweeps(a)[1]
+
+
 #: last-window schedules at most (one per workflow)
 MAX_LAST_WINDOWS = 4
 
 
+@category("crash", place=140)
 def _last_windows(a: _Aim) -> list[Scenario]:
     """A kill in the last window: after the run's last durable write, before
     the record that it completed. The fault-free run's last commit is the
@@ -91,6 +125,7 @@ def _last_windows(a: _Aim) -> list[Scenario]:
     return out[:MAX_LAST_WINDOWS]
 
 
+@sweep("crash", place=50)
 def _commit_kills(a: _Aim) -> list[Scenario]:
     """A kill right after every commit of a fault-free run: first the
     commits that hand work or a message to another run (a child spawned, a
@@ -108,6 +143,7 @@ def _commit_kills(a: _Aim) -> list[Scenario]:
     return (_interleave(handoffs) + _interleave(others))[:MAX_COMMIT_KILLS]
 
 
+@sweep("race", place=60)
 def _barriers(a: _Aim) -> list[Scenario]:
     """Two workers held at the first crash point of a round (before either
     has claimed anything), then released together: they race for the same
@@ -136,3 +172,90 @@ def _barriers(a: _Aim) -> list[Scenario]:
                 )
             )
     return out
+
+
+#: Seconds a crash episode's runs may stay down (one episode in
+#: ``DOWNTIME_ODDS``): past the default approval lifetime and wait deadlines
+#: of an hour.
+DOWNTIME = 4000.0
+
+
+DOWNTIME_ODDS = 4
+
+
+#: How long the ``race`` family slows the first worker's effect: long enough
+#: for a second worker to start and read the same state meanwhile.
+RACE_DELAY = 1.0
+
+
+@episode_of("crash")
+def _crash_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    """A worker killed at a crash point, then possibly kills during recovery:
+    each recovering worker may be killed in turn (a chain that shrinks to
+    none), the long runs of one fault that swarms favour."""
+    crash = _crash(draw, u, runs=runs)
+    steps: list[Step] = [
+        *_approved_first(draw, u, _run_ids(runs), n),
+        RunWorker(worker_id=f"w{n}", crash=crash),
+    ]
+    chain = draw(st.integers(min_value=0, max_value=2))
+    for k in range(chain):
+        tag = "r" * (k + 1)
+        steps.append(RunWorker(worker_id=f"w{n}{tag}", crash=_crash(draw, u, runs=runs)))
+    # Sometimes the runs stay down past every deadline before anyone
+    # resumes them: what was decided or delivered before the crash meets
+    # a clock that moved on (an approval that expired meanwhile, a wait
+    # whose answer came before its deadline). Shrinks to no downtime.
+    if (
+        Capability.CLOCK in u.capabilities
+        and draw(st.integers(0, DOWNTIME_ODDS - 1)) == DOWNTIME_ODDS - 1
+    ):
+        steps.append(AdvanceClock(seconds=DOWNTIME))
+    return steps
+
+
+@episode_of("race")
+def _race(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    return _race_episode(draw, _effects(u, runs), _run_ids(runs), n)
+
+
+def _race_episode(draw: st.DrawFn, effects: list[str], run_ids: list[str], n: int) -> list[Step]:
+    """Two workers at once on the same runs, the first held inside a slowed effect.
+
+    Optionally the runs are first brought to their approval waits and
+    approved, so that the race is on the resume after the approval.
+    """
+    steps: list[Step] = []
+    if draw(st.booleans()):
+        steps += [RunWorker(worker_id=f"w{n}"), *(Approve(run_id=r) for r in run_ids)]
+    service, _, action = draw(st.sampled_from(effects or ["payments.charge"])).partition(".")
+    return [
+        *steps,
+        ArmWorldFault(service=service, action=action, nth=1, mode="slow", delay=RACE_DELAY),
+        RaceWorkers(worker_ids=(f"a{n}", f"b{n}")),
+    ]
+
+
+@category("crash", place=160)
+def _kills_before(a: _Aim) -> list[Scenario]:
+    """A kill right before each effect (intent persisted, no call yet)."""
+    if "crash" not in a.families:
+        return []
+    return _interleave(
+        [
+            [
+                a.before(
+                    wf,
+                    es,
+                    RunWorker(worker_id="w1", crash=CrashSpec(site=es.site, nth=es.nth)),
+                    name=f"kill_before/{es.effect}",
+                )
+                for es in a.profile(wf).effect_sites
+            ]
+            for wf in a.workflows
+        ]
+    )

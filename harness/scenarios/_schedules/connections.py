@@ -1,12 +1,30 @@
-"""Targeted schedules of the ``storage`` and ``network`` families: a worker's
-store connections cut, reset, partitioned or slowed at its commits."""
+"""The targeted schedules of the ``storage`` and ``network`` families: a worker's
+store connections cut, reset, partitioned or slowed at its commits; and the
+two families' sampled-search episodes."""
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from ...adapters import Capability, WorkflowSpec
-from ...model import ContinueWorker, NetworkFault, Scenario, StorageFault
+from ...model import (
+    ContinueWorker,
+    CrashSpec,
+    NetworkFault,
+    NetworkKind,
+    RunSpec,
+    RunWorker,
+    Scenario,
+    Step,
+    StorageFault,
+)
+from ...vocabulary import NETWORK_KINDS
 from .._profile import Commit
+from .._universe import Universe
 from ._common import _Aim, _interleave, _paused, _rounds, _run, _scenario
+from ._draws import _approved_first, _kind
+from ._registry import category, episode_of
+from ._swarm import Swarm
 
 #: network fault schedules at most: a lost acknowledgement costs the worker
 #: its network timeout (seconds, not the tenths a kill costs)
@@ -17,6 +35,7 @@ MAX_NETWORK = 10
 REPLY_KINDS = ("latency", "slow_reply", "cut_reply")
 
 
+@category("storage", place=180)
 def _storage_cuts(a: _Aim) -> list[Scenario]:
     """The store's connections cut under a worker held inside the first commit
     after the decision (that transaction must die whole), then under one
@@ -59,6 +78,7 @@ def _storage_cuts(a: _Aim) -> list[Scenario]:
     return _interleave([inside, idle])
 
 
+@category("network", place=190)
 def _network(a: _Aim) -> list[Scenario]:
     """Network faults on the worker's storage connection, at each kind of
     commit a fault-free run made: its acknowledgement lost (the commit
@@ -184,3 +204,131 @@ def _network_targets(a: _Aim, wf: WorkflowSpec) -> list[tuple[str, Commit, tuple
     span = trace[start : end + 1]
     out.append(("reset", first, span[(len(span) - 1) // 2]))
     return out
+
+
+@episode_of("storage")
+def _storage_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    return _storage_steps(draw, u, runs, n)
+
+
+def _storage_steps(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> list[Step]:
+    """Hold a worker, cut its storage connections, let it go on.
+
+    Held *inside* a transaction (a crash point that is not a pause point), the
+    cut kills the transaction: nothing of that checkpoint may be committed.
+    Held *between* steps, its pooled connections die while idle: the next use
+    must notice and carry on with fresh ones. Either way the run must end as
+    if nothing happened.
+    """
+    # Held where the workload's runs actually pass (the site profile): a
+    # pause that never fires leaves no worker holding a connection, and the
+    # cut then finds nothing to cut (armed, never fired).
+    reached = u.reached(runs, (*u.in_transaction_points(), *u.pause_points))
+    inside = tuple(s for s in u.in_transaction_points() if s in reached) or (
+        u.in_transaction_points()
+    )
+    idle = tuple(s for s in u.pause_points if s in reached) or u.pause_points
+    variants = [v for v, ok in (("in_transaction", inside), ("idle", idle)) if ok]
+    variant = draw(st.sampled_from(variants))
+    site = draw(st.sampled_from(inside if variant == "in_transaction" else idle))
+    nth = draw(st.integers(min_value=1, max_value=min(3, reached.get(site, 3))))
+    kinds = draw(
+        st.lists(st.sampled_from(u.offered_storage_kinds()), min_size=1, max_size=2, unique=True)
+    )
+    return [
+        RunWorker(worker_id=f"s{n}", crash=CrashSpec(site=site, nth=nth, action="pause")),
+        *(StorageFault(kind=k) for k in kinds),
+        ContinueWorker(worker_id=f"s{n}"),
+    ]
+
+
+def _offered_network_kinds(u: Universe) -> tuple[str, ...]:
+    """The network kinds ``u`` can arm: those its connections let a backend
+    inflict (every kernel kind when not probed)."""
+    return u.offered_network_kinds() or NETWORK_KINDS
+
+
+@episode_of("network", offered=_offered_network_kinds, marks=(NetworkFault,))
+def _network_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    # Drawn as before the proxy's kinds existed when the swarm allows none
+    # of them: the stream of an adapter whose faults run on netfilter rules
+    # stays as it was.
+    allowed = swarm.kinds_of("network")
+    pool = NETWORK_KINDS if set(allowed) <= set(NETWORK_KINDS) else None
+    kind = _kind(draw, swarm, "network", pool)
+    offered = _offered_network_kinds(u)
+    # a swarm made without the universe's kinds: only what the backend can do
+    return _network_steps(draw, u, runs, n, kind if kind in offered else offered[0])
+
+
+def _network_sites(u: Universe, runs: tuple[RunSpec, ...], kind: str) -> dict[str, int]:
+    """Where a worker is paused for a network fault of ``kind``, with hit
+    bounds: for a lost acknowledgement, the last in-transaction crash point
+    of each commit the workload's fault-free runs made (right before the
+    COMMIT); for a reset, the other in-transaction points (between two
+    statements); for a partition, the pause points. Without a profile,
+    every in-transaction point; without any, the pause points (between
+    steps: the next commit is hit)."""
+    if kind == "partition":
+        # Held between steps, holding the run's lease (see _network_episode).
+        return u.reached(runs, u.pause_points) or _network_sites(u, runs, "reset_mid_transaction")
+    in_txn = frozenset(u.in_transaction_points())
+    ends: set[str] = set()
+    for r in runs:
+        p = u.profiles.get(r.workflow)
+        if p is not None:
+            ends.update(c.last[0] for c in p.commits(in_txn))
+    reached = u.reached(runs, tuple(in_txn))
+    if kind == "commit_ack_lost":
+        aimed = {s: n for s, n in reached.items() if s in ends}
+    else:
+        aimed = {s: n for s, n in reached.items() if s not in ends}
+    if aimed:
+        return aimed
+    if in_txn:
+        return reached or dict.fromkeys(sorted(in_txn), 3)
+    return u.reached(runs, u.pause_points) or dict.fromkeys(u.pause_points, 3)
+
+
+def _network_steps(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, kind: str
+) -> list[Step]:
+    """Pause a worker inside a commit, then lose that commit's
+    acknowledgement or reset its connection (see :mod:`harness.nemesis._network`);
+    or pause it between steps and partition it from the store past its
+    lease while another worker takes over (with the clock only: a lost
+    acknowledgement instead). Maybe after the runs' decisions, so it lands
+    on the resume's commits."""
+    if kind == "partition" and Capability.CLOCK not in u.capabilities:
+        kind = "commit_ack_lost"
+    # A reply held back, and a COMMIT lost on its way, are aimed where an
+    # acknowledgement is lost (right before a COMMIT); a fragmented or cut
+    # reply where a reset is (between two statements).
+    aim = {"latency": "commit_ack_lost", "slow_reply": "reset_mid_transaction"}
+    aim["commit_lost"] = "commit_ack_lost"
+    aim["cut_reply"] = "reset_mid_transaction"
+    sites = _network_sites(u, runs, aim.get(kind, kind))
+    if not sites:  # nowhere to hold the worker between steps: inside a commit
+        kind = "commit_ack_lost"
+        sites = _network_sites(u, runs, kind)
+    site = draw(st.sampled_from(sorted(sites)))
+    later = list(range(2, min(sites[site], 6) + 1))
+    nth = draw(st.sampled_from([1] * max(1, len(later)) + later))
+    kinds: dict[str, NetworkKind] = {
+        "commit_ack_lost": "commit_ack_lost",
+        "reset_mid_transaction": "reset_mid_transaction",
+        "partition": "partition",
+        "latency": "latency",
+        "slow_reply": "slow_reply",
+        "cut_reply": "cut_reply",
+        "commit_lost": "commit_lost",
+    }
+    return [
+        *_approved_first(draw, u, [r.run_id for r in runs], n),
+        RunWorker(worker_id=f"n{n}", crash=CrashSpec(site=site, nth=nth, action="pause")),
+        NetworkFault(kind=kinds[kind], worker_id=f"n{n}"),
+    ]

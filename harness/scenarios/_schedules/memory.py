@@ -1,11 +1,18 @@
-"""Targeted schedules of the ``memory`` family: every kind of planted record,
-before and after the clock moves, and while the runs are down."""
+"""The targeted schedules of the ``memory`` family: every kind of planted record,
+before and after the clock moves, and while the runs are down; and its
+sampled-search episode."""
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from ...adapters import Capability
-from ...model import AdvanceClock, CrashSpec, InjectMemory, RunWorker, Scenario
+from ...model import AdvanceClock, CrashSpec, InjectMemory, RunSpec, RunWorker, Scenario, Step
+from .._universe import Universe
 from ._common import MEMORY_KINDS, MEMORY_SHAPES, _Aim, _interleave, _rounds, _run, _scenario
+from ._draws import _kind
+from ._registry import category, episode_of, sweep
+from ._swarm import Swarm
 
 #: plants of each shape at most (on the first workflows with a memory target)
 MAX_LAPSED = 1
@@ -15,6 +22,7 @@ MAX_LAPSED = 1
 MAX_MEMORY = 20
 
 
+@category("memory", place=40)
 def _memory(a: _Aim) -> list[Scenario]:
     """Memory planted before the run reads it, at its workflow's first
     memory target (declared, or a namespace its fault-free run read):
@@ -86,6 +94,7 @@ def _memory(a: _Aim) -> list[Scenario]:
     return _interleave(list(by_kind.values()))
 
 
+@sweep("memory", place=40)
 def _memory_clock(a: _Aim) -> list[Scenario]:
     """Every kind of planted memory, planted before the clock moves and
     after it has moved, at a key the run reads and at keys it writes (the
@@ -127,6 +136,7 @@ def _memory_clock(a: _Aim) -> list[Scenario]:
     return _interleave(list(by_variant.values()))[:MAX_MEMORY]
 
 
+@category("memory", place=80)
 def _memory_while_down(a: _Aim) -> list[Scenario]:
     """A record at the run's memory target that lapses while the run is
     down: the worker is killed right after the run's first commit, the
@@ -164,3 +174,40 @@ def _memory_while_down(a: _Aim) -> list[Scenario]:
             )
         )
     return out
+
+
+#: memory kinds planted where they could waive an approval (a verified
+#: waiver under a newer version that must hide it), as ``poisoned`` is
+GATED_MEMORY_KINDS = frozenset({"poisoned", "lapsed_newest", "untrusted_newest"})
+
+
+@episode_of("memory")
+def _memory_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    kind = _kind(draw, swarm, "memory")
+    # Poison is planted where it could do harm: as a stand-in for an
+    # approval, so for a run whose workflow asks for one (if any does).
+    # Only runs whose workflow has a place to plant at (the universe
+    # enables the family when one has): none in this workload, and the
+    # episode plants nothing (no fault armed, none counted).
+    aimed = tuple(r for r in runs if u.memory_targets(r))
+    if not aimed:
+        return [RunWorker(worker_id=f"w{n}")]
+    gated = tuple(
+        r for r in aimed for wf in u.workflows if wf.name == r.workflow and wf.needs_approval
+    )
+    run = draw(st.sampled_from(gated if kind in GATED_MEMORY_KINDS and gated else aimed))
+    namespace, key, value = draw(st.sampled_from(u.memory_targets(run)))
+    provenance = "user_supplied" if kind == "poisoned" else "system_verified"
+    return [
+        InjectMemory(
+            tenant=run.tenant,
+            namespace=namespace,
+            key=key,
+            value=value,
+            kind=kind,
+            provenance=provenance,
+        ),
+        RunWorker(worker_id=f"w{n}"),
+    ]

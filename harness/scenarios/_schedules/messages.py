@@ -1,14 +1,30 @@
-"""Targeted schedules of the ``message`` family: bad and misdirected decisions,
-deliveries while a worker holds the run, another tenant's events, identical
-twin runs."""
+"""The targeted schedules of the ``message`` family: bad and misdirected decisions,
+deliveries while a worker holds the run, another tenant's events, the same
+run for another tenant; and its sampled-search episode."""
 
 from __future__ import annotations
 
-from ...model import Approve, ContinueWorker, CrashSpec, Quiesce, RunWorker, Scenario, Submit
-from .._universe import TENANTS
-from ._common import _Aim, _keyed, _paused, _rounds, _run, _scenario
+from hypothesis import strategies as st
+
+from ...model import (
+    Approve,
+    ContinueWorker,
+    CrashSpec,
+    Quiesce,
+    RunSpec,
+    RunWorker,
+    Scenario,
+    Step,
+    Submit,
+)
+from .._universe import TENANTS, Universe
+from ._common import _Aim, _paused, _rounds, _run, _scenario
+from ._draws import _kind, _run_ids
+from ._registry import category, episode_of
+from ._swarm import Swarm
 
 
+@category("message", place=30)
 def _messages(a: _Aim) -> list[Scenario]:
     """The decision delivered twice (same message id); and, for the first
     gated workflow, decisions the runtime must refuse at the door.
@@ -100,6 +116,7 @@ def _messages(a: _Aim) -> list[Scenario]:
 MAX_HELD_DELIVERIES = 2
 
 
+@category("message", place=70)
 def _deliveries_while_held(a: _Aim) -> list[Scenario]:
     """A message delivered while a worker holds the run between its inbox
     read and the commit that acknowledges what it read. The run waits for
@@ -165,6 +182,7 @@ def _cross_tenant_events(a: _Aim) -> list[Scenario]:
     return out
 
 
+@category("message", place=50)
 def _tenant_twins(a: _Aim) -> list[Scenario]:
     """The same run for a second tenant, submitted once the first tenant's
     has ended, without any fault: a runtime that lets one tenant's data
@@ -190,34 +208,86 @@ def _tenant_twins(a: _Aim) -> list[Scenario]:
     return out
 
 
-#: identical-twin schedules at most (one per workflow with a keyed effect)
-MAX_RUN_TWINS = 2
+@episode_of("message")
+def _message_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    variant = _kind(draw, swarm, "message")
+    if variant == "while_held":
+        return _held_delivery(draw, u, runs, n)
+    if variant == "misdirected":
+        return _misdirected(draw, u, runs, n)
+    # An invalid message may carry the opposite of the approver's
+    # decision: a runtime that trusts it then does what was refused.
+    opposite = variant not in ("valid", "changed_mind") and draw(st.booleans())
+    return [
+        RunWorker(worker_id=f"w{n}"),
+        Approve(
+            run_id=draw(st.sampled_from(_run_ids(runs))),
+            variant=variant,
+            decision="opposite" if opposite else "planned",
+            copies=draw(st.integers(min_value=1, max_value=3)),
+            fresh_copies=draw(st.integers(min_value=0, max_value=1)),
+        ),
+    ]
 
 
-def _run_twins(a: _Aim) -> list[Scenario]:
-    """Two identical runs of one tenant (same workflow, input and decision,
-    two run ids), submitted together, without any fault: each must have its
-    own effects. A runtime that derives an idempotency key from the
-    request's content sends the second run's request under the first's key,
-    and the world answers it with the first run's effect: the second
-    customer is never refunded. The oracle runs both in one deployment and
-    makes the same mistake; ``exactly_once_effects`` sees it from the
-    world's records alone (a run answered with another run's effect). On
-    the workflows whose effects a service deduplicates by key, gated first."""
-    if "world" not in a.families:
-        return []
-    out = []
-    for wf in a.workflows:
-        if not any(_keyed(eff) for eff in wf.effects):
-            continue
-        first = _run(wf)
-        twin = first.model_copy(update={"run_id": "r2"})
-        out.append(
-            _scenario(
-                f"{wf.name}/run_twin/{first.tenant}",
-                first,
-                Submit(run=twin),
-                RunWorker(worker_id="w1"),
-            )
-        )
-    return out[:MAX_RUN_TWINS]
+def _gated(u: Universe, runs: tuple[RunSpec, ...]) -> list[RunSpec]:
+    """The runs whose workflow waits for an approval."""
+    return [r for r in runs for wf in u.workflows if wf.name == r.workflow and wf.needs_approval]
+
+
+def _misdirected(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> list[Step]:
+    """A decision genuinely signed for another run's approval, addressed to
+    a run of the same tenant: its identical twin's (same role and
+    parameters: only the approval differs), submitted here when the
+    workload has none, or another gated run of the tenant's. Its decision
+    may be the opposite of the addressee's approver's. Without a gated
+    run, a valid decision."""
+    gated = _gated(u, runs)
+    if not gated:
+        return [RunWorker(worker_id=f"w{n}"), Approve(run_id=draw(st.sampled_from(runs)).run_id)]
+    pairs = [(a, b) for a in gated for b in gated if a.run_id != b.run_id and a.tenant == b.tenant]
+    twins = [(a, b) for a, b in pairs if (a.workflow, a.input) == (b.workflow, b.input)]
+    submit: list[Step] = []
+    if twins or (pairs and bool(draw(st.booleans()))):
+        to, signer = draw(st.sampled_from(twins or pairs))
+    else:
+        to = draw(st.sampled_from(gated))
+        # A run id no other step uses: the workload's are r1..rN.
+        signer = to.model_copy(update={"run_id": f"r{len(runs) + 1}x{n}"})
+        submit = [Submit(run=signer)]
+    return [
+        *submit,
+        RunWorker(worker_id=f"w{n}"),
+        Approve(
+            run_id=to.run_id,
+            variant="misdirected",
+            decision="opposite" if draw(st.booleans()) else "planned",
+            signed_for=signer.run_id,
+        ),
+    ]
+
+
+def _held_delivery(draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int) -> list[Step]:
+    """The approver's decision delivered while a worker holds the run
+    between its inbox read and the commit that acknowledges what it read
+    (as the targeted ``deliver_while_held``): the runs brought to their
+    waits, a message to ignore (a forged decision) makes the run claimable,
+    the next worker is paused at a pause point the runs pass, the valid
+    decision arrives, the worker goes on. Without pause points, a valid
+    decision."""
+    run_id = draw(st.sampled_from([r.run_id for r in _gated(u, runs)] or [runs[0].run_id]))
+    # Where the runs pass, if the site profile says; else any pause point.
+    reached = u.reached(runs, u.pause_points) or dict.fromkeys(u.pause_points, 1)
+    if not reached:
+        return [RunWorker(worker_id=f"w{n}"), Approve(run_id=run_id)]
+    site = draw(st.sampled_from(sorted(reached)))
+    nth = draw(st.integers(min_value=1, max_value=min(reached[site], 3)))
+    return [
+        RunWorker(worker_id=f"w{n}"),
+        Approve(run_id=run_id, variant="forged"),
+        RunWorker(worker_id=f"h{n}", crash=CrashSpec(site=site, nth=nth, action="pause")),
+        Approve(run_id=run_id),
+        ContinueWorker(worker_id=f"h{n}"),
+    ]

@@ -1,13 +1,20 @@
-"""Targeted schedules of the ``migration`` family: upgrades between crash and
-resume, and rollback orders of versions."""
+"""The targeted schedules of the ``migration`` family: upgrades between crash and
+resume, and rollback orders of versions; and its sampled-search episode."""
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from ...adapters import WorkflowSpec
-from ...model import Approve, Quiesce, RunWorker, Scenario, Step
+from ...model import Approve, ArmWorldFault, Quiesce, RunSpec, RunWorker, Scenario, Step
+from .._universe import Universe
 from ._common import _Aim, _interleave, _kill_after_apply, _run, _scenario
+from ._draws import _crash, _effects, _kind
+from ._registry import category, episode_of
+from ._swarm import Swarm
 
 
+@category("migration", place=90)
 def _upgrades(a: _Aim) -> list[Scenario]:
     """Submitted and started by the previous release, resumed by this one.
 
@@ -68,6 +75,7 @@ def _upgrades(a: _Aim) -> list[Scenario]:
 MAX_ROLLBACKS = 4
 
 
+@category("migration", place=100)
 def _rollbacks(a: _Aim) -> list[Scenario]:
     """A rollback order of code versions: this release's worker, then the
     previous release's, then this release's again (a deploy rolled back and
@@ -121,3 +129,31 @@ def _rollbacks(a: _Aim) -> list[Scenario]:
     out[1:1] = [rollback(wf, "submitted_by_this_release", None) for wf in gated[:1]]
     out[2:2] = [stays(wf) for wf in gated[:1]]
     return out[:MAX_ROLLBACKS]
+
+
+@episode_of("migration")
+def _migration_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    """Crash under old code, resume under the current one; or (rollback)
+    this code first, then the older release meets what it wrote (drawn
+    either way, so that one declaration does not move the stream)."""
+    rollback = _kind(draw, swarm, "migration") == "rollback" and u.rollbacks
+    if rollback and u.crash_points:
+        return [
+            RunWorker(worker_id=f"u{n}", crash=_crash(draw, u, runs=runs)),
+            RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u, runs=runs)),
+        ]
+    if not u.crash_points:
+        # No crash points: old code runs until its runs wait or end, or until
+        # the world kills it at an effect boundary.
+        old: list[Step] = []
+        wf_effects = _effects(u, runs)
+        kill: bool = draw(st.booleans())
+        if wf_effects and kill:
+            service, _, action = draw(st.sampled_from(wf_effects)).partition(".")
+            old.append(
+                ArmWorldFault(service=service, action=action, nth=1, mode="kill_after_apply")
+            )
+        return [*old, RunWorker(worker_id=f"v{n}", code_version=1)]
+    return [RunWorker(worker_id=f"v{n}", code_version=1, crash=_crash(draw, u, runs=runs))]

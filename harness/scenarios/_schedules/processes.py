@@ -1,16 +1,23 @@
-"""Targeted schedules of the ``zombie`` and ``operator`` families: a worker
+"""The targeted schedules of the ``zombie`` and ``operator`` families: a worker
 paused past its lease before an effect, an operator's cancel while a worker
-holds the run."""
+holds the run; and the two families' sampled-search episodes."""
 
 from __future__ import annotations
 
-from ...model import AdvanceClock, Cancel, ContinueWorker, RunWorker, Scenario
+from hypothesis import strategies as st
+
+from ...model import AdvanceClock, Cancel, ContinueWorker, RunSpec, RunWorker, Scenario, Step
+from .._universe import Universe
 from ._common import _Aim, _before_last_commit, _effect_of, _paused
+from ._draws import _crash, _run_ids
+from ._registry import category, episode_of
+from ._swarm import Swarm
 
 #: boundaries before an effect at which a zombie is paused, nearest first
 ZOMBIE_SITES = 4
 
 
+@category("operator", place=150)
 def _operator_cancels(a: _Aim) -> list[Scenario]:
     """An operator cancels the run while a worker paused right before its last
     commit ahead of the first effect holds it: that commit must not undo the
@@ -32,6 +39,10 @@ def _operator_cancels(a: _Aim) -> list[Scenario]:
     ]
 
 
+# Zombies (a lease that expired under a paused worker) early in each
+# round: a plan the ci budget cuts must still reach the later workflows'
+# zombie schedules, which find the fencing mistakes.
+@category("zombie", place=20)
 def _zombies(a: _Aim) -> list[Scenario]:
     """A worker paused just before an effect outlives its lease; another takes
     over; the first wakes up and carries on. Paused at each of the last few
@@ -64,3 +75,28 @@ def _zombies(a: _Aim) -> list[Scenario]:
     once = [g for g in groups if g and a.u.delivery.get(_effect_of(g[0])) != "at_least_once"]
     rest = [g for g in groups if g and a.u.delivery.get(_effect_of(g[0])) == "at_least_once"]
     return [s for g in [*once, *rest] for s in g]
+
+
+@episode_of("zombie")
+def _zombie_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    """A paused worker outlives its lease; another takes over; it wakes up."""
+    return [
+        RunWorker(worker_id=f"z{n}", crash=_crash(draw, u, "pause", runs)),
+        AdvanceClock(seconds=u.lease_seconds + 1),
+        RunWorker(worker_id=f"w{n}"),
+        ContinueWorker(worker_id=f"z{n}"),
+    ]
+
+
+@episode_of("operator")
+def _operator_episode(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, swarm: Swarm
+) -> list[Step]:
+    """An operator cancels a run while a worker, paused mid-step, holds it."""
+    return [
+        RunWorker(worker_id=f"o{n}", crash=_crash(draw, u, "pause", runs)),
+        Cancel(run_id=draw(st.sampled_from(_run_ids(runs)))),
+        ContinueWorker(worker_id=f"o{n}"),
+    ]
