@@ -59,7 +59,7 @@ def listed_modules(entry: str) -> list[str]:
     with open(entry[len(LIST_PREFIX) :], encoding="utf-8") as fh:
         data = json.load(fh)
     if not isinstance(data, list) or not all(isinstance(m, str) for m in data):
-        raise ValueError(f"{entry[len(LIST_PREFIX):]} is not a JSON list of module names")
+        raise ValueError(f"{entry[len(LIST_PREFIX) :]} is not a JSON list of module names")
     return data
 
 

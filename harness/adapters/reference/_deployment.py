@@ -303,7 +303,12 @@ class Deployment:
         env = self.worker_env(crash=crash, code_version=code_version)
         code = "import json, sys, reference_runtime._worker as w; w.main(json.loads(sys.argv[1]))"
         return subprocess.Popen(
-            [sys.executable, "-c", code, json.dumps({"worker_id": worker_id, "max_claims": MAX_CLAIMS})],
+            [
+                sys.executable,
+                "-c",
+                code,
+                json.dumps({"worker_id": worker_id, "max_claims": MAX_CLAIMS}),
+            ],
             env={**os.environ, **env},
             stderr=subprocess.PIPE,
         )
