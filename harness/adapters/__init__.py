@@ -9,6 +9,8 @@ the usual way to start worker processes. The kit (``harness.adapters.kit``,
 its main names also here) holds what every adapter otherwise writes itself:
 a worker set, clocks, a run registry with a transitions cursor, a transition
 table for a runtime without one, an idle policy and a deduplicating inbox.
+``HttpWorld`` and ``HttpWorldWorker`` serve an environment's world over
+HTTP to an app that reaches its services and model by URL.
 What an adapter passes or receives from elsewhere (``RunSpec``,
 ``CrashSpec``, ``RunState``, the world's ``World``, ``WorldClient`` and
 ``Caller``) is re-exported, so one import serves.
@@ -43,6 +45,8 @@ _EXPORTS: dict[str, str] = {
     "Environment": "harness.adapters._contract",
     "FileClock": "harness.adapters.kit",
     "ForkServerWorker": "harness.adapters._workers",
+    "HttpWorld": "harness.adapters._http_world",
+    "HttpWorldWorker": "harness.adapters._http_world",
     "IdlePolicy": "harness.adapters.kit",
     "MemoryTarget": "harness.adapters._workflows",
     "Observation": "harness.adapters._records",
@@ -87,6 +91,8 @@ __all__ = [
     "Environment",
     "FileClock",
     "ForkServerWorker",
+    "HttpWorld",
+    "HttpWorldWorker",
     "IdlePolicy",
     "MemoryTarget",
     "Observation",
@@ -130,6 +136,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         route_worker,
     )
     from ._crashpoints import CrashPoints, crash_point_trace, read_crash_log
+    from ._http_world import HttpWorld, HttpWorldWorker
     from ._netinfo import tcp_connections
     from ._records import (
         ApprovalRecord,
