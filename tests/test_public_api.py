@@ -77,6 +77,8 @@ EXPORTS: dict[str, list[str]] = {
         "Environment",
         "FileClock",
         "ForkServerWorker",
+        "HttpWorld",
+        "HttpWorldWorker",
         "IdlePolicy",
         "MemoryTarget",
         "Observation",

@@ -1,15 +1,15 @@
 """The support agent behind the adapter contract, without changing the agent.
 
-Each environment serves its world over HTTP (``World.serve_http()``), with
-a scripted model behind its OpenAI-compatible endpoint, and gives the app
-the base URLs the app already reads (``PAYMENTS_API_URL``,
-``OPENAI_BASE_URL``). A
-worker process takes every open ticket, says to the world which run it works
-for (``WorldClient.attribute``: the adapter's part, not the app's), and lets
-the app answer it. The world finds the process behind each HTTP request from
-its socket, counts the refunds, fires its faults (a kill stops the worker
-right before or after a refund is applied) and records which run made each.
-Written on the kit: workers, the transitions log, the transition table.
+Each environment serves its world over HTTP, with a scripted model behind
+its OpenAI-compatible endpoint, and gives the app the base URLs the app
+already reads (``PAYMENTS_API_URL``, ``OPENAI_BASE_URL``):
+``harness.adapters.HttpWorld``. A worker process takes every open ticket,
+says to the world which run it works for (``HttpWorldWorker.attribute``: the
+adapter's part, not the app's), and lets the app answer it. The world finds
+the process behind each HTTP request from its socket, counts the refunds,
+fires its faults (a kill stops the worker right before or after a refund is
+applied) and records which run made each. Written on the kit: workers, the
+transitions log, the transition table.
 
     PYTHONPATH=. harness run --adapter examples.http_refund.adapter:HttpRefundAdapter \\
         --adapter-opt app=naive --profile ci        # exactly_once_effects fails
@@ -20,7 +20,6 @@ Written on the kit: workers, the transitions log, the transition table.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -31,13 +30,14 @@ from harness.adapters import (
     Capability,
     Declarations,
     ForkServerWorker,
+    HttpWorld,
+    HttpWorldWorker,
     Observation,
     RunView,
     WorkflowSpec,
 )
-from harness.adapters.kit import EPOCH, RunRegistry, WorkerSet, transitions_from_sequence
+from harness.adapters.kit import EPOCH, WorkerSet, transitions_from_sequence
 from harness.model import CrashSpec, RunSpec, RunState
-from harness.world import Caller, World, WorldClient, parse_chat_script
 
 from . import support_agent
 
@@ -47,6 +47,9 @@ TABLE = transitions_from_sequence(["pending", "completed"])
 SCRIPT = {
     "steps": [{"tool": "refund", "arguments": "$user"}, {"content": "Refunded: $tool_output"}]
 }
+#: the app's configuration, nothing more: its payments API and its model,
+#: both the world's (``{url}``: where the world is served)
+APP_ENV = {"PAYMENTS_API_URL": "{url}", "OPENAI_BASE_URL": "{url}/v1"}
 APPS = {
     "naive": "examples.http_refund.naive",
     "careful": "examples.http_refund.careful",
@@ -67,18 +70,11 @@ def worker_main(args: dict[str, Any]) -> int:
 
     A ticket whose tool fails (the payments API refused, or its reply was
     lost) stays open for the next worker, as the app's own queue would."""
-    # The app's configuration, nothing more: its payments API and its model.
-    os.environ["PAYMENTS_API_URL"] = args["url"]
-    os.environ["OPENAI_BASE_URL"] = args["url"] + "/v1"
-    os.environ["OPENAI_API_KEY"] = "not-needed-for-the-world"
+    world = HttpWorldWorker(args)  # sets APP_ENV, before the app reads it
     tools = importlib.import_module(args["app"]).TOOLS
-    world = WorldClient(args["world"], clock=lambda: EPOCH)
-    registry = RunRegistry(args["registry"])
     db = support_agent.connect(args["db"])
     for ticket_id in support_agent.open_tickets(db):
-        run = registry.get(ticket_id)
-        tenant = run.tenant if run is not None else "unknown"
-        world.attribute(Caller(tenant=tenant, run_id=ticket_id, worker_id=args["worker_id"]))
+        world.attribute(ticket_id)
         try:
             support_agent.answer_ticket(db, ticket_id, tools)
         except Exception:  # the app's failure: the ticket stays open
@@ -90,20 +86,12 @@ class HttpRefundEnvironment(BaseEnvironment):
     """One deployment: the agent's database, a world served over HTTP, workers."""
 
     def __init__(self, workdir: Path, app: str) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
-        self.face = self.world.serve_http(model=parse_chat_script(SCRIPT))
+        self.http = HttpWorld(workdir, model=SCRIPT, env=APP_ENV)
+        self.world, self.registry = self.http.world, self.http.registry
         self.db_path = workdir / "support.db"
         self.db = support_agent.connect(self.db_path)
-        self.registry = RunRegistry(workdir / "registry.db", clock=lambda: EPOCH)
         self.workers = WorkerSet(workdir, [__name__, app])
-        self.args = {
-            "app": app,
-            "url": self.face.url,
-            "world": self.world.path,
-            "db": str(self.db_path),
-            "registry": str(workdir / "registry.db"),
-        }
+        self.args = {**self.http.args, "app": app, "db": str(self.db_path)}
 
     def declarations(self) -> Declarations:
         return Declarations(delivery={"payments.refund": "exactly_once"}, transitions=TABLE)
@@ -139,10 +127,8 @@ class HttpRefundEnvironment(BaseEnvironment):
 
     def close(self) -> None:
         self.workers.close()  # no worker outlives its environment
-        self.face.close(wait=False)  # its callers are dead: let it stop in the background
-        self.registry.close()
+        self.http.close()  # its callers are dead: the server stops in the background
         self.db.close()
-        self.world.close()
 
 
 class HttpRefundAdapter:

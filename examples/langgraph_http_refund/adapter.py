@@ -1,18 +1,18 @@
 """The LangGraph support agent behind the adapter contract, without changing it.
 
-Each environment serves its world over HTTP (``World.serve_http()``), with
-a scripted model behind its OpenAI-compatible endpoint, and gives the app
-the variables it already reads (``PAYMENTS_API_URL`` for its ``requests``
-tool, ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` for ``ChatOpenAI``). A
-worker process takes every open ticket, says to the world which run it
-works for (``WorldClient.attribute``: the adapter's part, not the app's),
-and lets the app carry the ticket's thread on. The world finds the process
-behind each HTTP request from its socket, counts the refunds, fires its
-faults (a kill stops the worker right before or after a refund is applied;
-model faults at its model endpoint) and records which run made each. Runs
-are observed from the app's checkpointer: a thread whose last checkpoint
-ends with the model's answer (no tool call) is a completed run. Written on
-the kit: workers, the transitions log, the transition table.
+Each environment serves its world over HTTP, with a scripted model behind
+its OpenAI-compatible endpoint, and gives the app the variables it already
+reads (``PAYMENTS_API_URL`` for its ``requests`` tool, ``OPENAI_BASE_URL``
+and ``OPENAI_API_KEY`` for ``ChatOpenAI``): ``harness.adapters.HttpWorld``.
+A worker process takes every open ticket, says to the world which run it
+works for (``HttpWorldWorker.attribute``: the adapter's part, not the
+app's), and lets the app carry the ticket's thread on. The world finds the
+process behind each HTTP request from its socket, counts the refunds, fires
+its faults (a kill stops the worker right before or after a refund is
+applied; model faults at its model endpoint) and records which run made
+each. Runs are observed from the app's checkpointer: a thread whose last
+checkpoint ends with the model's answer (no tool call) is a completed run.
+Written on the kit: workers, the transitions log, the transition table.
 
     PYTHONPATH=. harness run \\
         --adapter examples.langgraph_http_refund.adapter:LangGraphHttpRefundAdapter \\
@@ -25,7 +25,6 @@ the kit: workers, the transitions log, the transition table.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import traceback
 from pathlib import Path
@@ -36,13 +35,14 @@ from harness.adapters import (
     Capability,
     Declarations,
     ForkServerWorker,
+    HttpWorld,
+    HttpWorldWorker,
     Observation,
     RunView,
     WorkflowSpec,
 )
-from harness.adapters.kit import EPOCH, RunRegistry, WorkerSet, transitions_from_sequence
+from harness.adapters.kit import EPOCH, WorkerSet, transitions_from_sequence
 from harness.model import CrashSpec, RunSpec, RunState
-from harness.world import Caller, World, WorldClient, parse_chat_script
 
 from . import support_agent
 
@@ -52,6 +52,9 @@ TABLE = transitions_from_sequence(["pending", "completed"])
 SCRIPT = {
     "steps": [{"tool": "refund", "arguments": "$user"}, {"content": "Refunded: $tool_output"}]
 }
+#: the app's configuration, nothing more: its payments API (its ``requests``
+#: tool) and its model (``ChatOpenAI``), both the world's
+APP_ENV = {"PAYMENTS_API_URL": "{url}", "OPENAI_BASE_URL": "{url}/v1"}
 APPS = {
     "naive": "examples.langgraph_http_refund.naive",
     "careful": "examples.langgraph_http_refund.careful",
@@ -72,20 +75,13 @@ def worker_main(args: dict[str, Any]) -> int:
     A ticket whose node raises (the payments API refused, a reply was lost,
     the model failed past the client's retries) stays at its last
     checkpoint for the next worker, as the app's own queue would leave it."""
-    # The app's configuration, nothing more: its payments API and its model,
-    # set before the app builds its model client or calls its tool.
-    os.environ["PAYMENTS_API_URL"] = args["url"]
-    os.environ["OPENAI_BASE_URL"] = args["url"] + "/v1"
-    os.environ["OPENAI_API_KEY"] = "not-needed-for-the-world"
+    # APP_ENV is set first, before the app builds its model client or calls its tool.
+    world = HttpWorldWorker(args)
     tools = importlib.import_module(args["app"]).TOOLS
-    world = WorldClient(args["world"], clock=lambda: EPOCH)
-    registry = RunRegistry(args["registry"])
     db = support_agent.connect(args["db"])
     graph = support_agent.build_graph(tools, support_agent.checkpointer(args["db"]))
     for ticket_id in support_agent.open_tickets(db, graph):
-        run = registry.get(ticket_id)
-        tenant = run.tenant if run is not None else "unknown"
-        world.attribute(Caller(tenant=tenant, run_id=ticket_id, worker_id=args["worker_id"]))
+        world.attribute(ticket_id)
         try:
             support_agent.answer_ticket(db, graph, ticket_id)
         except Exception:  # the app's failure: the thread stays where it was
@@ -113,22 +109,14 @@ class LangGraphHttpRefundEnvironment(BaseEnvironment):
     world served over HTTP, workers."""
 
     def __init__(self, workdir: Path, app: str) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
-        self.face = self.world.serve_http(model=parse_chat_script(SCRIPT))
+        self.http = HttpWorld(workdir, model=SCRIPT, env=APP_ENV)
+        self.world, self.registry = self.http.world, self.http.registry
         self.db_path = workdir / "support.db"
         self.db = support_agent.connect(self.db_path)
         self.saver = support_agent.checkpointer(self.db_path)
         self.saver.setup()  # its tables exist before any worker writes
-        self.registry = RunRegistry(workdir / "registry.db", clock=lambda: EPOCH)
         self.workers = WorkerSet(workdir, [__name__, app])
-        self.args = {
-            "app": app,
-            "url": self.face.url,
-            "world": self.world.path,
-            "db": str(self.db_path),
-            "registry": str(workdir / "registry.db"),
-        }
+        self.args = {**self.http.args, "app": app, "db": str(self.db_path)}
 
     def declarations(self) -> Declarations:
         return Declarations(delivery={"payments.refund": "exactly_once"}, transitions=TABLE)
@@ -163,11 +151,9 @@ class LangGraphHttpRefundEnvironment(BaseEnvironment):
 
     def close(self) -> None:
         self.workers.close()  # no worker outlives its environment
-        self.face.close(wait=False)  # its callers are dead: let it stop in the background
-        self.registry.close()
+        self.http.close()  # its callers are dead: the server stops in the background
         self.saver.conn.close()
         self.db.close()
-        self.world.close()
 
 
 class LangGraphHttpRefundAdapter:

@@ -9,6 +9,147 @@ a public attribute whose name is close to a hook the object does not define,
 naming the hook it resembles; and a hook of the wrong kind (a flag that is
 not ``True``/``False``, a number that is not one, a method that cannot be
 called).
+
+The hooks, and what each does (an environment without them still satisfies
+the ``Environment`` protocol of :mod:`harness.adapters._contract`):
+
+``storage_kinds() -> Sequence[str]``
+    Which :data:`harness.adapters.STORAGE_KINDS` ``storage_fault()`` can
+    inflict in this deployment (``pg_terminate`` needs Postgres,
+    ``redis_client_kill`` Redis).
+    Without it, an environment with the ``storage_faults`` capability is taken
+    to offer every kind; a kind it cannot inflict then shows in the report as
+    armed but never fired. See
+    :func:`harness.adapters._contract.offered_storage_kinds`.
+
+``observation_cursor() -> Hashable``
+    Cheap to read, and moves whenever what ``observe()`` would report
+    changes (a commit counter of the store, the length of a log it
+    reads). The harness then calls ``observe()`` again only when the cursor
+    moved since the last call, and otherwise takes the last observation as
+    it stood (nothing new in it). None: no cursor this time, observe.
+    Without it, every observation reads everything.
+
+``runnable() -> bool``
+    Whether a worker started now could move anything: False promises that
+    every run is finished, or waits for what only the harness gives (an
+    approval, an operator's answer, a timer the harness moves), so a worker
+    would start, find nothing and exit. The final quiesce then ends with
+    the first round whose worker exited 0, with nothing delivered and no
+    world fault fired, after which ``runnable()`` says False -- instead of
+    starting one more worker to see that nothing moves (``Adapter.drains``
+    is the same promise made once for every worker that exits 0). Read it
+    from the same durable records a worker reads to pick its runs. Without
+    it, a worker is started to see.
+
+``memory_versions(tenant, namespace, key) -> int`` and
+``memory_id(tenant, namespace, key, version) -> str``
+    With ``memory_injection``: the highest version of the key the runtime
+    has stored, live or not (0: none), and the id the runtime gives a
+    version of a key. Planted records are then numbered past the stored
+    ones and named as the runtime names its own, so a runtime that numbers
+    a new version wrongly (past the live versions only, after the newest
+    lapsed) meets a planted record at the same id, as it would meet its
+    own. Without them, planted records are numbered from 1 and named
+    ``planted:...``.
+
+``crash_point_trace() -> Sequence[tuple[Any, str, int]]`` and a
+``trace_crash_points`` attribute (environment)
+    With ``trace_crash_points`` set True, the workers record every crash
+    point they pass; ``crash_point_trace()`` returns them in order as
+    ``(worker, site, hit)`` (``worker``: any id of the process, its pid
+    say). The harness profiles each workflow with it once, fault-free, and
+    aims its targeted schedules at what it saw (a kill after every commit,
+    a zombie before every effect).
+
+``network_endpoints(worker: WorkerHandle) -> Sequence[Endpoint]``
+    With the ``network_faults`` capability: the TCP connections to its
+    stores that ``worker``, stopped at a ``pause`` crash point, was using
+    there, the one in use first (an empty list: none). The harness then
+    drops or resets that one connection's packets (:mod:`harness._netfilter`)
+    and lets the worker go on. An adapter whose workers cannot say it may
+    read it from ``/proc``: :func:`harness.adapters.tcp_connections`.
+
+``route_worker(env, worker_id, services) -> dict[str, str]`` (the harness's hook)
+    With ``network_faults``: before it starts a worker, the environment asks
+    the harness for the URLs that worker is to use for its stores
+    (``services``: name -> URL, as ``network_services()`` names them) and
+    starts the worker with those. On the Toxiproxy backend each comes back
+    pointing at a proxy of that worker's own (every connection it opens,
+    its pool's new ones too, passes it, and a fault on it touches that
+    worker alone); otherwise the URLs come back as given. The environment
+    calls ``release_routes(env)`` in ``close()``. Both are
+    :mod:`harness.adapters` functions; without them the network faults
+    fall back to the kernel backend.
+
+``Adapter.network_services() -> Mapping[str, str]``
+    With ``network_faults``: the servers the workers' connections go to,
+    service name -> URL, the store their transactions use first. The
+    kernel backend matches TCP ports: a service reached over a Unix socket
+    (``postgresql:///db``) cannot be faulted, so the faults aimed at it are
+    never armed and the report lists them as not tested, with why (see
+    :func:`harness.adapters._netinfo.offered_network_kinds`). Without it,
+    every kind is armed, and one that finds no TCP connection is reported
+    as never fired, with that cause.
+
+``operator_message(run_id, applied, external_ref, message_id) -> dict | None``
+    With ``operations``: the message that tells a run stopped at
+    ``needs_operator`` what an operator found -- whether the call in doubt
+    was applied (the world's record of it) and the reference it got. The
+    final quiesce delivers it with ``deliver()``; the run must then move
+    on. None: the run waits for no answer now. See
+    :mod:`harness.nemesis._operator`.
+
+``Adapter.lease_seconds: float``
+    How long a worker's claim on a run lasts (default 30): the clock
+    family's jumps and the zombie family's pauses are sized to outlast it.
+
+``Adapter.rolls_back: bool``
+    With ``version_switch``: True promises that an older release's workers
+    may meet runs this release already touched (a rollback, a rolling
+    deploy whose old workers still serve), and must then park such a run
+    loudly or finish it right. The migration family then also runs
+    rollback orders (this release, the previous one, this one again).
+    Default False: many deployments drain old workers before a migration
+    and never roll back past one, and an app that fails a run its previous
+    release cannot read breaks no promise it made; rollback orders are
+    then not tested, and the plan says so.
+
+``Adapter.drains: bool``
+    True promises that a worker which exits 0 has left nothing a worker
+    started right after it could run now (it worked until nothing was
+    claimable, or waited until its runtime was idle: ``kit.work_until_idle``).
+    The final quiesce then ends with the first round whose worker exits 0
+    with nothing delivered and no world fault fired, instead of starting one
+    more worker to see that nothing moves. Default False: a worker that
+    makes one pass over its runs and leaves one that raised for the next
+    worker does not drain.
+
+``Adapter.scenario_seconds: float``
+    The real time one scenario takes, about (a runtime on real time: a
+    server round trip, a 2 s activity timeout after every kill). The
+    harness plans the budget with it: it says before the search how many
+    planned scenarios fit in ``--budget`` (without it: measured from the
+    fault-free runs, which no fault slows). See ``docs/architecture.md``,
+    "Planning on real time".
+
+``Adapter.worker_timeout: float``
+    How long one of its workers may run before the harness kills it and
+    calls it stuck (default 120 s; the ``worker_timeout`` setting,
+    ``--worker-timeout``, overrides it): a runtime on real time declares
+    what its slowest honest worker needs. See
+    :func:`harness.nemesis.resolve_worker_timeout`.
+
+``Adapter.migrated_input(workflow, input, code_version) -> dict``
+    The input of a run that release ``code_version`` accepted, as today's
+    code holds it after the upgrade: the oracle of a run carried across a
+    release runs it (the ``version_switch`` capability).
+
+``Adapter.setup() -> None`` and ``Adapter.close() -> None``
+    The run-level lifecycle (:class:`harness.adapters.AdapterLifecycle`):
+    start and release what a whole harness run shares (a server, a
+    database, a connection pool), as opposed to one scenario's
+    (``Adapter.open`` / ``Environment.close``).
 """
 
 from __future__ import annotations

@@ -287,17 +287,34 @@ def tokens(text: str) -> int:
 REFUSED_CALLS = ("rate_limited", "server_error")
 
 
-def conversation_hash(conversation: Sequence[Mapping[str, Any]]) -> str:
-    return hashlib.sha256(canonical_json(list(conversation)).encode()).hexdigest()
+@dataclass(frozen=True)
+class Prompt:
+    """What a model call says, made once a call: its messages as canonical
+    JSON (what its prompt tokens are counted from) and their sha256, the
+    conversation hash the call is recorded under (:func:`answered_before`
+    counts by it) and its response id is made from."""
+
+    text: str
+    digest: str
+
+    @classmethod
+    def of(
+        cls, request: Mapping[str, Any], conversation: Sequence[Mapping[str, Any]] | None
+    ) -> Prompt:
+        """``conversation`` (the messages a Responses request's input stands
+        for), else the request's ``messages``."""
+        said = list(request.get("messages", []) if conversation is None else conversation)
+        text = canonical_json(said)
+        return cls(text, hashlib.sha256(text.encode()).hexdigest())
 
 
-def answered_before(conn: sqlite3.Connection, conversation: Sequence[Mapping[str, Any]]) -> int:
-    """How many replies the model made to ``conversation`` before (served,
-    lost or cut: a reply refused before it was made does not count)."""
+def answered_before(conn: sqlite3.Connection, prompt: Prompt) -> int:
+    """How many replies the model made to ``prompt``'s conversation before
+    (served, lost or cut: a reply refused before it was made does not count)."""
     row = conn.execute(
         "SELECT COUNT(*) FROM model_calls WHERE conversation_hash = ? "
         "AND (fault IS NULL OR fault NOT IN (?, ?))",
-        (conversation_hash(conversation), *REFUSED_CALLS),
+        (prompt.digest, *REFUSED_CALLS),
     ).fetchone()
     return int(row[0])
 
@@ -312,17 +329,15 @@ def record_call(
     request: Mapping[str, Any],
     reply: Mapping[str, Any],
     at: float,
-    conversation: Sequence[Mapping[str, Any]] | None = None,
+    said: Prompt,
     fault: str | None = None,
     rule_id: int | None = None,
 ) -> tuple[int, int, int]:
     """Record one model call (inside the caller's transaction); returns its
-    seq and (prompt, completion) token counts. The prompt is
-    ``conversation`` (the messages a Responses request's input stands for),
-    else the request's ``messages``; ``reply`` is what was served, ``fault``
-    the model fault that fired at the call (its rule ``rule_id``)."""
-    said = request.get("messages", []) if conversation is None else list(conversation)
-    prompt = tokens(canonical_json(said))
+    seq and (prompt, completion) token counts. ``said`` is its prompt
+    (:meth:`Prompt.of`); ``reply`` is what was served, ``fault`` the model
+    fault that fired at the call (its rule ``rule_id``)."""
+    prompt = tokens(said.text)
     completion = tokens(canonical_json(reply))
     cursor = conn.execute(
         "INSERT INTO model_calls (tenant, run_id, worker_id, pid, model, step, request, reply, "
@@ -342,7 +357,7 @@ def record_call(
             at,
             fault,
             rule_id,
-            conversation_hash(said),
+            said.digest,
         ),
     )
     return int(cursor.lastrowid or 0), prompt, completion

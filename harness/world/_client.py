@@ -127,9 +127,9 @@ class WorldClient(OnWorldFile):
         tool-call ids, as a real model's (``_chat.reissued``). Never an
         effect. ``conversation``: what the prompt is (default: the
         request's ``messages``)."""
-        from ._chat import answered_before, faulted_reply, record_call, reissued, reply_kind
+        from ._chat import Prompt, answered_before, faulted_reply, record_call, reissued, reply_kind
 
-        said = list(request.get("messages", []) if conversation is None else conversation)
+        said = Prompt.of(request, conversation)  # its JSON and hash, made once a call
         with self._store.transaction() as conn:
             answered = answered_before(conn, said)
             reply = reissued(reply, answered)
@@ -145,13 +145,13 @@ class WorldClient(OnWorldFile):
                 request=request,
                 reply=served,
                 at=float(self._clock()),
-                conversation=conversation,
+                said=said,
                 fault=mode,
                 rule_id=None if matched is None else matched[0].rule_id,
             )
             if matched is not None:
                 self._record_fired(conn, matched, who, request_seq=None, pid=pid)
-            return ServedModelCall(served, prompt, completion, mode, answered)
+            return ServedModelCall(served, prompt, completion, mode, answered, said.digest)
 
     def callers(self) -> list[int]:
         """The processes attributed (:meth:`attribute`), the latest first."""
@@ -448,6 +448,8 @@ class ServedModelCall:
     fault: str | None
     #: how many replies the model made to this conversation before
     answered: int
+    #: the sha256 of the conversation's canonical JSON (``_chat.Prompt``)
+    conversation_hash: str
 
 
 class _Request:

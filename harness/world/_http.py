@@ -466,7 +466,9 @@ def _model_endpoint(
                           "request (injected by the harness's model fault)")  # fmt: skip
         if served.fault == "timeout":
             return _NoReply()
-        digest = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode()).hexdigest()
+        # The response's id: the conversation's, as the world hashed it to
+        # record the call, and the how-manieth reply to it this is.
+        digest = served.conversation_hash
         if served.answered:
             digest = hashlib.sha256(f"{digest}:{served.answered}".encode()).hexdigest()
         message = served.reply

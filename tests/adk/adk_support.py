@@ -11,18 +11,20 @@ ADK = pytest.importorskip(
     "google.adk", reason="google-adk is not installed: pip install -e '.[adk]'"
 )
 
-from harness import Engine, Example, load_settings  # noqa: E402
+from scenario_support import execute as run_one  # noqa: E402
+from scenario_support import result as result  # noqa: E402
+from scenario_support import verdicts as verdicts  # noqa: E402
+
+from harness import Example  # noqa: E402
 from harness.adapters.adk import ADKAdapter  # noqa: E402
 from harness.model import (  # noqa: E402
     ArmWorldFault,
     CrashSpec,
-    PropertyResult,
     Quiesce,
     RunSpec,
     RunWorker,
     Scenario,
     Submit,
-    Verdict,
 )
 
 R1 = RunSpec(
@@ -68,13 +70,4 @@ KILL_BEFORE_END = Scenario(
 
 def execute(name: str, scenario: Scenario, workdir: Path) -> Example:
     """Run ``scenario`` on the app ``name`` and its fault-free oracle; check every property."""
-    adapter = ADKAdapter(app=app(name))
-    return Engine(adapter, load_settings("dev", start=workdir), workdir=workdir).execute(scenario)
-
-
-def result(example: Example, name: str) -> PropertyResult:
-    return next(r for r in example.results if r.name == name)
-
-
-def verdicts(example: Example) -> dict[str, Verdict]:
-    return {r.name: r.verdict for r in example.results}
+    return run_one(ADKAdapter(app=app(name)), scenario, workdir)

@@ -46,9 +46,10 @@ OWNER = textwrap.dedent(
     """
     import json, os, sys
     from harness import _janitor
+    from harness._janitor import _redis
     from harness.adapters.reference._deployment import Deployment
     if os.environ.get("ALIVE_TTL"):
-        _janitor.ALIVE_TTL = float(os.environ["ALIVE_TTL"])
+        _redis.ALIVE_TTL = float(os.environ["ALIVE_TTL"])  # where RedisLease reads it
     backend, postgres_url, redis_url = sys.argv[1], sys.argv[2] or None, sys.argv[3] or None
     folder = _janitor.scratch_dir()
     d = Deployment(

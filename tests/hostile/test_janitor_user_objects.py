@@ -65,8 +65,8 @@ RUN = textwrap.dedent(
 KILLED = textwrap.dedent(
     """
     import json, os, sys
-    from harness import _janitor
-    _janitor.ALIVE_TTL = 1.0  # the sweep need not wait 30 s for the alive key
+    from harness._janitor import _redis
+    _redis.ALIVE_TTL = 1.0  # the sweep need not wait 30 s for the alive key
     from harness.adapters.reference._deployment import Deployment
     d = Deployment(sys.argv[3], backend="postgres", queue="redis",
                    postgres_url=sys.argv[1], redis_url=sys.argv[2])

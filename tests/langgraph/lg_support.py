@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import Engine, Example, load_settings
+from scenario_support import engine as engine
+from scenario_support import execute as execute
+from scenario_support import failed as failed
+from scenario_support import result as result
+from scenario_support import verdicts as verdicts
+
 from harness.adapters.langgraph import LangGraphAdapter
 from harness.checkers import check_all
 from harness.history import History
@@ -18,7 +23,6 @@ from harness.model import (
     RunWorker,
     Scenario,
     Submit,
-    Verdict,
 )
 from harness.runner import run_scenario
 
@@ -93,32 +97,9 @@ def adapter(
     )
 
 
-def engine(adapter: LangGraphAdapter, workdir: Path) -> Engine:
-    """An engine whose ``execute`` runs a scenario and checks every property
-    (against its fault-free oracle, run once per workload and engine)."""
-    return Engine(adapter, load_settings("dev", start=workdir), workdir=workdir)
-
-
-def execute(adapter: LangGraphAdapter, scenario: Scenario, workdir: Path) -> Example:
-    """Run ``scenario`` and its fault-free oracle, and check every property."""
-    return engine(adapter, workdir).execute(scenario)
-
-
 def run_and_check(
     adapter: LangGraphAdapter, scenario: Scenario, workdir: Path, *properties: str
 ) -> tuple[History, dict[str, PropertyResult]]:
     """Run ``scenario`` alone (no oracle) and check ``properties`` that need none."""
     history = History.load(run_scenario(adapter, scenario, workdir).history_path)
     return history, {r.name: r for r in check_all(history, None, only=properties)}
-
-
-def verdicts(example: Example) -> dict[str, Verdict]:
-    return {r.name: r.verdict for r in example.results}
-
-
-def result(example: Example, name: str) -> PropertyResult:
-    return next(r for r in example.results if r.name == name)
-
-
-def failed(example: Example) -> list[str]:
-    return sorted(r.name for r in example.results if r.verdict is Verdict.FAIL)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import Engine, Example, load_settings
+from scenario_support import execute as run_one
+from scenario_support import result as result
+from scenario_support import verdicts as verdicts
+
+from harness import Example
 from harness.adapters.openai_agents import OpenAIAgentsAdapter
 from harness.model import (
     ArmWorldFault,
-    PropertyResult,
     Quiesce,
     RunSpec,
     RunWorker,
     Scenario,
     Submit,
-    Verdict,
 )
 
 ADAPTER = "harness.adapters.openai_agents:OpenAIAgentsAdapter"
@@ -44,13 +46,4 @@ KILL_AFTER_REFUND = Scenario(
 
 def execute(app: str, scenario: Scenario, workdir: Path) -> Example:
     """Run ``scenario`` on ``app`` and its fault-free oracle; check every property."""
-    adapter = OpenAIAgentsAdapter(app=app)
-    return Engine(adapter, load_settings("dev", start=workdir), workdir=workdir).execute(scenario)
-
-
-def result(example: Example, name: str) -> PropertyResult:
-    return next(r for r in example.results if r.name == name)
-
-
-def verdicts(example: Example) -> dict[str, Verdict]:
-    return {r.name: r.verdict for r in example.results}
+    return run_one(OpenAIAgentsAdapter(app=app), scenario, workdir)

@@ -12,19 +12,21 @@ PREFECT = pytest.importorskip(
     "prefect", reason="prefect is not installed: pip install -e '.[prefect]'"
 )
 
-from harness import Engine, Example, load_settings  # noqa: E402
+from scenario_support import execute as run_one  # noqa: E402
+from scenario_support import result as result  # noqa: E402
+from scenario_support import verdicts as verdicts  # noqa: E402
+
+from harness import Example  # noqa: E402
 from harness.adapters.prefect import PrefectAdapter  # noqa: E402
 from harness.model import (  # noqa: E402
     AdvanceClock,
     ArmWorldFault,
     CrashSpec,
-    PropertyResult,
     Quiesce,
     RunSpec,
     RunWorker,
     Scenario,
     Submit,
-    Verdict,
 )
 
 R1 = RunSpec(
@@ -115,13 +117,4 @@ def server() -> Iterator[Server]:
 def execute(adapter: PrefectAdapter, scenario: Scenario, workdir: Path) -> Example:
     """Run ``scenario`` and its fault-free oracle (once: the ci runs of
     docs/findings.md checked that two agree); check every property."""
-    settings = load_settings("dev", start=workdir, determinism_runs=1)
-    return Engine(adapter, settings, workdir=workdir).execute(scenario)
-
-
-def result(example: Example, name: str) -> PropertyResult:
-    return next(r for r in example.results if r.name == name)
-
-
-def verdicts(example: Example) -> dict[str, Verdict]:
-    return {r.name: r.verdict for r in example.results}
+    return run_one(adapter, scenario, workdir, determinism_runs=1)

@@ -1,0 +1,7 @@
+"""``python -m harness.cli``: the ``harness`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
