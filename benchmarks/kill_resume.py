@@ -16,7 +16,13 @@ Printed beside it, measured in the same run (medians of ``--repeats``):
 (a) bare ``os.fork()`` + SIGKILL + ``waitpid`` from a fresh process: the
     physical limit of the machine;
 (a2) the same where the child reaches Python code before the kill (a worker
-    must): the limit for a worker that actually starts.
+    must): the limit for a worker that actually starts;
+(f) the floor of a cycle: a worker forked from the same preloaded fork
+    server that reaches the runtime's first durable read (configuration, the
+    store opened and set up, the run read back), SIGKILLed there
+    (``_first_read.py``). The cycle does that and also claims, loads, builds
+    a context and commits: ``cycle / floor`` (CPU per cycle, and cycles/s)
+    is what the harness's cycle costs above a worker that merely starts.
 
 Per cycle, from ``/proc``: the workers' CPU time and page faults (reaped by
 the fork server, so counted in its children's times), the fork server's own
@@ -50,6 +56,7 @@ from _baseline import ROOT, baseline_tree, describe, run_child
 from kill_cycles import bare_rate
 
 from harness.adapters.reference import ReferenceAdapter
+from harness.adapters.reference._deployment import fork_server
 from harness.model import CrashSpec, RunSpec
 
 #: sources of one research run: the most its input may name (one checkpoint each)
@@ -72,12 +79,22 @@ def _cpu(server_pid: int) -> list[float]:
     ]
 
 
-def resume_rate(adapter: ReferenceAdapter, seconds: float) -> tuple[float, int, list[float]]:
+#: the floor's worker target, preloaded by the fork server (see ``_first_read.py``)
+FLOOR_TARGET = "_first_read:first_read"
+
+
+def resume_rate(
+    adapter: ReferenceAdapter, seconds: float, *, floor: bool = False
+) -> tuple[float, int, list[float]]:
     """(kill-and-resume cycles per second, checkpoints committed, per cycle:
     harness CPU ms, fork server CPU ms, worker CPU ms, worker page faults)
-    for one window."""
+    for one window; ``floor``: the same for workers that stop at their first
+    durable read (the cycle's floor, checkpoints 0)."""
     with tempfile.TemporaryDirectory(prefix="kill-resume-") as tmp:
         env = adapter.open(Path(tmp), seed=0)
+        # one fork server for the cycle and its floor: the runtime's preloads
+        # and the floor's target
+        env._server = fork_server(("_first_read",), backend=adapter.backend, queue=adapter.queue)
         try:
             runs = int(seconds * PROVISIONED_RATE / SOURCES) + 1
             for i in range(runs):
@@ -94,16 +111,29 @@ def resume_rate(adapter: ReferenceAdapter, seconds: float) -> tuple[float, int, 
             assert server is not None
             cpu0 = _cpu(server)
             n, start = 0, time.perf_counter()
+            wenv = env.d.worker_env()
             while time.perf_counter() - start < seconds:
-                worker = env.start_worker(f"w{n}", crash=crash)
-                exit_ = worker.wait(30)
-                if not exit_.killed:
-                    raise SystemExit(f"cycle {n}: the worker was not killed ({exit_.describe()})")
-                env.advance_clock(adapter.lease_seconds + 1)
+                if floor:
+                    args = {"env": wenv, "run_id": "r0"}
+                    log = Path(tmp) / "workers.log"
+                    proc = env._server.spawn(FLOOR_TARGET, args=args, env=wenv, log=log)
+                    got = proc.wait(30)
+                    if not got.was_killed:
+                        raise SystemExit(f"floor {n}: the worker was not killed ({got})")
+                else:
+                    worker = env.start_worker(f"w{n}", crash=crash)
+                    exit_ = worker.wait(30)
+                    if not exit_.killed:
+                        raise SystemExit(
+                            f"cycle {n}: the worker was not killed ({exit_.describe()})"
+                        )
+                    env.advance_clock(adapter.lease_seconds + 1)
                 n += 1
             rate = n / (time.perf_counter() - start)
             spent = [b - a for a, b in zip(cpu0, _cpu(server), strict=True)]
             per_cycle = [x * 1000 / n for x in spent[:3]] + [spent[3] / n]
+            if floor:
+                return rate, 0, per_cycle
             progress = sum(env.d.snapshot(f"r{i}").run.state_version for i in range(runs))
             if env.d.snapshot(f"r{runs - 1}").run.status.value == "Completed":
                 raise SystemExit("every run finished inside the window: provision more runs")
@@ -114,6 +144,8 @@ def resume_rate(adapter: ReferenceAdapter, seconds: float) -> tuple[float, int, 
 
 #: per cycle, read from /proc (CPU: user + system)
 CPU_KEYS = ("harness_cpu_ms", "server_cpu_ms", "worker_cpu_ms", "worker_faults")
+#: the same for the floor's workers
+FLOOR_KEYS = tuple(f"floor_{k}" for k in CPU_KEYS)
 
 
 def measure(args: argparse.Namespace) -> dict[str, list[float]]:
@@ -125,11 +157,16 @@ def measure(args: argparse.Namespace) -> dict[str, list[float]]:
         url = postgres_url()
     adapter = ReferenceAdapter(args.backend, postgres_url=url)
     out: dict[str, list[float]] = {"bare": [], "bare_runs": [], "cycles": [], "checkpoints": []}
-    for key in CPU_KEYS:
+    out["floor"] = []
+    for key in CPU_KEYS + FLOOR_KEYS:
         out[key] = []
     for _ in range(args.repeats):
         out["bare"].append(bare_rate(args.seconds, child_runs=False))
         out["bare_runs"].append(bare_rate(args.seconds, child_runs=True))
+        rate, _, per_cycle = resume_rate(adapter, args.seconds, floor=True)
+        for key, value in zip(FLOOR_KEYS, per_cycle, strict=True):
+            out[key].append(value)
+        out["floor"].append(rate)
         rate, progress, per_cycle = resume_rate(adapter, args.seconds)
         for key, value in zip(CPU_KEYS, per_cycle, strict=True):
             out[key].append(value)
@@ -145,6 +182,7 @@ def print_table(title: str, got: dict[str, list[float]]) -> None:
     rows = [
         ("(a) bare fork + SIGKILL + waitpid (limit)", bare),
         ("(a2) same, child reaches Python first", bare_runs),
+        ("(f) floor: worker reaches its first read", got.get("floor") or [float("nan")]),
         ("kill-and-resume cycles (fork server)", got["cycles"]),
     ]
     print(f"{'what':44} {'cycles/s':>9} {'vs (a)':>7} {'vs (a2)':>8}   range")
@@ -158,6 +196,18 @@ def print_table(title: str, got: dict[str, list[float]]) -> None:
         print(
             f"per cycle: worker CPU {w:.2f} ms ({f:.0f} page faults), fork server CPU "
             f"{sv:.2f} ms, harness CPU {h:.2f} ms (medians, from /proc)"
+        )
+    if got.get("floor") and all(got.get(k) for k in FLOOR_KEYS):
+        fh, fs, fw, ff = (med(got[k]) for k in FLOOR_KEYS)
+        print(
+            f"per floor cycle: worker CPU {fw:.2f} ms ({ff:.0f} page faults), fork server CPU "
+            f"{fs:.2f} ms, harness CPU {fh:.2f} ms"
+        )
+        cycle = sum(med(got[k]) for k in CPU_KEYS[:3])
+        floor = fh + fs + fw
+        print(
+            f"cycle / floor: {cycle / floor:.2f}x in CPU per cycle (all three: {cycle:.2f} / "
+            f"{floor:.2f} ms), {med(got['floor']) / med(got['cycles']):.2f}x in cycles/s"
         )
 
 

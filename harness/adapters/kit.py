@@ -244,7 +244,11 @@ class _Shared:
     """A SQLite file opened once per process and thread (a connection is
     never used across a fork, nor from another thread: a runtime may run
     steps in executor threads), in WAL mode, waiting out other processes'
-    locks."""
+    locks. Commits are not flushed to the disk (``synchronous=OFF``): a
+    committed transaction is in the OS's page cache when ``COMMIT``
+    returns, so a killed process loses nothing; only an OS crash could, and
+    the harness kills processes, not machines (as the world's file, see
+    :class:`UnsyncedSQLite`)."""
 
     _SCHEMA = ""
 
@@ -260,7 +264,7 @@ class _Shared:
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA synchronous=OFF")
             with self._lock:
                 if key[0] != next(iter(self._conns), key)[0]:
                     self._conns = {}  # a forked child: the parent's are not ours

@@ -205,6 +205,22 @@ def _endpoint(conn: Conn) -> str:
     return f"tcp=postgres,{local[0]},{local[1]},{peer[0]},{peer[1]}"
 
 
+def _handing_over(first: Conn) -> type[Conn]:
+    """A connection class for a pool whose first connection is ``first``,
+    already open: each later one connects as usual."""
+    handed: list[Conn] = [first]
+
+    class HandingOver(psycopg.Connection[TupleRow]):
+        @classmethod
+        def connect(cls, conninfo: str = "", **kwargs: Any) -> Conn:  # type: ignore[override]
+            try:
+                return handed.pop()
+            except IndexError:
+                return psycopg.Connection.connect(conninfo, **kwargs)
+
+    return HandingOver
+
+
 class PostgresStore(SqlStore):
     """The store contract over one PostgreSQL schema (see :mod:`._base`).
 
@@ -304,8 +320,9 @@ class PostgresStore(SqlStore):
             try:
                 # One direct attempt first: it fails within connect_timeout with
                 # libpq's own reason, where the pool would retry (and log each
-                # failure) until its open timeout.
-                psycopg.connect(self.url, **kwargs).close()
+                # failure) until its open timeout. The connection it opens is
+                # the pool's first: a worker opens one session, not two.
+                first = psycopg.connect(self.url, **kwargs)
             except psycopg.Error as exc:
                 raise StoreUnreachable(
                     f"PostgreSQL at {redact(self.url)}", exc, self.connect_timeout
@@ -318,6 +335,7 @@ class PostgresStore(SqlStore):
                 open=False,
                 configure=self._configure,
                 name=f"store-{self.schema}",
+                connection_class=_handing_over(first),
             )
             try:
                 pool.open(wait=True, timeout=30.0)
@@ -325,6 +343,7 @@ class PostgresStore(SqlStore):
                 # The pool keeps retrying in the background: stop it, or the
                 # process lingers.
                 pool.close(timeout=0)
+                first.close()  # if the pool never took it
                 raise StoreUnreachable(f"PostgreSQL at {redact(self.url)}", exc, 30.0) from exc
             self._pool, self._pid = pool, pid
             return pool

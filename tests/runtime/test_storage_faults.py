@@ -261,6 +261,29 @@ def test_store_sessions_carry_the_application_name_given_or_the_one_in_the_url(
 
 
 @PG
+def test_a_store_opens_one_session_to_start(
+    postgres_store: PostgresStore, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its reachability check is its pool's first connection, not one more
+    # session for the server to start and end (real connections, counted).
+    opened: list[object] = []
+    real = psycopg.Connection.connect
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        opened.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(psycopg, "connect", counted)
+    monkeypatch.setattr(psycopg.Connection, "connect", staticmethod(counted))
+    store = PostgresStore(postgres_url, schema=postgres_store.schema)
+    try:
+        assert store.list_runs() == []
+        assert len(opened) == 1
+    finally:
+        store.close()
+
+
+@PG
 def test_a_terminated_session_raises_storage_unavailable_and_the_next_transaction_works(
     postgres_store: PostgresStore, postgres_url: str
 ) -> None:
