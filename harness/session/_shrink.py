@@ -186,7 +186,6 @@ class Shrink:
                 tried.add(key)
                 if key not in self.known and self._over():
                     self._cut(name)
-                    progress = False
                     break
                 failing = self._judged(name, candidate, key)
                 if failing is not None:
