@@ -3,11 +3,12 @@
 One first failed by a sampled scenario is shrunk by replaying the
 sampled search from its seed up to that scenario (every earlier one from
 the search's record, not run again), then letting Hypothesis shrink it.
-Then every counterexample -- a targeted schedule's or a regression's too,
-which Hypothesis never drew -- loses the steps its failure does not need,
-one at a time (:mod:`._drop`): a targeted zombie schedule continues its
-paused worker right before the final quiesce, which would continue it
-anyway. All within shrinking's own budget.
+Once every sampled one is, every counterexample -- a targeted schedule's
+or a regression's too, which Hypothesis never drew -- loses the steps its
+failures do not need, one at a time (:mod:`._drop`): a targeted zombie
+schedule continues its paused worker right before the final quiesce,
+which would continue it anyway. All within shrinking's own budget, the
+pass with what Hypothesis left of it.
 """
 
 from __future__ import annotations
@@ -74,9 +75,11 @@ class Shrink:
         """One counterexample per failing property (``first``: the first
         example that failed it, and whether it was sampled), in the order
         found; a counterexample that fails a later property too serves it as
-        well. A sampled one is shrunk by Hypothesis; then any (a targeted
-        schedule, a regression too) loses the steps its failure does not
-        need (:meth:`drop_steps`). ``enabled``: shrinking at all."""
+        well. A sampled one is shrunk by Hypothesis; once every one is,
+        each counterexample (a targeted schedule's, a regression's too)
+        loses the steps its failures do not need (:meth:`drop_steps`), with
+        what the budget has left: the pass never takes time from
+        Hypothesis's shrinking. ``enabled``: shrinking at all."""
         outcome = self.outcome
         for name, (example, sampled) in first.items():
             shared = next(
@@ -85,21 +88,39 @@ class Shrink:
             )
             if shared is not None:
                 outcome.counterexamples[name] = shared
-                served = next(n for n, ex in outcome.counterexamples.items() if ex is shared)
-                if served in outcome.dropped_steps:
-                    outcome.dropped_steps[name] = outcome.dropped_steps[served]
                 continue
             best = example
-            if enabled:
-                if self._deadline is None:
-                    self._deadline = shrink_deadline(time.monotonic(), self.started, self.settings)
+            if sampled and enabled:
+                self._begin()
                 if self._over():
                     self._cut(name)
                 else:
-                    if sampled:
-                        best = self.shrink(name, max_examples) or example
-                    best = self.drop_steps(name, best)
+                    best = self.shrink(name, max_examples) or example
             outcome.counterexamples[name] = best
+        if enabled:
+            self._drop_all()
+
+    def _begin(self) -> None:
+        """Shrinking begins (if it has not): its deadline is set."""
+        if self._deadline is None:
+            self._deadline = shrink_deadline(time.monotonic(), self.started, self.settings)
+
+    def _drop_all(self) -> None:
+        """The step-deleting pass over each counterexample once, in the
+        order found; a shorter one serves every property the longer did."""
+        outcome = self.outcome
+        done: set[int] = set()
+        for example in list(outcome.counterexamples.values()):
+            if id(example) in done:
+                continue
+            done.add(id(example))
+            serves = [n for n, ex in outcome.counterexamples.items() if ex is example]
+            self._begin()
+            best, dropped = self.drop_steps(serves, example)
+            for name in serves:
+                outcome.counterexamples[name] = best
+                if dropped:
+                    outcome.dropped_steps[name] = dropped
 
     def _cut(self, name: str) -> None:
         """Shrinking ``name``'s counterexample stopped at the budget."""
@@ -162,18 +183,17 @@ class Shrink:
             self._cut(name)
         return best[0] if best else None
 
-    def drop_steps(self, name: str, example: Example) -> Example:
-        """``example`` without the steps its failure of ``name`` does not
-        need: each shorter scenario of :func:`~._drop.deletions` (one step
-        fewer, the last first) is judged as Hypothesis's candidates are --
-        one run, known ones not run again -- and replaces the
-        counterexample when it fails ``name`` too; then its own deletions
-        are tried, until none fails or the budget is spent (the
-        counterexample is then not fully shrunk). The same failure: a
-        deletion is kept only on a run that failed ``name``, so what is
-        reported is that run, witness and all, whatever the runtime's
-        races did to the deletions that did not fail. Each deletion kept
-        is counted in the outcome's ``dropped_steps``."""
+    def drop_steps(self, names: Sequence[str], example: Example) -> tuple[Example, int]:
+        """``example`` without the steps its failures of ``names`` do not
+        need, and how many went: each shorter scenario of
+        :func:`~._drop.deletions` (one step fewer, the last first) is
+        judged as Hypothesis's candidates are -- one run, known ones not run
+        again -- and replaces the counterexample when it fails every one of
+        ``names`` too; then its own deletions are tried, until none does or
+        the budget is spent (``names`` are then not fully shrunk). The same
+        failures: a deletion is kept only on a run that failed them, so what
+        is reported is that run, witness and all, whatever the runtime's
+        races did to the deletions that did not fail."""
         best, dropped = example, 0
         tried: set[str] = set()
         progress = True
@@ -185,24 +205,23 @@ class Shrink:
                     continue
                 tried.add(key)
                 if key not in self.known and self._over():
-                    self._cut(name)
+                    for name in names:
+                        self._cut(name)
                     break
-                failing = self._judged(name, candidate, key)
+                failing = self._judged(names, candidate, key)
                 if failing is not None:
                     best, dropped, progress = failing, dropped + 1, True
                     break  # the next deletions are the shorter scenario's
-        if dropped:
-            self.outcome.dropped_steps[name] = dropped
-        return best
+        return best, dropped
 
-    def _judged(self, name: str, scenario: Scenario, key: str) -> Example | None:
-        """The example of ``scenario`` (JSON ``key``) that failed ``name``:
-        the search's, if it ran ``scenario`` (not run again), else a new run
-        of it; None if it did not fail ``name``."""
+    def _judged(self, names: Sequence[str], scenario: Scenario, key: str) -> Example | None:
+        """The example of ``scenario`` (JSON ``key``) that failed every one
+        of ``names``: the search's, if it ran ``scenario`` (not run again),
+        else a new run of it; None if it did not fail them all."""
         known = self.known.get(key)
         if known is None:
             example = self.run(scenario)
-            return example if name in failed_properties(example) else None
-        if name not in known:
+            return example if set(names) <= set(failed_properties(example)) else None
+        if not set(names) <= known:
             return None
         return next((e for e in self.failures if e.scenario == scenario), None)
