@@ -46,6 +46,11 @@ def _service(resolve: Callable[[], str]) -> str:
 #: under fixed names in the shared Postgres and Redis: two tests on two
 #: workers would drop each other's while the other checks them.
 SERIAL_FIXTURES = {"listed": "netfilter", "user_objects": "shared-user-objects"}
+#: Session fixtures that are costly to make (a server's start): on each
+#: xdist worker that asks, so the tests that ask share one worker and it is
+#: made once, as a module-scoped fixture's tests are (see _module_fixture).
+#: ``prefect_api`` (tests/prefect): a Prefect server, about 18 s to start.
+SHARED_SESSION_FIXTURES = {"prefect_api": "prefect-server"}
 
 
 def _module_fixture(item: pytest.Item) -> str | None:
@@ -64,7 +69,7 @@ def _module_fixture(item: pytest.Item) -> str | None:
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups off the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        for fixture, group in SERIAL_FIXTURES.items():
+        for fixture, group in (SERIAL_FIXTURES | SHARED_SESSION_FIXTURES).items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(group))
         if item.get_closest_marker("xdist_group") is None and (shared := _module_fixture(item)):

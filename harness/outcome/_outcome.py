@@ -128,6 +128,10 @@ class Outcome:
     #: the properties whose counterexample's shrinking stopped at its own
     #: budget (--shrink-budget) or never began: a smaller one may fail too
     not_fully_shrunk: list[str] = field(default_factory=list)
+    #: per property: how many steps of its counterexample the last pass of
+    #: shrinking deleted, one at a time, after Hypothesis's shrink (see
+    #: ``harness.session._drop``); a property none was deleted for is absent
+    dropped_steps: dict[str, int] = field(default_factory=dict)
     #: every executed example, in order, as :func:`ledger_entry` gives it
     #: (the run folder's ``scenarios.jsonl``): which scenarios ran, and
     #: whether a search spread over shards or jobs ran the same ones

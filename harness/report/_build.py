@@ -284,6 +284,7 @@ def build_report(
                 steps=ex.scenario.describe(),
                 folder=f"failures/{n}",
                 fully_shrunk=not set(props) & set(outcome.not_fully_shrunk),
+                dropped_steps=_dropped(outcome, props),
                 replay=replay_command(
                     report_dir / "failures" / str(n), spec, opts, properties=properties
                 ),
@@ -312,6 +313,7 @@ def build_report(
             failed_properties=_failed(failure),
             counterexample_for=_serves(outcome, failure),
             fully_shrunk=not set(_serves(outcome, failure)) & set(outcome.not_fully_shrunk),
+            dropped_steps=_dropped(outcome, _serves(outcome, failure)),
             replay=replay_command(report_dir, spec, opts, properties=properties),
         ),
     )
@@ -329,6 +331,12 @@ def _coverage(outcome: Outcome, key: str, armed: int, fired: int) -> FaultCovera
         unfired=dict(outcome.faults_unfired.get(key, {})),
         untested=dict(outcome.faults_untested.get(key, {})),
     )
+
+
+def _dropped(outcome: Outcome, serves: list[str]) -> int:
+    """How many steps the last pass of shrinking deleted from the
+    counterexample of ``serves`` (see ``harness.session._drop``)."""
+    return max((outcome.dropped_steps.get(name, 0) for name in serves), default=0)
 
 
 def _serves(outcome: Outcome, example: Example) -> list[str]:

@@ -191,14 +191,14 @@ def merge_reports(
     files: dict[str, bytes | Path] = {
         LEDGER: _in_plan_order([ln for r in shards for ln in _ledger(r)])
     }
-    kept, copied, unshrunk = _kept_examples(shards, files)
+    kept, copied, unshrunk, dropped = _kept_examples(shards, files)
     given = _given(user)
 
     def replay(k: int, rel: str) -> str:
         spec, opts = first.adapter.spec, dict(first.adapter.options)
         return replay_command(out / _where(k, rel), spec, opts, chosen=chosen, properties=given)
 
-    counterexample, others = _counterexamples(kept, by_k, files, unshrunk, replay)
+    counterexample, others = _counterexamples(kept, by_k, files, (unshrunk, dropped), replay)
     properties = [
         property_report(name, pv, *_witness_of(name, witness, kept), user.get(name))
         for name, pv in judgement.properties.items()
@@ -316,14 +316,16 @@ def _where(k: int, rel: str) -> str:
 
 def _kept_examples(
     shards: Sequence[Report], files: dict[str, bytes | Path]
-) -> tuple[list[Kept], dict[str, str], set[str]]:
+) -> tuple[list[Kept], dict[str, str], set[str], dict[tuple[int, str], int]]:
     """Every shard's kept counterexamples, copied under ``shards/K/`` (into
     ``files``, with the shard's report.json, so replay works on the copy);
-    where each shard's went; and the properties a shard's counterexample
-    serves that it did not fully shrink."""
+    where each shard's went; the properties a shard's counterexample
+    serves that it did not fully shrink; and per kept counterexample (K,
+    folder), the steps the last pass of shrinking deleted from it."""
     kept: list[Kept] = []
     copied: dict[str, str] = {}
     unshrunk: set[str] = set()
+    dropped: dict[tuple[int, str], int] = {}
     for r in shards:
         assert r.shard is not None and r.folder is not None
         k = r.shard.k
@@ -334,9 +336,11 @@ def _kept_examples(
         if r.counterexample is not None:
             ce = r.counterexample
             found.append((".", ce.steps, ce.failed_properties, ce.counterexample_for))
+            dropped[k, "."] = ce.dropped_steps
         for i, other in enumerate(r.other_failures, 1):
             rel = other.folder or f"failures/{i}"
             found.append((rel, other.steps, other.failed_properties, other.counterexample_for))
+            dropped[k, rel] = other.dropped_steps
         if not found:
             continue
         copied[str(k)] = f"shards/{k}"
@@ -345,20 +349,23 @@ def _kept_examples(
             dest = f"shards/{k}/" if rel == "." else f"shards/{k}/{rel}/"
             _copy_example(r.folder, rel, dest, files)
             kept.append((k, rel, steps, failed, serves))
-    return kept, copied, unshrunk
+    return kept, copied, unshrunk, dropped
 
 
 def _counterexamples(
     kept: Sequence[Kept],
     by_k: Mapping[int, Report],
     files: dict[str, bytes | Path],
-    unshrunk: set[str],
+    shrunk: tuple[set[str], dict[tuple[int, str], int]],
     replay: Callable[[int, str], str],
 ) -> tuple[Counterexample | None, list[OtherFailure]]:
     """The merged report's counterexample (the first kept, also copied to
-    the top of the folder) and its other failures (the rest)."""
+    the top of the folder) and its other failures (the rest); ``shrunk``:
+    the properties not fully shrunk, and the steps deleted from each kept
+    counterexample (see :func:`_kept_examples`)."""
     if not kept:
         return None, []
+    unshrunk, dropped = shrunk
     k0, rel0, steps, failed, serves = kept[0]
     _copy_example(by_k[k0].folder or Path("."), rel0, "", files)
     counterexample = Counterexample(
@@ -367,6 +374,7 @@ def _counterexamples(
         counterexample_for=serves,
         replay=replay(k0, rel0),
         fully_shrunk=not set(serves) & unshrunk,
+        dropped_steps=dropped.get((k0, rel0), 0),
     )
     others = [
         OtherFailure(
@@ -376,6 +384,7 @@ def _counterexamples(
             folder=_where(k, rel),
             replay=replay(k, rel),
             fully_shrunk=not set(serves) & unshrunk,
+            dropped_steps=dropped.get((k, rel), 0),
         )
         for k, rel, steps, failed, serves in kept[1:]
     ]

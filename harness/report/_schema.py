@@ -210,6 +210,13 @@ class Counterexample(_Frozen):
         description="false: shrinking stopped at its budget (--shrink-budget) before it "
         "finished: a smaller failing scenario may exist",
     )
+    dropped_steps: int = Field(
+        0,
+        ge=0,
+        description="steps the last pass of shrinking deleted from the scenario Hypothesis "
+        "shrank, one at a time, each kept only when the shorter scenario failed the same "
+        "property (0: none could go)",
+    )
 
 
 class OtherFailure(_Frozen):
@@ -226,6 +233,13 @@ class OtherFailure(_Frozen):
         True,
         description="false: shrinking stopped at its budget (--shrink-budget) before it "
         "finished: a smaller failing scenario may exist",
+    )
+    dropped_steps: int = Field(
+        0,
+        ge=0,
+        description="steps the last pass of shrinking deleted from the scenario Hypothesis "
+        "shrank, one at a time, each kept only when the shorter scenario failed the same "
+        "property (0: none could go)",
     )
 
 

@@ -38,8 +38,11 @@ says which schedule covers each pair, and why a pair has none.
 
 The list is built only from what the adapter declares (workflows, effects,
 capabilities, crash points) and from the profile's site order, never from a
-runtime's site names. Every scenario is already minimal (one run, one fault),
-so a failure needs no shrinking.
+runtime's site names. Every scenario is nearly minimal (one run, one fault),
+so Hypothesis does not shrink a failure; the shrink phase only deletes the
+steps it did not need (``harness.session._drop``: the zombie schedules'
+``ContinueWorker`` before the final quiesce, which continues paused
+workers anyway).
 
 The order is breadth-first: the first scenario of every category, then the
 second of every category, and so on; within a category, the fault's own

@@ -175,11 +175,11 @@ class Engine:
 
         The search goes on after a failure until every property has failed,
         the plan ends or the budget does (``stop_on_first`` in the settings:
-        at the first failure). A property first failed by a targeted
-        schedule keeps that schedule (one run, one fault: nothing to
-        shrink); one first failed by a sampled scenario is shrunk by
-        Hypothesis, replaying the same search from its seed (the scenarios
-        before it come from a cache, not run again).
+        at the first failure). A property first failed by a sampled
+        scenario is shrunk by Hypothesis, replaying the same search from its
+        seed (the scenarios before it come from a cache, not run again);
+        then every counterexample, a targeted schedule's too, loses each
+        step the same failure does not need (:mod:`._drop`).
 
         ``regressions`` (scenario files: counterexamples kept from earlier
         runs) run first, each once, on top of the plan.

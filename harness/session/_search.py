@@ -417,6 +417,7 @@ class Search:
             known=self.known,
             failures=self.failures,
             run=self._run,
+            capabilities=self.engine.adapter.capabilities,
         )
         shrink.all(self.first, self.stream.draws, enabled=self.engine.shrink)
 

@@ -1,16 +1,20 @@
 """The shrink phase of a search: one counterexample per failing property.
 
-One first failed by a targeted schedule keeps it (one run, one fault:
-nothing to shrink); one first failed by a sampled scenario is shrunk by
-replaying the sampled search from its seed up to that scenario (every
-earlier one from the search's record, not run again), then letting
-Hypothesis shrink it, within shrinking's own budget.
+One first failed by a sampled scenario is shrunk by replaying the
+sampled search from its seed up to that scenario (every earlier one from
+the search's record, not run again), then letting Hypothesis shrink it.
+Once every sampled one is, every counterexample -- a targeted schedule's
+or a regression's too, which Hypothesis never drew -- loses the steps its
+failures do not need, one at a time (:mod:`._drop`): a targeted zombie
+schedule continues its paused worker right before the final quiesce,
+which would continue it anyway. All within shrinking's own budget, the
+pass with what Hypothesis left of it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from hypothesis import given, reject, seed
 
@@ -18,7 +22,9 @@ from .._errors import HarnessError
 from .._settings import Settings
 from ..model import Scenario, Verdict
 from ..outcome import Example, Outcome
+from ..vocabulary import Capability
 from ._draws import Found, Stream, hypothesis_settings, repeat
+from ._drop import deletions
 from ._plan import shrink_deadline
 
 
@@ -32,9 +38,11 @@ class Shrink:
     ``search_seed`` as the sampled phase drew it, ``known`` (a scenario's
     JSON: the properties it failed) and ``failures`` (its failing examples)
     as the search left them, and ``run`` to execute and account for a new
-    candidate (which adds it to ``known`` and, failing, to ``failures``).
-    Shrinking has a budget of its own (:func:`shrink_deadline`, from the
-    search's ``started``), set when it first shrinks."""
+    candidate (which adds it to ``known`` and, failing, to ``failures``);
+    ``capabilities``: the adapter's (what a shorter candidate must still
+    validate against). Shrinking has a budget of its own
+    (:func:`shrink_deadline`, from the search's ``started``), set when it
+    first shrinks."""
 
     def __init__(
         self,
@@ -47,6 +55,7 @@ class Shrink:
         known: Mapping[str, frozenset[str]],
         failures: Sequence[Example],
         run: Callable[[Scenario], Example],
+        capabilities: Iterable[Capability] = (),
     ) -> None:
         self.outcome = outcome
         self.stream = stream
@@ -56,6 +65,7 @@ class Shrink:
         self.known = known
         self.failures = failures
         self.run = run
+        self.capabilities = frozenset(capabilities)
         #: when shrinking must stop (set as it begins: see shrink_deadline)
         self._deadline: float | None = None
 
@@ -65,7 +75,11 @@ class Shrink:
         """One counterexample per failing property (``first``: the first
         example that failed it, and whether it was sampled), in the order
         found; a counterexample that fails a later property too serves it as
-        well. Only a sampled one is shrunk (``enabled``: at all)."""
+        well. A sampled one is shrunk by Hypothesis; once every one is,
+        each counterexample (a targeted schedule's, a regression's too)
+        loses the steps its failures do not need (:meth:`drop_steps`), with
+        what the budget has left: the pass never takes time from
+        Hypothesis's shrinking. ``enabled``: shrinking at all."""
         outcome = self.outcome
         for name, (example, sampled) in first.items():
             shared = next(
@@ -77,13 +91,41 @@ class Shrink:
                 continue
             best = example
             if sampled and enabled:
-                if self._deadline is None:
-                    self._deadline = shrink_deadline(time.monotonic(), self.started, self.settings)
+                self._begin()
                 if self._over():
-                    outcome.not_fully_shrunk.append(name)
+                    self._cut(name)
                 else:
                     best = self.shrink(name, max_examples) or example
             outcome.counterexamples[name] = best
+        if enabled:
+            self._drop_all()
+
+    def _begin(self) -> None:
+        """Shrinking begins (if it has not): its deadline is set."""
+        if self._deadline is None:
+            self._deadline = shrink_deadline(time.monotonic(), self.started, self.settings)
+
+    def _drop_all(self) -> None:
+        """The step-deleting pass over each counterexample once, in the
+        order found; a shorter one serves every property the longer did."""
+        outcome = self.outcome
+        done: set[int] = set()
+        for example in list(outcome.counterexamples.values()):
+            if id(example) in done:
+                continue
+            done.add(id(example))
+            serves = [n for n, ex in outcome.counterexamples.items() if ex is example]
+            self._begin()
+            best, dropped = self.drop_steps(serves, example)
+            for name in serves:
+                outcome.counterexamples[name] = best
+                if dropped:
+                    outcome.dropped_steps[name] = dropped
+
+    def _cut(self, name: str) -> None:
+        """Shrinking ``name``'s counterexample stopped at the budget."""
+        if name not in self.outcome.not_fully_shrunk:
+            self.outcome.not_fully_shrunk.append(name)
 
     def _over(self) -> bool:
         """Whether shrinking has spent its own budget (see :func:`shrink_deadline`)."""
@@ -138,5 +180,48 @@ class Shrink:
         except Exception as exc:  # Flaky and friends: our own record still holds
             self.outcome.counts["hypothesis_" + type(exc).__name__] += 1
         if state["cut"]:
-            self.outcome.not_fully_shrunk.append(name)
+            self._cut(name)
         return best[0] if best else None
+
+    def drop_steps(self, names: Sequence[str], example: Example) -> tuple[Example, int]:
+        """``example`` without the steps its failures of ``names`` do not
+        need, and how many went: each shorter scenario of
+        :func:`~._drop.deletions` (one step fewer, the last first) is
+        judged as Hypothesis's candidates are -- one run, known ones not run
+        again -- and replaces the counterexample when it fails every one of
+        ``names`` too; then its own deletions are tried, until none does or
+        the budget is spent (``names`` are then not fully shrunk). The same
+        failures: a deletion is kept only on a run that failed them, so what
+        is reported is that run, witness and all, whatever the runtime's
+        races did to the deletions that did not fail."""
+        best, dropped = example, 0
+        tried: set[str] = set()
+        progress = True
+        while progress:
+            progress = False
+            for candidate in deletions(best.scenario, self.capabilities):
+                key = candidate.model_dump_json()
+                if key in tried:
+                    continue
+                tried.add(key)
+                if key not in self.known and self._over():
+                    for name in names:
+                        self._cut(name)
+                    break
+                failing = self._judged(names, candidate, key)
+                if failing is not None:
+                    best, dropped, progress = failing, dropped + 1, True
+                    break  # the next deletions are the shorter scenario's
+        return best, dropped
+
+    def _judged(self, names: Sequence[str], scenario: Scenario, key: str) -> Example | None:
+        """The example of ``scenario`` (JSON ``key``) that failed every one
+        of ``names``: the search's, if it ran ``scenario`` (not run again),
+        else a new run of it; None if it did not fail them all."""
+        known = self.known.get(key)
+        if known is None:
+            example = self.run(scenario)
+            return example if set(names) <= set(failed_properties(example)) else None
+        if not set(names) <= known:
+            return None
+        return next((e for e in self.failures if e.scenario == scenario), None)

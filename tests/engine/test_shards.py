@@ -193,6 +193,12 @@ def test_a_bug_one_shard_finds_fails_the_merge_with_that_shards_replay(
     ce = merged["counterexample"]
     assert ce["replay"] == f"harness replay {out / 'shards' / str(k)}"
     assert ce["steps"] == _json(bug_shards[k - 1])["counterexample"]["steps"]
+    # what the shard's shrinking said of it too
+    shrunk = _json(bug_shards[k - 1])["counterexample"]
+    assert (ce["fully_shrunk"], ce["dropped_steps"]) == (
+        shrunk["fully_shrunk"],
+        shrunk["dropped_steps"],
+    )
     kept = [ce["replay"]] + [o["replay"] for o in merged["other_failures"]]
     shard_failures = sum(
         (_json(f)["counterexample"] is not None) + len(_json(f)["other_failures"])

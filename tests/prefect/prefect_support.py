@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from harness.adapters.prefect import PrefectAdapter  # noqa: E402
 from harness.model import (  # noqa: E402
     AdvanceClock,
     ArmWorldFault,
+    ContinueWorker,
     CrashSpec,
     Quiesce,
     RunSpec,
@@ -28,6 +28,8 @@ from harness.model import (  # noqa: E402
     Scenario,
     Submit,
 )
+from harness.outcome import Outcome  # noqa: E402
+from harness.scenarios import Universe  # noqa: E402
 
 R1 = RunSpec(
     run_id="r1",
@@ -64,9 +66,8 @@ def zombie(nth: int) -> Scenario:
     """Prefect 2's shape: z1 claims the run and stops at its ``nth`` flow-run
     state (1: before RUNNING), its heartbeat goes stale (91 s), w1 crashes,
     retries and completes the run, and the quiesce wakes z1 up (it continues
-    paused workers first). Five steps: the zombie episode a search draws has
-    a sixth, a ContinueWorker right before the quiesce, which changes
-    nothing."""
+    paused workers first). Five steps: the shrunk counterexample of
+    :func:`zombie_schedule`."""
     return Scenario(
         name=f"zombie-at-flow-state-{nth}",
         steps=(
@@ -79,39 +80,56 @@ def zombie(nth: int) -> Scenario:
     )
 
 
-class Server:
-    """One Prefect server for a module's adapters: starting one is most of a
-    test's time. The first adapter starts it; each other shares it (its
-    setup() then starts none); only the first is closed."""
+def zombie_schedule() -> Scenario:
+    """The targeted schedule a ci search fails first (docs/findings.md): as
+    :func:`zombie` at the first flow-run state, with z1 continued right
+    before the quiesce -- six steps, one of which its failure does not need."""
+    steps = zombie(1).steps
+    return Scenario(
+        name="targeted/refund/zombie_before/payments.refund/flow_state@1",
+        steps=(*steps[:-1], ContinueWorker(worker_id="z1"), steps[-1]),
+    )
 
-    def __init__(self) -> None:
-        self.first: PrefectAdapter | None = None
+
+def search(adapter: PrefectAdapter, regression: Scenario, workdir: Path) -> Outcome:
+    """A search that runs ``regression`` first and stops at its failure:
+    its counterexample shrunk as any search's is."""
+    settings = load_settings(
+        "dev", start=workdir, determinism_runs=1, targeted=False, max_examples=1,
+        stop_on_first=True, report_dir=str(workdir / "report"),
+    )  # fmt: skip
+    universe = Universe(
+        workflows=tuple(adapter.workflows()), crash_points=("flow_state",),
+        pause_points=("flow_state",), capabilities=adapter.capabilities,
+    )  # fmt: skip
+    return Engine(adapter, settings, workdir=workdir).run(universe, [regression])
+
+
+class Adapters:
+    """A test's adapters, on the session's server (``api``: the
+    ``prefect_api`` fixture), which none of them starts or stops; each is
+    closed (its client) after the test (the ``prefect`` fixture)."""
+
+    def __init__(self, api: str) -> None:
+        self.api = api
+        self.made: list[PrefectAdapter] = []
 
     def adapter(self, app: str, crash_detection: str = "exit") -> PrefectAdapter:
+        """An adapter of ``examples.prefect_refund.<app>``."""
         spec = f"examples.prefect_refund.{app}:APP"
-        made = PrefectAdapter(app=spec, crash_detection=crash_detection)
-        if self.first is None:
-            made.setup()
-            self.first = made
-        else:
-            made.folder, made.client = self.first.folder, self.first.client
-            made.api = made.args["api"] = self.first.api
+        made = PrefectAdapter(app=spec, crash_detection=crash_detection, api=self.api)
+        self.made.append(made)
         return made
 
     def close(self) -> None:
-        """Close the first adapter: its server and its folder must be gone."""
-        if self.first is not None and (folder := self.first.folder) is not None:
-            self.first.close()
-            assert all(p.poll() is not None for p in folder.processes), "the server outlived close"
-            assert not folder.path.exists(), "its folder outlived close"
+        for made in self.made:
+            made.close()
 
 
-def server() -> Iterator[Server]:
-    shared = Server()
-    try:
-        yield shared
-    finally:
-        shared.close()
+def owner() -> PrefectAdapter:
+    """An adapter that starts a server of its own (the session's, unless
+    HARNESS_PREFECT_URL names one you run)."""
+    return PrefectAdapter(app="examples.prefect_refund.careful:APP")
 
 
 def execute(adapter: PrefectAdapter, scenario: Scenario, workdir: Path) -> Example:

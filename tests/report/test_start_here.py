@@ -24,6 +24,7 @@ from harness.report import load_report, render_markdown
 from harness.report._markdown import md_text
 from harness.report._schema import OtherFailure
 from harness.report._start import hint_of, start_here
+from harness.report._timeline import lane_role
 
 BUG = "no-idempotency-key"  # harness list bugs: breaks exactly_once_effects
 
@@ -96,10 +97,14 @@ def test_the_timeline_says_what_each_lane_is(
         ("runner", "runs submitted"),
         ("nemesis", "faults"),
         ("world", "external services"),
-        ("w1", "worker process w1"),
-        ("q0", "final quiesce"),
+        ("q0", "worker process q0: a worker of the final quiesce"),
     ]:
         assert re.search(rf"<dt><code>{name}</code></dt><dd>[^<]*{what}", lanes), (name, lanes)
+    # a worker a step starts (the shrunk counterexample may keep none: the
+    # quiesce's do the work)
+    assert lane_role("w1", frozenset({"w1"})) == (
+        "worker process w1: started by a step of the scenario"
+    )
 
 
 def test_every_built_in_property_has_a_hint_in_its_doc() -> None:

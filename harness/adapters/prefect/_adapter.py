@@ -128,11 +128,10 @@ def _claim(client: SyncPrefectClient, work: Path, deployment: UUID, clock: Any) 
     with open(work / "dispatch.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         mine = FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[deployment]))
+        cause = "its heartbeat stopped" if clock else "its process exited"
+        gone: Any = states.Crashed(message=cause)
         for run in client.read_flow_runs(flow_run_filter=mine):
             todo = due(run, work, clock)
-            gone: Any = states.Crashed(
-                message="its heartbeat stopped" if clock else "its process exited"
-            )
             if todo == "crash" and _moved(client, run.id, gone):
                 todo = "retry"
             if todo == "retry" and _moved(client, run.id, states.AwaitingRetry()):
@@ -259,7 +258,10 @@ class PrefectEnvironment(c.BaseEnvironment):
 class PrefectAdapter:
     """A Prefect flow: ``app=package.module:APP`` (a ``@flow``); ``workload`` (a
     :class:`PrefectWorkload`, default ``WORKLOAD`` in the app's package's
-    ``workload`` module); ``crash_detection=exit|heartbeat`` (module docstring)."""
+    ``workload`` module); ``crash_detection=exit|heartbeat`` (module
+    docstring); ``api``: the API URL of a Prefect server you run
+    (``prefect server start``: ``http://127.0.0.1:4200/api``), which the
+    adapter uses instead of starting one of its own and leaves running."""
 
     name = "prefect"
     #: a worker exits 0 only when it found nothing to recover or claim
@@ -267,8 +269,8 @@ class PrefectAdapter:
     lease_seconds = LEASE
     folder: kit.OwnedFolder | None = None
 
-    def __init__(self, app: str, workload: str | None = None, crash_detection: str = "exit"):
-        self.app, package = app, app.partition(":")[0].rpartition(".")[0]
+    def __init__(self, app: str, workload: str = "", crash_detection: str = "exit", api: str = ""):
+        self.app, self.api, package = app, api, app.partition(":")[0].rpartition(".")[0]
         self.workload_spec = workload or f"{package}.workload:WORKLOAD"
         self.workload = pkgutil.resolve_name(self.workload_spec)
         self.flow, self.heartbeat = pkgutil.resolve_name(app), crash_detection == "heartbeat"
@@ -283,27 +285,28 @@ class PrefectAdapter:
         self.capabilities = frozenset(caps | ({c.Capability.CLOCK} if self.heartbeat else set()))
 
     def setup(self) -> None:
-        """Start the run's Prefect server on a free loopback port (idempotent)."""
-        if self.folder is not None:
+        """Start the run's Prefect server on a free loopback port, or with
+        ``api`` connect to the user's (idempotent)."""
+        if "api" in self.args:
             return
-        with socket.socket() as free:  # a free loopback port, for the server to take
-            free.bind(("127.0.0.1", 0))
-            port = str(free.getsockname()[1])
-        self.folder = kit.owned_folder("prefect")
-        self.api, home = f"http://127.0.0.1:{port}/api", self.folder.path
-        self.args["api"] = self.api
-        env = {**os.environ, "PREFECT_HOME": str(home)}  # its database: home/prefect.db
-        argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1"]
-        argv += ["--port", port, "--no-services", "--no-ui", "--analytics-off"]
-        server = kit.spawn_owned(argv, folder=self.folder, env=env, log=home / "prefect.log")
-        deadline = time.monotonic() + 180  # a first start migrates the database
-        self.client = SyncPrefectClient(self.api).__enter__()
-        while server.poll() is None and time.monotonic() < deadline:
+        server, log = None, None
+        if not self.api:
+            with socket.create_server(("127.0.0.1", 0)) as free:  # a port for the server to take
+                port = str(free.getsockname()[1])
+            self.folder = kit.owned_folder("prefect")
+            self.api, log = f"http://127.0.0.1:{port}/api", self.folder.path / "prefect.log"
+            env = {**os.environ, "PREFECT_HOME": str(self.folder.path)}  # its database: prefect.db
+            argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1"]
+            argv += ["--port", port, "--no-services", "--no-ui", "--analytics-off"]
+            server = kit.spawn_owned(argv, folder=self.folder, env=env, log=log)
+        self.args["api"], deadline = self.api, time.monotonic() + (10 if server is None else 180)
+        self.client = SyncPrefectClient(self.api).__enter__()  # a first start migrates: 180 s
+        while (server is None or server.poll() is None) and time.monotonic() < deadline:
             if self.client.api_healthcheck() is None:
                 return
             time.sleep(0.1)
-        log = (home / "prefect.log").read_text()
-        raise RuntimeError(f"the Prefect server did not start on {self.api}:\n{log}")
+        why = log.read_text() if log else "is the server you run (`prefect server start`) up?"
+        raise RuntimeError(f"no Prefect server answers on {self.api}:\n{why}")
 
     def workflows(self) -> list[c.WorkflowSpec]:
         return list(self.workload.workflows)
@@ -317,7 +320,9 @@ class PrefectAdapter:
         return {**described, "crash_detection": "heartbeat" if self.heartbeat else "exit"}
 
     def close(self) -> None:
-        """Stop the server and remove its folder (idempotent)."""
+        """Stop the server it started and remove its folder (idempotent); a
+        server the user runs goes on."""
+        if (client := vars(self).pop("client", None)) is not None:
+            client.__exit__(None, None, None)
         if self.folder is not None:
-            self.client.__exit__(None, None, None)
             self.folder.close(grace=2.0)  # idempotent; the server keeps nothing
