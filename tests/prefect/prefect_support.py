@@ -15,7 +15,7 @@ from scenario_support import execute as run_one  # noqa: E402
 from scenario_support import result as result  # noqa: E402
 from scenario_support import verdicts as verdicts  # noqa: E402
 
-from harness import Example  # noqa: E402
+from harness import Engine, Example, load_settings  # noqa: E402
 from harness.adapters.prefect import PrefectAdapter  # noqa: E402
 from harness.model import (  # noqa: E402
     AdvanceClock,
