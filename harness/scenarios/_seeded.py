@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from ..model import Quiesce, Scenario, Step, Submit
 from ._schedules._common import schedule_kind
 from ._schedules._draws import ONCE_PER_SCENARIO, _of_family, swarms
-from ._strategies import episode, run_specs, scenarios
+from ._strategies import episode, rolls_back, run_specs, scenarios
 from ._universe import Universe
 
 #: the most swarm episodes added to a seed
@@ -83,6 +83,8 @@ def _grown(draw: st.DrawFn, u: Universe, kinds: tuple[tuple[Scenario, ...], ...]
         if spent >= set(swarm.families):
             break
         ep = draw(episode(u, runs, FIRST_EXTRA_ID + i, swarm, spent))
+        if rolls_back(u, steps, ep):
+            continue
         spent |= {fam for fam in ONCE_PER_SCENARIO if _of_family(ep, fam)}
         steps.extend(ep)
         added.append(swarm.describe())

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import Phase, find, given, seed, settings
 from hypothesis import strategies as st
 from test_targeted import CAPS, universe
 
 from harness.adapters import Capability
-from harness.model import Quiesce, RunWorker, Scenario, Submit
+from harness.model import Quiesce, RaceWorkers, RunWorker, Scenario, Submit
 from harness.nemesis import validate
 from harness.scenarios import sampled_stream, targeted
 from harness.scenarios._seeded import SEEDED, _by_kind, seeded
@@ -110,3 +111,35 @@ def test_a_universe_without_capabilities_draws_seeds_it_can_run() -> None:
 def test_an_empty_corpus_is_the_swarm_stream(data: st.DataObject) -> None:
     scenario = data.draw(sampled_stream(U, ()))
     assert not scenario.name.startswith(SEEDED)
+
+
+def _old_after_today(s: Scenario) -> bool:
+    """An older release's worker starts after one of today's code ran."""
+    today = False
+    for step in s.steps:
+        if isinstance(step, RunWorker | Quiesce) and step.code_version is not None and today:
+            return True
+        if isinstance(step, RaceWorkers) or (
+            isinstance(step, RunWorker | Quiesce) and step.code_version is None
+        ):
+            today = True
+    return False
+
+
+@pytest.mark.parametrize("rollbacks", [False, True])
+def test_without_declared_rollbacks_no_older_worker_follows_todays_code(rollbacks: bool) -> None:
+    """An adapter that does not declare ``rolls_back`` never meets an older
+    release after this one wrote (a false FAIL on Temporal's patched app:
+    a world kill's worker under today's code, then the migration episode's
+    release-1 worker); one that declares it still does."""
+    u = universe(rollbacks=rollbacks)
+    stream = sampled_stream(u, tuple(targeted(u)))
+    seen = []
+
+    @settings(max_examples=200, database=None, phases=[Phase.generate], derandomize=True)
+    @given(stream)
+    def draw(s: Scenario) -> None:
+        seen.append(_old_after_today(s))
+
+    draw()
+    assert any(seen) is rollbacks, (sum(seen), len(seen))
