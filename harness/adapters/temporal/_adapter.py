@@ -22,6 +22,16 @@ The harness talks to the server through one client on the kit's event loop
 (any number may poll one queue), and version switching when the app has
 code for version 1. Not declared: crash points (the world kills workers at
 effect boundaries), a clock, approvals, memory, cancel.
+
+Real time, made short where Temporal's semantics allow (issue 33): the
+server commits without a disk flush (the harness kills workers, never the
+server), one partition a task queue, its timers fired when due (by default
+up to a second late: every activity retry waited that); a workflow task
+times out after :data:`TASK_TIMEOUT`, not 10 s (what a killed worker held
+is handed out again after it); a worker first times out the activity
+attempts that workers already ended still hold, as the server would at
+their deadline (:func:`_time_out`), and exits as soon as its runs have ended;
+one started when every run has ended does not connect at all.
 """
 
 from __future__ import annotations
@@ -35,12 +45,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client
+from temporalio.exceptions import TimeoutError, TimeoutType
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -52,14 +66,20 @@ from .. import kit
 _ENDS = ["FAILED", "CANCELED", "TERMINATED", "TIMED_OUT"]
 TABLE = kit.transitions_from_sequence(["RUNNING", "TASK_FAILING", "COMPLETED"], terminal=_ENDS)
 TABLE["TASK_FAILING"].append("RUNNING")  # a release that fixed the workflow code
+_FINAL = {"COMPLETED", *_ENDS}
 _STATES = {"RUNNING": "running", "TASK_FAILING": "retrying", "COMPLETED": "completed"}
-#: A worker exits after three quiet polls (``kit.work_until_idle``): a poll
-#: is busy while a run is ``RUNNING`` -- a task pending: an activity a killed
-#: worker held is retried once its start_to_close_timeout has passed, which
-#: no snapshot shows. ``TASK_FAILING`` is no work. 25 s: under the
-#: harness's shortest worker timeout (30 s).
-IDLE = kit.IdlePolicy(quiet=3, interval=0.1, give_up=25.0)
+_STARTED = PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+#: A worker exits once every run has ended, or after three quiet polls: a
+#: poll is busy while a run is ``RUNNING`` -- a task pending, or due (an
+#: activity retried after its interval, a timer), which no snapshot shows.
+#: ``TASK_FAILING`` is no work. 25 s: under the harness's shortest worker
+#: timeout (30 s).
+IDLE = kit.IdlePolicy(quiet=3, interval=0.25, give_up=25.0)
+#: How long a worker may hold a workflow task (Temporal's default: 10 s): a
+#: task a killed worker held is handed out again after it.
+TASK_TIMEOUT = timedelta(seconds=2)
 _worker: dict[str, Any] = {}
+_Ended = dict[str, c.RunView]  # the runs that have ended, as they ended
 
 
 @dataclass(frozen=True)
@@ -97,34 +117,86 @@ async def _work(args: dict[str, Any]) -> int:
     app, registry = pkgutil.resolve_name(args["app"]), kit.RunRegistry(args["registry"])
     world = WorldClient(args["world"], clock=lambda: kit.EPOCH)
     _worker.update(args, world=world, registry=registry)
-    client, loop = await Client.connect(args["address"]), asyncio.get_running_loop()
-    if all(v.state.terminal for v in await _views(client, args["prefix"], registry.runs())):
-        return 0  # nothing left to do: no need to start a Worker (a second or so)
+    if all(r.status in _FINAL for r in registry.runs()):
+        return 0  # every run has ended (the harness saw it): no need to connect
+    # No workflow cache, so no sticky queue to wait out after a kill; one
+    # poller a kind (each is a long poll the server serves); a build id
+    # named, not hashed from every loaded module (half a second a worker).
     opts = {"workflows": list(app.code[args["code_version"]]), "activities": app.activities}
-    # No workflow cache, so no sticky queue to wait out after a kill.
     opts |= {"activity_executor": ThreadPoolExecutor(4), "max_cached_workflows": 0}
+    opts |= {"max_concurrent_workflow_task_polls": 1, "max_concurrent_activity_task_polls": 1}
+    opts |= {"build_id": f"{args['app']}@{args['code_version']}"}
     # The sandbox imports the workflows' module afresh, but not the harness.
     harness_passes = SandboxRestrictions.default.with_passthrough_modules("harness")
     runner = SandboxedWorkflowRunner(harness_passes)
-
-    def probe() -> list[c.RunView]:
-        coro = _views(client, args["prefix"], registry.runs())
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()
-
-    def busy(views: list[c.RunView]) -> bool:  # a run RUNNING has a task pending
-        return any(v.raw_status == "RUNNING" for v in views)
-
-    async with Worker(client, task_queue=args["prefix"], workflow_runner=runner, **opts):
-        return await asyncio.to_thread(kit.work_until_idle, probe, IDLE, busy=busy)
+    client, prefix = await Client.connect(args["address"]), args["prefix"]
+    async with Worker(client, task_queue=prefix, workflow_runner=runner, **opts):
+        return await _until_idle(client, prefix, registry, args["dead"])
 
 
-async def _views(client: Client, prefix: str, runs: list[kit.RunRecord]) -> list[c.RunView]:
-    """The runs as Temporal describes them (``TASK_FAILING``: see the module docstring)."""
-    return [await _view(client.get_workflow_handle(prefix + r.run_id), r) for r in runs]
+async def _until_idle(
+    client: Client, prefix: str, registry: kit.RunRegistry, dead: Sequence[str]
+) -> int:
+    """0 once every run has ended, or none is ``RUNNING`` for ``IDLE.quiet``
+    polls in a row with nothing changing; :data:`kit.GAVE_UP` after
+    ``IDLE.give_up`` s. Between polls it waits on the runs' ends (a long
+    poll the server answers), so an end is seen at once."""
+    deadline, last, calm, ended = time.monotonic() + IDLE.give_up, None, 0, _Ended()
+    ends = [asyncio.ensure_future(_end(client, prefix + r.run_id)) for r in registry.runs()]
+    while time.monotonic() < deadline:
+        views = await _views(client, prefix, registry.runs(), ended, dead)
+        quiet = views == last and all(v.raw_status != "RUNNING" for v in views)
+        calm, last, dead = (calm + 1 if quiet else 0), views, ()
+        if calm >= IDLE.quiet or all(v.state.terminal for v in views):
+            return 0
+        pause = asyncio.ensure_future(asyncio.sleep(IDLE.interval))
+        pending = [pause, *(e for e in ends if not e.done())]
+        await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+    return kit.GAVE_UP
 
 
-async def _view(handle: Any, run: kit.RunRecord) -> c.RunView:
+async def _end(client: Client, workflow_id: str) -> None:
+    with contextlib.suppress(Exception):  # failed, cancelled...: ended all the same
+        await client.get_workflow_handle(workflow_id).result()
+
+
+async def _views(
+    client: Client, prefix: str, runs: list[kit.RunRecord], ended: _Ended, dead: Sequence[str] = ()
+) -> list[c.RunView]:
+    """The runs as Temporal describes them (``TASK_FAILING``: see the module
+    docstring), a run in ``ended`` as it ended (each that ends is added);
+    first, the attempts held by ``dead`` workers (pids) time out."""
+    new = {r.run_id: await _view(client, prefix, r, dead) for r in runs if r.run_id not in ended}
+    ended.update((run_id, v) for run_id, v in new.items() if v.state.terminal)
+    return [ended.get(r.run_id) or new[r.run_id] for r in runs]
+
+
+async def _time_out(client: Client, desc: Any, act: Any, dead: Sequence[str]) -> None:
+    """Time the attempt a dead worker held out now, as the server would at its
+    deadline (start-to-close, or heartbeat if that comes first): the wait
+    skipped, the outcome unchanged. An attempt whose timeout the server
+    would not retry (the last one; a schedule-to-close deadline) is left
+    to the server's clock."""
+    holder, opts = act.last_worker_identity.partition("@")[0], act.activity_options
+    if act.state != _STARTED or holder not in dead or act.expiration_time.seconds:
+        return
+    if 0 < act.maximum_attempts <= act.attempt:
+        return
+    start, beat = act.last_started_time.ToDatetime(), act.last_heartbeat_time.ToDatetime()
+    hb, stc = opts.heartbeat_timeout.ToTimedelta(), opts.start_to_close_timeout.ToTimedelta()
+    kind = TimeoutType.START_TO_CLOSE
+    kind = TimeoutType.HEARTBEAT if hb and max(start, beat) + hb < start + stc else kind
+    error = TimeoutError(f"activity {kind.name} timeout", type=kind, last_heartbeat_details=[])
+    ids = {"workflow_id": desc.id, "run_id": desc.run_id, "activity_id": act.activity_id}
+    with contextlib.suppress(RPCError):  # it ended meanwhile: nothing to time out
+        await client.get_async_activity_handle(**ids).fail(error)
+
+
+async def _view(client: Client, prefix: str, run: kit.RunRecord, dead: Sequence[str]) -> c.RunView:
+    handle = client.get_workflow_handle(prefix + run.run_id)
     desc = await handle.describe()
+    for act in desc.raw_description.pending_activities if dead else ():
+        await _time_out(client, desc, act, dead)
     raw, error = desc.status.name if desc.status else "RUNNING", None
     output = await handle.result() if raw == "COMPLETED" else None
     if raw == "RUNNING" and desc.raw_description.pending_workflow_task.attempt > 1:
@@ -150,6 +222,8 @@ class TemporalEnvironment(c.BaseEnvironment):
         self.registry = kit.RunRegistry(workdir / "registry.db")
         preload = ("temporalio.worker", __name__, adapter.app_spec.partition(":")[0])
         self.workers = kit.WorkerSet(workdir, preload)
+        self.ended = _Ended()
+        self.submitted = 0
         self.args = {"app": adapter.app_spec, "address": adapter.address, "prefix": self.prefix}
         self.args |= {"world": self.world.path, "registry": str(self.registry.path)}
 
@@ -159,17 +233,30 @@ class TemporalEnvironment(c.BaseEnvironment):
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> c.WorkerHandle:
-        args = {**self.args, "worker_id": worker_id, "code_version": code_version}
+        dead = [str(w.pid) for w in self.workers.workers if w.proc.exit is not None]
+        args = {**self.args, "worker_id": worker_id, "code_version": code_version, "dead": dead}
         return self.workers.spawn(worker_id, f"{__name__}:worker_main", args)
 
     def submit(self, run: RunSpec) -> None:
         self.registry.add(run.run_id, run.tenant, "RUNNING")
+        self.submitted += 1
         wid, start = self.prefix + run.run_id, self.client.start_workflow
-        kit.run_async(start(run.workflow, run.input, id=wid, task_queue=self.prefix))
+        queue, timeout = self.prefix, TASK_TIMEOUT
+        kit.run_async(
+            start(run.workflow, run.input, id=wid, task_queue=queue, task_timeout=timeout)
+        )
 
     def observe(self) -> c.Observation:
-        views = kit.run_async(_views(self.client, self.prefix, self.registry.runs()))
+        runs = self.registry.runs()
+        views = kit.run_async(_views(self.client, self.prefix, runs, self.ended))
         return self.registry.observation(views)
+
+    def observation_cursor(self) -> tuple[int, int] | None:
+        """Moves when a run is submitted or a worker ends; None while one runs.
+        Without a worker no status here changes: the harness sets no run or
+        execution timeout, and a timer, a retry or a task's timeout only
+        queues a task."""
+        return None if self.workers.alive() else (len(self.workers.workers), self.submitted)
 
     def now(self) -> float:
         return kit.EPOCH
@@ -209,6 +296,14 @@ class TemporalAdapter:
         self.address, db = f"127.0.0.1:{port}", str(self.folder.path / "temporal.db")
         argv = [cli, "server", "start-dev", "--headless", "--log-level", "error", "--ip"]
         argv += ["127.0.0.1", "--port", port, "--db-filename", db]
+        # Not durable against a power cut (the harness never kills the server),
+        # one partition a task queue, and timers (an activity's retry, its
+        # timeout) fired when due, not up to a second late: a run costs the
+        # server half the CPU, and a retry waits its interval, not a second.
+        argv += ["--sqlite-pragma", "synchronous=OFF"]
+        for key in ("Read", "Write"):
+            argv += ["--dynamic-config-value", f"matching.numTaskqueue{key}Partitions=1"]
+        argv += ["--dynamic-config-value", 'history.timerProcessorMaxTimeShift="1ms"']
         server = kit.spawn_owned(argv, folder=self.folder)
         deadline = time.monotonic() + 60
         while server.poll() is None and time.monotonic() < deadline:
