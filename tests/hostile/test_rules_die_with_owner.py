@@ -175,24 +175,31 @@ def _connects_from(port: int, server: tuple[str, int]) -> bool:
 def test_a_harness_sigkilled_mid_partition_leaves_no_rule_and_no_blackholed_port(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HARNESS, postgres_url, str(tmp_path / "engine")],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_NETWORK_BACKEND": "kernel"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + REACH
-        token: str | None = None
-        fresh: list[str] = []
-        while len(fresh) < 2 and proc.poll() is None and time.monotonic() < deadline:
-            token = token or _owner_token(proc.pid)
-            fresh = _tagged(token) if token else []
-            time.sleep(0.02)
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+    # The partition lasts as long as the scenario takes; on a loaded machine
+    # the harness may finish it between two looks: then it is run again
+    # (a harness that ended by itself shows nothing of a SIGKILL).
+    for attempt in range(3):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HARNESS, postgres_url, str(tmp_path / f"engine-{attempt}")],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_NETWORK_BACKEND": "kernel"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + REACH
+            token: str | None = None
+            fresh: list[str] = []
+            while len(fresh) < 2 and proc.poll() is None and time.monotonic() < deadline:
+                token = token or _owner_token(proc.pid)
+                fresh = _tagged(token) if token else []
+                time.sleep(0.02)
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # it ended by itself
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if token and len(fresh) >= 2:
+            break
     assert token and len(fresh) >= 2, f"the harness never held a partition's rules: {fresh}"
     outputs = [_connection(line) for line in fresh if line.startswith("-A OUTPUT")]
     assert outputs, fresh
