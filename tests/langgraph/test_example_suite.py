@@ -49,6 +49,10 @@ def test_one_search_of_the_naive_app_fails_its_three_bugs_each_with_its_own_coun
     short counterexample of its own that replays."""
     monkeypatch.setenv("HARNESS_MAX_EXAMPLES", "30")
     monkeypatch.setenv("HARNESS_SEED", "1")
+    # the bound below is on shrunk counterexamples: a shrink budget that
+    # CI's load cannot use up before three of them are (the default, a
+    # quarter of the search's budget, left one at 11 steps under load)
+    monkeypatch.setenv("HARNESS_SHRINK_BUDGET_SECONDS", "600")
     monkeypatch.chdir(tmp_path)
     report = run_suite(ADAPTER, {"app": "examples.langgraph_refund.naive:APP"}, None)
     assert report["verdict"] == "fail", report["_log"]
