@@ -395,6 +395,11 @@ def _cut_reply(
 
     # Healed once one of the worker's connections was cut (the proxy ended it).
     cut = _wait(one_cut, handle)
+    # A worker that ends as soon as its connection does (a LangGraph worker
+    # with one run: the write raises, the worker exits) can be gone before a
+    # poll sees it alive without that connection; the proxy's end of a
+    # connection it closed first says so after (TIME-WAIT: the closer's).
+    cut = cut or _closed_by_proxy(route, seen)
     srv.remove_toxic(route, toxic)
     if cut:
         ctx.recorder.fault("cut_reply", True, **value, toxic={"limit_data": CUT_AFTER})
@@ -405,6 +410,24 @@ def _cut_reply(
             **value,
             reason="no connection of the worker was cut (it read no further reply)",
         )
+
+
+def _closed_by_proxy(route: tp.Route, ends: set[tuple[str, int]]) -> bool:
+    """Whether the proxy closed one of the connections whose worker's ends
+    are ``ends`` before the worker did: the side that closes first keeps
+    the connection in TIME-WAIT (a minute), the other does not."""
+    got = subprocess.run(
+        ["ss", "-H", "-t", "-n", "state", "time-wait", "src", route.listen],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    for line in got.stdout.splitlines():
+        host, _, port = line.split()[-1].rpartition(":")
+        if port.isdigit() and (host.strip("[]"), int(port)) in ends:
+            return True
+    return False
 
 
 def _partition(
