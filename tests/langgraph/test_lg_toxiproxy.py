@@ -100,3 +100,38 @@ def test_each_kind_fires_on_the_workers_own_proxy_and_the_correct_app_passes(
     (proxy,) = fault["proxies"]
     assert proxy["service"] == "postgres" and proxy["server"].endswith(":5432"), fault
     assert failed(ex) == [], [(r.name, r.message) for r in ex.results if r.message]
+
+
+@pytest.mark.parametrize(
+    ("site", "nth"),
+    [
+        # the checkpoint after the approval: the refund has not run
+        ("checkpoint_put_commit", 1),
+        # the refund's writes, saved in the background: the worker goes on
+        ("checkpoint_writes_commit", 3),
+    ],
+)
+def test_a_partitioned_worker_runs_on_while_another_takes_over_and_the_correct_app_passes(
+    postgres_url: str, tmp_path: Path, site: str, nth: int
+) -> None:
+    # LangGraph has no clock and no lease: the correct app's single writer
+    # is a session's advisory lock, gone once the proxy closed the session.
+    app = LangGraphAdapter(
+        app=CORRECT, checkpointer="postgres", postgres_url=postgres_url, network_timeout=TIMEOUT
+    )
+    ex = execute(app, network(site, nth, "partition"), tmp_path)
+    history = History.load(ex.folder / "history.jsonl")
+    (fault,) = [
+        e.value for e in history.events if e.f is EventF.FAULT and e.value["kind"] == "partition"
+    ]
+    assert fault["fired"] is True, fault
+    assert fault["backend"] == "toxiproxy" and fault["lease_wait"] is False, fault
+    assert fault["server_let_go"] >= 1, fault  # the store let go of its sessions
+    order = [
+        ("continue" if e.value.get("kind") == "continue" else "start", e.value["worker_id"])
+        for e in history.events
+        if "crash" in e.value or e.value.get("kind") == "continue"
+    ]
+    # the partitioned worker went on before another took the run over: not held
+    assert order.index(("continue", "n1")) < order.index(("start", "n1-peer")), order
+    assert failed(ex) == [], [(r.name, r.message) for r in ex.results if r.message]

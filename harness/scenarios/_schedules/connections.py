@@ -294,16 +294,25 @@ def _network_sites(u: Universe, runs: tuple[RunSpec, ...], kind: str) -> dict[st
     return u.reached(runs, u.pause_points) or dict.fromkeys(u.pause_points, 3)
 
 
+def _routed(u: Universe) -> bool:
+    """Whether the workers reach their stores through proxies of their own
+    (the Toxiproxy backend, an adapter with ``routes_workers``): only then
+    are a reply's kinds offered. A partition there closes the worker's
+    sessions, so a runtime without a clock has no lease left to outlive."""
+    return set(REPLY_KINDS) <= set(u.offered_network_kinds())
+
+
 def _network_steps(
     draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, kind: str
 ) -> list[Step]:
     """Pause a worker inside a commit, then lose that commit's
     acknowledgement or reset its connection (see :mod:`harness.nemesis._network`);
     or pause it between steps and partition it from the store past its
-    lease while another worker takes over (with the clock only: a lost
-    acknowledgement instead). Maybe after the runs' decisions, so it lands
-    on the resume's commits."""
-    if kind == "partition" and Capability.CLOCK not in u.capabilities:
+    lease while another worker takes over (with the clock, or workers routed
+    through proxies of their own, whose partition needs no lease to run
+    out: else a lost acknowledgement instead). Maybe after the runs'
+    decisions, so it lands on the resume's commits."""
+    if kind == "partition" and Capability.CLOCK not in u.capabilities and not _routed(u):
         kind = "commit_ack_lost"
     # A reply held back, and a COMMIT lost on its way, are aimed where an
     # acknowledgement is lost (right before a COMMIT); a fragmented or cut
