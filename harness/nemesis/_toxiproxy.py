@@ -445,7 +445,8 @@ def _partition(
     # single-writer lock is a session's advisory lock), which the store lets
     # go of once the proxy has closed them. The clock then stays put.
     clock = Capability.CLOCK in ctx.capabilities
-    value["lease_wait"] = clock
+    if not clock:
+        value["lease_wait"] = False  # (with the clock, the event is as it was)
     try:
         with _switched_off(srv, routes) as closed:
             # The server's ends go once the proxy closed them (a row lock the
