@@ -129,3 +129,35 @@ def test_on_a_proxy_a_held_fragmented_or_cut_reply_is_drawn_where_it_can_hit() -
     assert where["slow_reply"] | where["cut_reply"] <= {"t1", "t2"}, where
     kernel = Universe(**{**universe().__dict__, "network_kinds": NETWORK_KINDS})
     assert kernel.offered_network_kinds() == NETWORK_KINDS
+
+
+def test_through_proxies_a_partition_is_drawn_without_the_clock() -> None:
+    """A worker routed through proxies of its own is partitioned by closing
+    its sessions: a runtime without the clock (LangGraph) has no lease left
+    to outlive, so the swarm draws the partition there too; on the kernel
+    backend, still none without the clock."""
+    caps = CAPS - {Capability.CLOCK}
+    proxied = Universe(
+        **{**universe().__dict__, "capabilities": caps, "network_kinds": PROXY_NETWORK_KINDS}
+    )
+    swarm = Swarm(("network",), (1,), {"network": ("partition",)})
+    seen: set[str] = set()
+
+    @settings(max_examples=20, deadline=None, database=None)
+    @given(scenarios(proxied, swarm=swarm))
+    def collect(s: Scenario) -> None:
+        validate(s, caps)
+        seen.update(f.kind for f, _ in network_steps(s))
+
+    collect()
+    assert seen == {"partition"}, seen
+    kernel = Universe(**{**proxied.__dict__, "network_kinds": NETWORK_KINDS})
+    seen.clear()
+
+    @settings(max_examples=20, deadline=None, database=None)
+    @given(scenarios(kernel, swarm=swarm))
+    def collect_kernel(s: Scenario) -> None:
+        seen.update(f.kind for f, _ in network_steps(s))
+
+    collect_kernel()
+    assert seen == {"commit_ack_lost"}, seen

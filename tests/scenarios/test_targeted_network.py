@@ -167,3 +167,18 @@ def test_on_a_proxy_the_first_commit_holds_its_reply_and_the_reset_point_cuts_on
     assert names.index("targeted/pay/cut_reply/r1/t2@1") < names.index(
         "targeted/pay/commit_ack_lost/intent/r1/t3@2"
     )
+
+
+def test_through_proxies_without_the_clock_a_partition_is_held_inside_the_first_commit() -> None:
+    """A routed worker (Toxiproxy's kinds offered) of a runtime without the
+    clock (LangGraph) is partitioned inside the decision's commit, right
+    before its COMMIT: no lease to outlive, no pause point needed. On the
+    kernel backend, none without the clock."""
+    got = network(universe(network_kinds=PROXY_NETWORK_KINDS))
+    names = [s.name for s in got]
+    assert names[2] == "targeted/pay/partition/r1/t3@1", names
+    paused, fault = got[2].steps[3:5]
+    assert isinstance(paused, RunWorker)
+    assert paused.crash == CrashSpec(site="t3", nth=1, action="pause")
+    assert fault == NetworkFault(kind="partition", worker_id="n1")
+    assert not any("/partition/" in s.name for s in network(universe()))
