@@ -5,6 +5,10 @@ scenarios from one seed.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.strategies import SearchStrategy
 
@@ -55,6 +59,48 @@ def hypothesis_settings(max_examples: int, shrink: bool) -> settings:
         phases=(*phases, Phase.shrink) if shrink else phases,
         suppress_health_check=list(HealthCheck),
     )
+
+
+@contextlib.contextmanager
+def own_draws() -> Iterator[None]:
+    """While the search draws, Hypothesis reads no constants from local source.
+
+    Hypothesis (from 6.131) sometimes draws a constant it found by parsing
+    the source of every "local" module the process has imported (neither
+    site-packages nor the standard library: an editable install and the
+    user's app are local). For the harness that cost each process about
+    0.5 s of CPU to parse that source, and Hypothesis wrote its parse cache
+    (``.hypothesis/constants/``, a file per module: 116 for the reference
+    runtime) into the working directory of whoever ran the harness -- not
+    the report folder, and not ours to write. In principle it also let a
+    seed's sampled scenarios depend on which modules happened to be loaded
+    (40 draws measured alike either way). There is no setting for it, so
+    while a search draws, the provider sees no local constants (its global
+    ones stay), and its cache of permitted constants is emptied on the way
+    in and out. Only this process's draws change, and only meanwhile: a
+    user's own Hypothesis tests in the same process find it as it was. If
+    a Hypothesis release moves these internals, this does nothing (and
+    ``tests/engine/test_own_draws.py`` fails).
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:  # pragma: no cover - a Hypothesis without the feature
+        yield
+        return
+    get = getattr(providers, "_get_local_constants", None)
+    cache: Any = getattr(getattr(providers, "CONSTANTS_CACHE", None), "cache", None)
+    if get is None or not hasattr(cache, "clear"):  # pragma: no cover
+        yield
+        return
+    none = Constants()
+    providers._get_local_constants = lambda: none
+    cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = get
+        cache.clear()
 
 
 class Stream:

@@ -29,7 +29,7 @@ from ..adapters._contract import Adapter
 from ..model import Scenario
 from ..outcome import Example, Outcome
 from ..scenarios import Universe, schedule_kind, targeted
-from ._draws import Done, Stream, hypothesis_settings, repeat
+from ._draws import Done, Stream, hypothesis_settings, own_draws, repeat
 from ._plan import (
     budget_fit,
     drawn_by,
@@ -352,7 +352,7 @@ class Search:
 
         fatal: list[HarnessError] = []
         self.sampled_draws = self.sampled_repeats = 0
-        with contextlib.suppress(Done):
+        with own_draws(), contextlib.suppress(Done):
             seed(self.engine.seed)(probe)()
         if fatal:
             raise fatal[0]

@@ -23,7 +23,7 @@ from .._settings import Settings
 from ..model import Scenario, Verdict
 from ..outcome import Example, Outcome
 from ..vocabulary import Capability
-from ._draws import Found, Stream, hypothesis_settings, repeat
+from ._draws import Found, Stream, hypothesis_settings, own_draws, repeat
 from ._drop import deletions
 from ._plan import shrink_deadline
 
@@ -172,7 +172,8 @@ class Shrink:
                 raise Found
 
         try:
-            seed(self.seed)(probe)()
+            with own_draws():
+                seed(self.seed)(probe)()
         except Found:
             pass
         except HarnessError:
