@@ -20,8 +20,12 @@ first failure's: core reports a task's failure once, so it stays the same).
 The harness talks to the server through one client on the kit's event loop
 (``kit.run_async``); a worker runs its own. Declared: concurrent workers
 (any number may poll one queue), and version switching when the app has
-code for version 1. Not declared: crash points (the world kills workers at
-effect boundaries), a clock, approvals, memory, cancel.
+code for version 1, and network faults: each worker's gRPC connection to
+the server goes through a proxy of its own on the Toxiproxy backend
+(``route_worker``), so a partition right after the world applied an
+activity's call (``partition_after_apply``) loses its completion. Not
+declared: crash points (the world kills workers at effect boundaries), a
+clock, approvals, memory, cancel.
 
 Real time, made short where Temporal's semantics allow (issue 33): the
 server commits without a disk flush (the harness kills workers, never the
@@ -234,8 +238,12 @@ class TemporalEnvironment(c.BaseEnvironment):
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> c.WorkerHandle:
         dead = [str(w.pid) for w in self.workers.workers if w.proc.exit is not None]
+        # Its gRPC connection to the server through a proxy of its own, on
+        # the Toxiproxy backend of the network faults (else direct).
+        routed = c.route_worker(self, worker_id, {"temporal": f"tcp://{self.args['address']}"})
+        address = routed["temporal"].removeprefix("tcp://")
         args = {**self.args, "worker_id": worker_id, "code_version": code_version, "dead": dead}
-        return self.workers.spawn(worker_id, f"{__name__}:worker_main", args)
+        return self.workers.spawn(worker_id, f"{__name__}:worker_main", args | {"address": address})
 
     def submit(self, run: RunSpec) -> None:
         self.registry.add(run.run_id, run.tenant, "RUNNING")
@@ -263,6 +271,7 @@ class TemporalEnvironment(c.BaseEnvironment):
 
     def close(self) -> None:
         self.workers.close()  # no worker outlives its environment
+        c.release_routes(self)  # its workers' proxies, once they are gone
         self.registry.close()
         self.world.close()
 
@@ -273,6 +282,10 @@ class TemporalAdapter:
     name = "temporal"
     #: a worker exits 0 only when no run has a task pending (``IDLE``)
     drains = True
+    #: each worker reaches the server through a proxy of its own on the
+    #: Toxiproxy backend (``route_worker``): a partition right after the
+    #: world applied an activity's call loses its completion
+    routes_workers = True
     folder: kit.OwnedFolder | None = None
     client: Client  # connected on the kit's event loop (run_async), by setup()
 
@@ -280,7 +293,9 @@ class TemporalAdapter:
         self.app_spec, self.app = app, pkgutil.resolve_name(app)
         if not isinstance(self.app, TemporalApp):
             raise ValueError(f"app={app!r} is a {type(self.app).__name__}, not a TemporalApp")
-        caps = {c.Capability.CONCURRENT_WORKERS}
+        # network_faults: partition_after_apply (no crash point needed), on
+        # the Toxiproxy backend; the other kinds need crash points
+        caps = {c.Capability.CONCURRENT_WORKERS, c.Capability.NETWORK_FAULTS}
         caps |= {c.Capability.VERSION_SWITCH} if 1 in self.app.code else set()
         self.capabilities = frozenset(caps)
 
