@@ -544,6 +544,8 @@ def route_worker(scope: object, worker_id: str, services: Mapping[str, str]) -> 
     server cannot be reached."""
     if choose().backend != "toxiproxy":
         return dict(services)
+    if not any(upstream_of(url) for url in services.values()):
+        return dict(services)  # nothing to route (a SQLite file): no server started for it
     return server().route(scope, worker_id, services)
 
 

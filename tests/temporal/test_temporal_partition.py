@@ -19,7 +19,6 @@ from harness import Engine, Example, _toxiproxy, load_settings
 from harness.adapters.temporal import TemporalAdapter
 from harness.history import History
 from harness.model import NetworkFault, Quiesce, RunSpec, Scenario, Submit, Verdict
-from reference_runtime import service_urls
 
 R1 = RunSpec(
     run_id="r1",
@@ -31,18 +30,6 @@ CUT = NetworkFault(kind="partition_after_apply", worker_id="n1", effect="payment
 PARTITION_AFTER_REFUND = Scenario(
     name="partition-after-refund", steps=(Submit(run=R1), CUT, Quiesce())
 )
-
-
-@pytest.fixture
-def toxiproxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The network faults run on a Toxiproxy server (skips, or fails in CI,
-    when there is none)."""
-    source = _toxiproxy.server_source()
-    if isinstance(source, str):
-        if service_urls.services_required():
-            pytest.fail(f"{source} (HARNESS_REQUIRE_SERVICES=1 forbids skipping)")
-        pytest.skip(source)
-    monkeypatch.setenv(_toxiproxy.ENV_BACKEND, "toxiproxy")
 
 
 @pytest.fixture

@@ -19,6 +19,10 @@ executor does when DBOS Conductor has it recover a dead one's workflows
 
 What DBOS cannot offer is declared, not faked: no crash points (the world
 kills workers at effect boundaries), no clock, no approvals, no memory.
+Network faults are offered on Postgres: each worker reaches the system
+database through a proxy of its own on the Toxiproxy backend
+(``route_worker``), so a partition right after the world applied a step's
+call (``partition_after_apply``) loses the step's checkpoint.
 Concurrent workers are offered (processes sharing one system database), and
 version switching when the app maps code version 1 to an application
 version. A
@@ -96,6 +100,8 @@ class DBOSEnvironment(c.BaseEnvironment):
     ) -> ForkServerWorker:
         version = self.app.versions[code_version]
         args = {**self.args, "worker_id": worker_id, "code_version": code_version}
+        # On Postgres, through a proxy of its own (Toxiproxy backend); a SQLite URL stays
+        args["url"] = c.route_worker(self, worker_id, {"postgres": args["url"]})["postgres"]
         target = "harness.adapters.dbos._app:worker_main"
         return self.workers.spawn(worker_id, target, {**args, "version": version})
 
@@ -119,6 +125,7 @@ class DBOSEnvironment(c.BaseEnvironment):
     def close(self) -> None:
         try:
             self.workers.close()  # no worker outlives its environment
+            c.release_routes(self)  # its workers' proxies, once they are gone
             self.client.destroy()
             self.registry.close()
             self.world.close()
@@ -159,6 +166,9 @@ class DBOSAdapter:
     name = "dbos"
     #: a worker exits 0 only when none of its release's workflows is pending
     drains = True
+    #: on Postgres, each worker reaches the system database through a proxy
+    #: of its own on the Toxiproxy backend (``route_worker``)
+    routes_workers = True
 
     def __init__(
         self, app: str, database: str = "sqlite", postgres_url: str = "", preload: str = "true"
@@ -177,7 +187,14 @@ class DBOSAdapter:
         # Any number of DBOS processes may share a system database: a queue's
         # ENQUEUED -> PENDING dequeue admits one runner per workflow.
         switch = {c.Capability.VERSION_SWITCH} if 1 in self.app.versions else set()
-        self.capabilities = frozenset({c.Capability.CONCURRENT_WORKERS} | switch)
+        # network faults (partition_after_apply) on Postgres, the system
+        # database a worker reaches over TCP; a SQLite file has no connection
+        net = {c.Capability.NETWORK_FAULTS} if self.postgres_url else set()
+        self.capabilities = frozenset({c.Capability.CONCURRENT_WORKERS} | switch | net)
+
+    def network_services(self) -> dict[str, str]:
+        """The server the workers' connections go to (none on SQLite)."""
+        return {"postgres": self.postgres_url} if self.postgres_url else {}
 
     def preload(self) -> tuple[str, ...]:
         """Modules the fork server imports once, so a worker costs a fork."""
