@@ -88,3 +88,18 @@ def test_the_careful_app_refunds_once_when_its_completion_is_lost(
     assert len(refunds(example)) == 1, refunds(example)
     failed = [r.name for r in example.results if r.verdict is Verdict.FAIL]
     assert failed == []
+
+
+def test_on_the_kernel_backend_the_report_says_why_nothing_was_aimed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.report._build import not_tested
+
+    monkeypatch.setenv(_toxiproxy.ENV_BACKEND, "kernel")
+    adapter = TemporalAdapter(app="examples.temporal_refund.careful:APP")  # no server started
+    gaps = [g["what"] for g in not_tested(adapter, ran=("world", "race"))]
+    network = [g for g in gaps if g.startswith("lost commit acknowledgements")]
+    # the kernel backend runs here (root, iptables): the aim's gap; else the
+    # capability's own (no backend at all) -- said either way, never silent
+    assert len(network) == 1, gaps
+    assert "partition_after_apply" in network[0] or "kernel" in network[0], network
