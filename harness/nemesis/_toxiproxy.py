@@ -515,8 +515,17 @@ def partition_after_apply(ctx: StepContext, step: NetworkFault) -> None:
                 if Capability.CLOCK in ctx.capabilities:
                     lease = float(getattr(ctx.adapter, "lease_seconds", 30.0))
                     advance(ctx, lease + 1, kind="lease_wait")
-                peer = ctx.start(f"{step.worker_id}-peer")
-                ctx.await_worker(peer)
+                # The environment may time out what the worker holds, as its
+                # server would at a deadline of real time (the hook's doc).
+                cut_off = getattr(ctx.env, "cut_off", None)
+                try:
+                    if cut_off is not None:
+                        cut_off(handle, True)
+                    peer = ctx.start(f"{step.worker_id}-peer")
+                    ctx.await_worker(peer)
+                finally:
+                    if cut_off is not None:
+                        cut_off(handle, False)
         except tp.ToxiproxyError as exc:
             reason = str(exc)
     if reason is not None:

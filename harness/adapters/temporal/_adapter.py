@@ -35,7 +35,9 @@ times out after :data:`TASK_TIMEOUT`, not 10 s (what a killed worker held
 is handed out again after it); a worker first times out the activity
 attempts that workers already ended still hold, as the server would at
 their deadline (:func:`_time_out`), and exits as soon as its runs have ended;
-one started when every run has ended does not connect at all.
+one started when every run has ended does not connect at all. A worker a
+partition cut off from the server (``cut_off``) has its attempts timed out
+the same way, until it is back.
 """
 
 from __future__ import annotations
@@ -226,7 +228,7 @@ class TemporalEnvironment(c.BaseEnvironment):
         self.registry = kit.RunRegistry(workdir / "registry.db")
         preload = ("temporalio.worker", __name__, adapter.app_spec.partition(":")[0])
         self.workers = kit.WorkerSet(workdir, preload)
-        self.ended = _Ended()
+        self.ended, self.cut = _Ended(), list[str]()  # cut: pids cut off from the server
         self.submitted = 0
         self.args = {"app": adapter.app_spec, "address": adapter.address, "prefix": self.prefix}
         self.args |= {"world": self.world.path, "registry": str(self.registry.path)}
@@ -237,13 +239,18 @@ class TemporalEnvironment(c.BaseEnvironment):
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> c.WorkerHandle:
-        dead = [str(w.pid) for w in self.workers.workers if w.proc.exit is not None]
+        dead = [str(w.pid) for w in self.workers.workers if w.proc.exit is not None] + self.cut
         # Its gRPC connection to the server through a proxy of its own, on
         # the Toxiproxy backend of the network faults (else direct).
-        routed = c.route_worker(self, worker_id, {"temporal": f"tcp://{self.args['address']}"})
-        address = routed["temporal"].removeprefix("tcp://")
+        url = c.route_worker(self, worker_id, {"grpc": "tcp://" + self.args["address"]})["grpc"]
         args = {**self.args, "worker_id": worker_id, "code_version": code_version, "dead": dead}
-        return self.workers.spawn(worker_id, f"{__name__}:worker_main", args | {"address": address})
+        args["address"] = url.removeprefix("tcp://")
+        return self.workers.spawn(worker_id, f"{__name__}:worker_main", args)
+
+    def cut_off(self, worker: c.WorkerHandle, cut: bool) -> None:
+        """A worker cut off from the server (a partition): its attempts are
+        timed out at once, as a dead worker's, until it is back."""
+        self.cut = [p for p in self.cut if p != str(worker.pid)] + [str(worker.pid)] * cut
 
     def submit(self, run: RunSpec) -> None:
         self.registry.add(run.run_id, run.tenant, "RUNNING")
