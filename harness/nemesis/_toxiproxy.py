@@ -500,11 +500,11 @@ def partition_after_apply(ctx: StepContext, step: NetworkFault) -> None:
             "the Toxiproxy backend"
         )
     if reason is None:
-        srv = tp.server()
-        for route in routes:
-            srv.touch(route)  # deleted when released, never reused
         value |= _value(step, routes)
         try:
+            srv = tp.server()
+            for route in routes:
+                srv.touch(route)  # deleted when released, never reused
             with _switched_off(srv, routes) as closed:
                 value["closed"] = len(closed)
                 ctx.recorder.fault(step.kind, True, **value)
