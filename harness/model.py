@@ -461,7 +461,9 @@ class NetworkFault(_Step):
     ``commit_ack_lost``, right before a checkpoint's COMMIT; for
     ``reset_mid_transaction``, between two statements of one; for
     ``partition``, anywhere it holds the run's lease, most tellingly right
-    before an effect). A partition needs the clock capability too.
+    before an effect). A partition on the kernel backend needs the clock
+    capability too; through a worker's own proxies (Toxiproxy) it fires
+    without one, the clock left alone.
 
     ``partition_after_apply`` pauses at no crash point: the step starts
     worker ``worker_id`` itself, the world holds it right after applying

@@ -5,7 +5,9 @@ is the same in every adapter, and easy to get subtly wrong; this module holds
 it, so that an adapter keeps only the mapping:
 
 - :class:`WorkerSet`: spawn workers from a shared fork server, keep them,
-  kill and reap what is left on close;
+  kill and reap what is left on close; with ``services``, each worker
+  reaches its stores through proxies of its own on the network faults'
+  Toxiproxy backend (the contract's ``route_worker``);
 - :class:`ConstantClock`, :class:`FileClock`: a virtual time workers read,
   constant (no ``clock`` capability) or in a file the harness advances
   (``advance_clock``);
@@ -69,7 +71,7 @@ from .._janitor import kill_recorded, record_process, remove_scratch, scratch_di
 from ..procs import Exit, SpawnerLost
 from ..procs._wire import die_with_parent, prctl
 from ..world import ApprovalAuthority
-from ._contract import Observation, RunView
+from ._contract import Observation, RunView, release_routes, route_worker
 from ._crashpoints import CrashPoints, crash_point_trace, read_crash_log
 from ._workers import ForkServerWorker, shared_fork_server
 
@@ -128,6 +130,18 @@ class WorkerSet:
     (``"module:function"``, no arguments) each worker calls after its env
     is set and before its target -- the framework's own "read the settings
     again" -- so the app's code needs no such call.
+
+    **Routing** (the ``network_faults`` capability): given ``environment``
+    (the environment whose workers these are), :meth:`spawn` with
+    ``services`` (the stores the worker connects to, name -> URL, as the
+    adapter's ``network_services()`` names them) asks the harness for the
+    worker's own URLs (the contract's ``route_worker``) and starts it with
+    them: on the Toxiproxy backend each store is reached through a proxy of
+    that worker's own -- every connection it opens, its pool's new ones
+    too -- so a network fault reaches it and no other worker; else nothing
+    changes. :meth:`close` hands the proxies back (``release_routes``)
+    once the workers are gone. The adapter says it routes with
+    ``routes_workers = True``.
     """
 
     def __init__(
@@ -137,11 +151,15 @@ class WorkerSet:
         *,
         spares: int = 2,
         configure: Sequence[str] = (),
+        environment: object | None = None,
     ) -> None:
         self.preload = tuple(preload)
         self.spares = spares
         #: the hooks each worker calls once its env is set (see above)
         self.configure = tuple(configure)
+        #: whose workers these are: the scope their routes are asked for in
+        #: (the harness finds a worker's proxies by its environment and id)
+        self.environment = environment
         #: where every worker's stdout and stderr go (appended)
         self.log = Path(workdir) / "workers.log"
         #: every worker spawned, in order
@@ -154,16 +172,41 @@ class WorkerSet:
         args: Mapping[str, Any],
         *,
         env: Mapping[str, str] | None = None,
+        services: Mapping[str, str] | None = None,
     ) -> ForkServerWorker:
         """Start ``target(args)`` (``"package.module:function"``, JSON-able
         ``args``) in a forked worker and return its handle. Raises what
         :meth:`harness.procs.ForkServer.spawn` raises (``TargetError`` for a
-        target that cannot be imported)."""
+        target that cannot be imported).
+
+        ``services`` (name -> URL): route the worker (see the class): each
+        string in ``args`` (at any depth) and each value of ``env`` equal to
+        one of these URLs is replaced by the worker's own (:meth:`route`); a
+        URL embedded in a longer string is not. Needs ``environment``."""
+        if services:
+            routed = self.route(worker_id, services)
+            swap = {url: routed[name] for name, url in services.items() if routed[name] != url}
+            if swap:
+                args = _swapped(args, swap)
+                env = None if env is None else {k: swap.get(v, v) for k, v in env.items()}
         server = shared_fork_server(self.preload, spares=self.spares)
         proc = server.spawn(target, args=args, env=env, log=self.log, configure=self.configure)
         worker = ForkServerWorker(worker_id, proc)
         self.workers.append(worker)
         return worker
+
+    def route(self, worker_id: str, services: Mapping[str, str]) -> dict[str, str]:
+        """The URLs worker ``worker_id`` is to use for ``services`` (name ->
+        URL): through proxies of its own on the Toxiproxy backend, else the
+        same (:func:`harness.adapters.route_worker` for :attr:`environment`);
+        handed back at :meth:`close`. For an adapter that passes them to its
+        worker its own way; :meth:`spawn` with ``services`` calls it."""
+        if self.environment is None:
+            raise ValueError(
+                "WorkerSet(environment=...) is needed to route workers: pass the environment "
+                "whose workers these are (the harness finds a worker's proxies by it)"
+            )
+        return route_worker(self.environment, worker_id, services)
 
     def alive(self) -> list[ForkServerWorker]:
         """The workers that have not ended (running or stopped), as of now."""
@@ -179,6 +222,19 @@ class WorkerSet:
         for worker in doomed:
             with contextlib.suppress(SpawnerLost):  # its server died: so did it
                 worker.proc.wait(timeout)
+        if self.environment is not None:
+            release_routes(self.environment)  # no worker is left to use them
+
+
+def _swapped(value: Any, swap: Mapping[str, str]) -> Any:
+    """``value`` (JSON-able) with each string equal to a key of ``swap`` replaced."""
+    if isinstance(value, str):
+        return swap.get(value, value)
+    if isinstance(value, Mapping):
+        return {k: _swapped(v, swap) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_swapped(v, swap) for v in value]
+    return value
 
 
 def _alive(worker: ForkServerWorker) -> bool:

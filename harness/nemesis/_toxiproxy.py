@@ -31,8 +31,10 @@ before it heals, watching the kernel's sockets (``ss``, no root needed):
 ``partition``
     Every proxy of the worker switched off (its connections closed, new ones
     refused); the server lets go of its sessions; **the worker runs on**
-    through the partition; the clock moves past its lease, another worker
-    runs until idle (it takes the run over); then the proxies come back on.
+    through the partition; the clock moves past its lease (with the clock
+    capability; without it, the worker's sessions were its hold on the
+    run), another worker runs until idle (it takes the run over); then the
+    proxies come back on.
 ``latency``
     Each reply to the worker held back (``latency`` toxic, with jitter);
     with the clock capability the clock moves past the worker's lease while
@@ -402,6 +404,11 @@ def _cut_reply(
 
     # Healed once one of the worker's connections was cut (the proxy ended it).
     cut = _wait(one_cut, handle)
+    # A worker that ends as soon as its connection does (a LangGraph worker
+    # with one run: the write raises, the worker exits) can be gone before a
+    # poll sees it alive without that connection; the proxy's end of a
+    # connection it closed first says so after (TIME-WAIT: the closer's).
+    cut = cut or _closed_by_proxy(route, seen)
     srv.remove_toxic(route, toxic)
     if cut:
         ctx.recorder.fault("cut_reply", True, **value, toxic={"limit_data": CUT_AFTER})
@@ -414,6 +421,24 @@ def _cut_reply(
         )
 
 
+def _closed_by_proxy(route: tp.Route, ends: set[tuple[str, int]]) -> bool:
+    """Whether the proxy closed one of the connections whose worker's ends
+    are ``ends`` before the worker did: the side that closes first keeps
+    the connection in TIME-WAIT (a minute), the other does not."""
+    got = subprocess.run(
+        ["ss", "-H", "-t", "-n", "state", "time-wait", "src", route.listen],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    for line in got.stdout.splitlines():
+        host, _, port = line.split()[-1].rpartition(":")
+        if port.isdigit() and (host.strip("[]"), int(port)) in ends:
+            return True
+    return False
+
+
 def _partition(
     ctx: StepContext,
     step: NetworkFault,
@@ -422,12 +447,13 @@ def _partition(
     routes: list[tp.Route],
 ) -> None:
     value = _value(step, routes)
-    if Capability.CLOCK not in ctx.capabilities:
-        reason = "a partition outlasts the lease on the clock: the adapter has no clock capability"
-        ctx.recorder.fault(step.kind, False, **value, reason=reason)
-        handle.cont()
-        ctx.await_worker(handle)
-        return
+    # Without the clock capability there is no lease on the virtual clock
+    # to outlive: the worker's hold on its runs is its sessions (LangGraph's
+    # single-writer lock is a session's advisory lock), which the store lets
+    # go of once the proxy has closed them. The clock then stays put.
+    clock = Capability.CLOCK in ctx.capabilities
+    if not clock:
+        value["lease_wait"] = False  # (with the clock, the event is as it was)
     try:
         with _switched_off(srv, routes) as closed:
             # The server's ends go once the proxy closed them (a row lock the
@@ -438,7 +464,9 @@ def _partition(
             # had is gone, every new one refused.
             handle.cont()
             ctx.recorder.fault("continue", True, worker_id=step.worker_id)
-            advance(ctx, float(getattr(ctx.adapter, "lease_seconds", 30.0)) + 1, kind="lease_wait")
+            if clock:
+                lease = float(getattr(ctx.adapter, "lease_seconds", 30.0))
+                advance(ctx, lease + 1, kind="lease_wait")
             peer = ctx.start(f"{step.worker_id}-peer")
             ctx.await_worker(peer)
     except tp.ToxiproxyError as exc:

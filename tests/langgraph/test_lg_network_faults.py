@@ -5,7 +5,9 @@ A worker is paused at a crash point inside one of PostgresSaver's writes
 (the commit reaches the server, its acknowledgement never arrives) or is
 reset between two statements; real iptables rules, real processes.
 
-What LangGraph does, pinned here: it never retries a checkpoint write. The
+On the kernel backend (where Toxiproxy would be chosen, the workers are
+routed through proxies instead: ``test_lg_toxiproxy``). What LangGraph does,
+pinned here: it never retries a checkpoint write. The
 failed write surfaces from ``invoke`` (``sync`` durability: before the next
 node runs) or from the next write on the dead connection (a task's writes are
 saved in the background and their error is not awaited); the next worker
@@ -41,6 +43,16 @@ from harness.model import (
 from harness.testing import run_suite
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+
+@pytest.fixture(autouse=True)
+def kernel_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These measure the kernel backend (real iptables rules on the one
+    connection the worker names), even where a Toxiproxy server would be
+    chosen: routed workers meet the proxy's faults instead
+    (``test_lg_toxiproxy``)."""
+    monkeypatch.setenv("HARNESS_NETWORK_BACKEND", "kernel")
+
 
 ADAPTER = "harness.adapters.langgraph:LangGraphAdapter"
 #: seconds a silent connection lives: each lost ack costs one (default 5)

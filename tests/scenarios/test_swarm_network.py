@@ -160,3 +160,35 @@ def test_without_crash_points_the_swarm_draws_a_partition_after_an_effect() -> N
     collect()
     assert seen and {(f.kind, f.effect) for f in seen} == {("partition_after_apply", "bank.pay")}
     assert {f.nth for f in seen} <= {1, 2}
+
+
+def test_through_proxies_a_partition_is_drawn_without_the_clock() -> None:
+    """A worker routed through proxies of its own is partitioned by closing
+    its sessions: a runtime without the clock (LangGraph) has no lease left
+    to outlive, so the swarm draws the partition there too; on the kernel
+    backend, still none without the clock."""
+    caps = CAPS - {Capability.CLOCK}
+    proxied = Universe(
+        **{**universe().__dict__, "capabilities": caps, "network_kinds": PROXY_NETWORK_KINDS}
+    )
+    swarm = Swarm(("network",), (1,), {"network": ("partition",)})
+    seen: set[str] = set()
+
+    @settings(max_examples=20, deadline=None, database=None)
+    @given(scenarios(proxied, swarm=swarm))
+    def collect(s: Scenario) -> None:
+        validate(s, caps)
+        seen.update(f.kind for f, _ in network_steps(s))
+
+    collect()
+    assert seen == {"partition"}, seen
+    kernel = Universe(**{**proxied.__dict__, "network_kinds": NETWORK_KINDS})
+    seen.clear()
+
+    @settings(max_examples=20, deadline=None, database=None)
+    @given(scenarios(kernel, swarm=swarm))
+    def collect_kernel(s: Scenario) -> None:
+        seen.update(f.kind for f, _ in network_steps(s))
+
+    collect_kernel()
+    assert seen == {"commit_ack_lost"}, seen

@@ -202,3 +202,18 @@ def test_without_crash_points_a_partition_follows_each_effect_on_a_proxy_only() 
     proxied = universe(network_kinds=PROXY_NETWORK_KINDS)
     assert "partition_after_apply" not in proxied.offered_network_kinds()
     assert not [s for s in network(proxied) if "partition_after_apply" in s.name]
+
+
+def test_through_proxies_without_the_clock_a_partition_is_held_inside_the_first_commit() -> None:
+    """A routed worker (Toxiproxy's kinds offered) of a runtime without the
+    clock (LangGraph) is partitioned inside the decision's commit, right
+    before its COMMIT: no lease to outlive, no pause point needed. On the
+    kernel backend, none without the clock."""
+    got = network(universe(network_kinds=PROXY_NETWORK_KINDS))
+    names = [s.name for s in got]
+    assert names[2] == "targeted/pay/partition/r1/t3@1", names
+    paused, fault = got[2].steps[3:5]
+    assert isinstance(paused, RunWorker)
+    assert paused.crash == CrashSpec(site="t3", nth=1, action="pause")
+    assert fault == NetworkFault(kind="partition", worker_id="n1")
+    assert not any("/partition/" in s.name for s in network(universe()))

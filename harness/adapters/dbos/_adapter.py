@@ -89,7 +89,7 @@ class DBOSEnvironment(c.BaseEnvironment):
             raise
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
         self.registry = RunRegistry(workdir / "registry.db")
-        self.workers = WorkerSet(workdir, adapter.preload())
+        self.workers = WorkerSet(workdir, adapter.preload(), environment=self)  # routes them
         self.args.update(world=self.world.path, registry=str(self.registry.path))
 
     def declarations(self) -> c.Declarations:
@@ -100,10 +100,9 @@ class DBOSEnvironment(c.BaseEnvironment):
     ) -> ForkServerWorker:
         version = self.app.versions[code_version]
         args = {**self.args, "worker_id": worker_id, "code_version": code_version}
+        target, db = "harness.adapters.dbos._app:worker_main", {"postgres": args["url"]}
         # On Postgres, through a proxy of its own (Toxiproxy backend); a SQLite URL stays
-        args["url"] = c.route_worker(self, worker_id, {"postgres": args["url"]})["postgres"]
-        target = "harness.adapters.dbos._app:worker_main"
-        return self.workers.spawn(worker_id, target, {**args, "version": version})
+        return self.workers.spawn(worker_id, target, {**args, "version": version}, services=db)
 
     def submit(self, run: RunSpec) -> None:
         self.registry.add(run.run_id, run.tenant, "ENQUEUED")  # its tenant, for workers
@@ -124,8 +123,7 @@ class DBOSEnvironment(c.BaseEnvironment):
 
     def close(self) -> None:
         try:
-            self.workers.close()  # no worker outlives its environment
-            c.release_routes(self)  # its workers' proxies, once they are gone
+            self.workers.close()  # no worker outlives its environment (nor its proxies)
             self.client.destroy()
             self.registry.close()
             self.world.close()

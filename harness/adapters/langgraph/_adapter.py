@@ -47,7 +47,8 @@ from .._contract import (
     WorkerHandle,
     WorkflowSpec,
 )
-from .._workers import ForkServerWorker, shared_fork_server
+from .._workers import ForkServerWorker
+from ..kit import WorkerSet
 from ._app import DURABILITIES
 from ._points import SITES, read_log
 from ._store import Backend, Registry, RunRow, SaverSpec, create_storage, drop_storage, open_saver
@@ -106,7 +107,10 @@ class LangGraphEnvironment(BaseEnvironment):
             self.app.current_version,
             self.store,
         )
-        self._workers: list[ForkServerWorker] = []
+        # On PostgresSaver with network faults, each worker reaches Postgres
+        # through a proxy of its own on the Toxiproxy backend (the kit's
+        # routing): its checkpointer's, guard's and store's connections alike.
+        self.workers = WorkerSet(workdir, adapter.preload(), environment=self)
         self._seen: set[str] = set()
         self.crash_log = workdir / "crashpoints.jsonl"
         #: trace every crash point hit of the workers started from now on
@@ -194,12 +198,15 @@ class LangGraphEnvironment(BaseEnvironment):
             "crash_log": str(self.crash_log),
             "trace": self.trace_crash_points,
         }
-        proc = shared_fork_server(self.adapter.preload()).spawn(
-            TARGET, args=args, log=self.workdir / "workers.log"
-        )
-        handle = ForkServerWorker(worker_id, proc)
-        self._workers.append(handle)
-        return handle
+        return self.workers.spawn(worker_id, TARGET, args, services=self._services())
+
+    def _services(self) -> dict[str, str]:
+        """The stores a worker is routed to (``network_services()``), with
+        the network faults only: ``saver.postgres_url`` in its args is
+        replaced by its own proxy's URL on the Toxiproxy backend."""
+        if not self.adapter.routes_workers:
+            return {}
+        return self.adapter.network_services()
 
     # -- ingress ----------------------------------------------------------------
 
@@ -417,10 +424,7 @@ class LangGraphEnvironment(BaseEnvironment):
         return EPOCH
 
     def close(self) -> None:
-        for w in self._workers:
-            if w.proc.exit is None:
-                w.proc.kill()
-                w.proc.wait(10.0)
+        self.workers.close()  # its routes go with its workers
         try:
             self.registry.close()
             self._stack.close()
@@ -457,7 +461,9 @@ class LangGraphAdapter:
     ``PostgresSaver.from_conn_string`` opens it).
 
     On ``postgres`` it declares ``crash_points`` (sites in PostgresSaver's
-    writes) and, with a ``network_timeout``, ``network_faults``.
+    writes) and, with a ``network_timeout``, ``network_faults``; then its
+    workers are routed (``routes_workers``): on the Toxiproxy backend each
+    reaches Postgres through a proxy of its own.
     """
 
     name = "langgraph"
@@ -509,6 +515,11 @@ class LangGraphAdapter:
         if len(self.app.versions) > 1:
             caps.add(Capability.VERSION_SWITCH)
         self.capabilities: frozenset[Capability] = frozenset(caps)
+        #: with the network faults, each worker's Postgres connections go
+        #: through a proxy of its own on the Toxiproxy backend (the kit's
+        #: ``WorkerSet`` routing): a reply held back, fragmented or cut, and
+        #: a COMMIT lost on its way, reach it too
+        self.routes_workers = Capability.NETWORK_FAULTS in caps
 
     def network_services(self) -> dict[str, str]:
         """The server the checkpointer's connections go to (optional in the

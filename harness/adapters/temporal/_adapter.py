@@ -227,7 +227,7 @@ class TemporalEnvironment(c.BaseEnvironment):
         self.world = World(workdir / "world.db", clock=lambda: kit.EPOCH).create()
         self.registry = kit.RunRegistry(workdir / "registry.db")
         preload = ("temporalio.worker", __name__, adapter.app_spec.partition(":")[0])
-        self.workers = kit.WorkerSet(workdir, preload)
+        self.workers = kit.WorkerSet(workdir, preload, environment=self)  # routes its workers
         self.ended, self.cut = _Ended(), list[str]()  # cut: pids cut off from the server
         self.submitted = 0
         self.args = {"app": adapter.app_spec, "address": adapter.address, "prefix": self.prefix}
@@ -242,7 +242,7 @@ class TemporalEnvironment(c.BaseEnvironment):
         dead = [str(w.pid) for w in self.workers.workers if w.proc.exit is not None] + self.cut
         # Its gRPC connection to the server through a proxy of its own, on
         # the Toxiproxy backend of the network faults (else direct).
-        url = c.route_worker(self, worker_id, {"grpc": "tcp://" + self.args["address"]})["grpc"]
+        url = self.workers.route(worker_id, {"grpc": "tcp://" + self.args["address"]})["grpc"]
         args = {**self.args, "worker_id": worker_id, "code_version": code_version, "dead": dead}
         args["address"] = url.removeprefix("tcp://")
         return self.workers.spawn(worker_id, f"{__name__}:worker_main", args)
@@ -277,8 +277,7 @@ class TemporalEnvironment(c.BaseEnvironment):
         return kit.EPOCH
 
     def close(self) -> None:
-        self.workers.close()  # no worker outlives its environment
-        c.release_routes(self)  # its workers' proxies, once they are gone
+        self.workers.close()  # no worker outlives its environment (nor its proxies)
         self.registry.close()
         self.world.close()
 

@@ -10,6 +10,8 @@ from that subset only (see :mod:`harness.scenarios._strategies`).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from hypothesis import strategies as st
 
 from ...adapters import Capability
@@ -31,10 +33,13 @@ ONCE_PER_SCENARIO = frozenset(f.name for f in FAULT_FAMILIES if f.once_per_scena
 MAX_WEIGHT = 4
 
 
+@lru_cache(maxsize=256)
 def _subset(items: tuple[str, ...]) -> st.SearchStrategy[tuple[str, ...]]:
     """A non-empty subset of ``items`` in their order. Each item is in with
     probability 1/2 (Groce et al.'s coin per feature), so subsets of every
-    size are drawn; it shrinks towards the first item alone."""
+    size are drawn; it shrinks towards the first item alone. One strategy
+    per ``items``: a new one per draw made Hypothesis validate it again each
+    time (most of a swarm's draw)."""
 
     def keep(flags: list[bool]) -> tuple[str, ...]:
         chosen = tuple(i for i, on in zip(items, flags, strict=True) if on)

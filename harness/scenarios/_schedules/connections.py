@@ -137,7 +137,7 @@ def _network(a: _Aim) -> list[Scenario]:
                     NetworkFault(kind=kind, worker_id="n1"),
                 )
             )
-        mine["partition"] = _partitions(a, wf) if "partition" in offered else []
+        mine["partition"] = _partitions(a, wf, first_end) if "partition" in offered else []
         if "partition_after_apply" in offered:
             mine["after_apply"] = _partitions_after_apply(a, wf)
         for v in order:
@@ -166,12 +166,28 @@ def _partitions_after_apply(a: _Aim, wf: WorkflowSpec) -> list[Scenario]:
     ]
 
 
-def _partitions(a: _Aim, wf: WorkflowSpec) -> list[Scenario]:
+def _partitions(
+    a: _Aim, wf: WorkflowSpec, inside: tuple[Commit, tuple[str, int]] | None = None
+) -> list[Scenario]:
     """A worker partitioned from the store at the boundary nearest before
     the workflow's first effect, past its lease, while another takes over:
-    back, it is a zombie about to call (needs the clock)."""
+    back, it is a zombie about to call (needs the clock). Without the clock,
+    through the worker's own proxies (:func:`_routed`): held ``inside`` the
+    first commit aimed at, right before its COMMIT (no lease to outlive:
+    its sessions were its hold on the run, and no pause point needed)."""
     if Capability.CLOCK not in a.u.capabilities:
-        return []
+        if inside is None or not _routed(a.u):
+            return []
+        c, site = inside
+        return [
+            _scenario(
+                f"{wf.name}/partition/r{c.round}/{site[0]}@{site[1]}",
+                _run(wf),
+                *_rounds(c.round),
+                _paused("n1", *site),
+                NetworkFault(kind="partition", worker_id="n1"),
+            )
+        ]
     out = []
     for es in a.profile(wf).effect_sites[:1]:
         near = next(((s, n) for s, n in reversed(es.approach) if s in a.pausable), None)
@@ -338,16 +354,25 @@ def _network_sites(u: Universe, runs: tuple[RunSpec, ...], kind: str) -> dict[st
     return u.reached(runs, u.pause_points) or dict.fromkeys(u.pause_points, 3)
 
 
+def _routed(u: Universe) -> bool:
+    """Whether the workers reach their stores through proxies of their own
+    (the Toxiproxy backend, an adapter with ``routes_workers``): only then
+    are a reply's kinds offered. A partition there closes the worker's
+    sessions, so a runtime without a clock has no lease left to outlive."""
+    return set(REPLY_KINDS) <= set(u.offered_network_kinds())
+
+
 def _network_steps(
     draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int, kind: str
 ) -> list[Step]:
     """Pause a worker inside a commit, then lose that commit's
     acknowledgement or reset its connection (see :mod:`harness.nemesis._network`);
     or pause it between steps and partition it from the store past its
-    lease while another worker takes over (with the clock only: a lost
-    acknowledgement instead). Maybe after the runs' decisions, so it lands
-    on the resume's commits."""
-    if kind == "partition" and Capability.CLOCK not in u.capabilities:
+    lease while another worker takes over (with the clock, or workers routed
+    through proxies of their own, whose partition needs no lease to run
+    out: else a lost acknowledgement instead). Maybe after the runs'
+    decisions, so it lands on the resume's commits."""
+    if kind == "partition" and Capability.CLOCK not in u.capabilities and not _routed(u):
         kind = "commit_ack_lost"
     # A reply held back, and a COMMIT lost on its way, are aimed where an
     # acknowledgement is lost (right before a COMMIT); a fragmented or cut
