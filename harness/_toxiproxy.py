@@ -501,9 +501,20 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def upstream_of(url: str) -> str | None:
     """The ``host:port`` a Postgres or Redis URL connects to over TCP, or
-    None (a Unix socket, a libpq ``key=value`` string, no host)."""
+    None (a Unix socket, a libpq ``key=value`` string, no host). A
+    ``tcp://HOST:PORT`` URL names any other server (a Temporal server's
+    gRPC address): routed the same way, its port required."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
+    if scheme == "tcp":  # any other server (a runtime's gRPC): its port is named
+        try:
+            port = parts.port
+        except ValueError:
+            return None
+        host = parts.hostname
+        if not host or port is None:
+            return None
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     if scheme not in DEFAULT_PORTS:
         return None
     if "host=" in parts.query or "hostaddr=" in parts.query or "port=" in parts.query:
@@ -533,6 +544,8 @@ def route_worker(scope: object, worker_id: str, services: Mapping[str, str]) -> 
     server cannot be reached."""
     if choose().backend != "toxiproxy":
         return dict(services)
+    if not any(upstream_of(url) for url in services.values()):
+        return dict(services)  # nothing to route (a SQLite file): no server started for it
     return server().route(scope, worker_id, services)
 
 

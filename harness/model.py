@@ -27,6 +27,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
+    model_validator,
 )
 
 from .vocabulary import MODEL_FAULT_MODES, Capability
@@ -434,7 +435,11 @@ class StorageFault(_Step):
 #: never fired, and said why; ``commit_lost`` (Toxiproxy only): the worker's
 #: COMMIT never reaches the server, which rolls the transaction back, and
 #: the connection ends with no reply (to the worker, the same as a lost
-#: acknowledgement: a commit whose outcome it cannot know).
+#: acknowledgement: a commit whose outcome it cannot know);
+#: ``partition_after_apply`` (Toxiproxy only; no crash point needed): the
+#: world applies the worker's call of ``effect``, then the worker is cut
+#: off from its runtime's server or database (every proxy of its own) so it
+#: cannot report the result; another worker runs; then it heals.
 NetworkKind = Literal[
     "commit_ack_lost",
     "reset_mid_transaction",
@@ -443,6 +448,7 @@ NetworkKind = Literal[
     "slow_reply",
     "cut_reply",
     "commit_lost",
+    "partition_after_apply",
 ]
 
 
@@ -457,7 +463,15 @@ class NetworkFault(_Step):
     ``partition``, anywhere it holds the run's lease, most tellingly right
     before an effect). A partition on the kernel backend needs the clock
     capability too; through a worker's own proxies (Toxiproxy) it fires
-    without one, the clock left alone."""
+    without one, the clock left alone.
+
+    ``partition_after_apply`` pauses at no crash point: the step starts
+    worker ``worker_id`` itself, the world holds it right after applying
+    its ``nth`` call of ``effect`` (``"service.action"``) from now, and the
+    worker's proxies to its runtime's server or database are switched off
+    before it goes on: it cannot report what it did. Another worker runs
+    until idle (with the clock capability, past the first one's lease),
+    then the partition heals and the first worker ends as it can."""
 
     op: Literal["network_fault"] = "network_fault"
     needs: ClassVar[Needs] = (
@@ -466,6 +480,42 @@ class NetworkFault(_Step):
     )
     kind: NetworkKind
     worker_id: str
+    #: ``partition_after_apply`` only: the effect (``service.action``) whose
+    #: call the worker is held after, and which call of it from now
+    effect: str | None = None
+    nth: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _effect_with_its_kind(self) -> NetworkFault:
+        if self.kind == "partition_after_apply":
+            service, dot, action = (self.effect or "").partition(".")
+            if not (service and dot and action):
+                raise ValueError(
+                    "a partition_after_apply names the effect it follows, as "
+                    f"effect='service.action' (e.g. 'payments.refund'); got {self.effect!r}"
+                )
+        elif self.effect is not None or self.nth != 1:
+            raise ValueError(
+                f"effect and nth belong to a partition_after_apply, not to a {self.kind}"
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _unset_effect_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.effect is None:
+            data.pop("effect", None)
+            data.pop("nth", None)
+        return data
+
+    def describe(self) -> str | None:
+        if self.kind != "partition_after_apply":
+            return None
+        which = f" (call {self.nth} from now)" if self.nth != 1 else ""
+        return (
+            f"network fault partition_after_apply: {self.worker_id} cut off from its runtime "
+            f"right after {self.effect} was applied{which}"
+        )
 
 
 class Cancel(_Step):

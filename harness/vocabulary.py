@@ -116,7 +116,16 @@ NETWORK_KINDS = ("commit_ack_lost", "reset_mid_transaction", "partition")
 #: ... and a proxy's (Toxiproxy) besides: a reply held back, fragmented or
 #: cut, and a COMMIT lost on its way (the worker cannot tell it from a lost
 #: acknowledgement; the server never applied it).
-PROXY_NETWORK_KINDS = (*NETWORK_KINDS, "latency", "slow_reply", "cut_reply", "commit_lost")
+PROXY_NETWORK_KINDS = (
+    *NETWORK_KINDS, "latency", "slow_reply", "cut_reply", "commit_lost", "partition_after_apply",
+)  # fmt: skip
+#: The network kinds fired at the world's effect boundary, not at a crash
+#: point: the world holds the caller right after applying its call, and its
+#: proxies to its runtime's server or database are switched off. Aimed only
+#: at adapters without crash points (``Universe.offered_network_kinds``):
+#: one with them reaches the same place with a ``partition`` at the crash
+#: point after the call.
+AT_EFFECT_NETWORK_KINDS = ("partition_after_apply",)
 
 #: What the world's model endpoint can do wrong, in shrink order (the
 #: simplest first): the first four lose or refuse the reply (a client
@@ -280,8 +289,9 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
         "network",
         "a worker's storage connections: its commit acknowledgement lost, reset "
         "mid-transaction, or partitioned past its lease while another worker takes over; on "
-        "Toxiproxy also latency, slow and cut replies, and its COMMIT lost on the way (needs "
-        "network_faults)",
+        "Toxiproxy also latency, slow and cut replies, its COMMIT lost on the way, and (for "
+        "runtimes without crash points) a partition from its runtime's server right after the "
+        "world applied its call (needs network_faults)",
         Capability.NETWORK_FAULTS,
         # latency is reported as a family of its own: armed and never fired
         # (a backend that cannot hold replies back), it makes the run

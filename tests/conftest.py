@@ -161,6 +161,21 @@ def redis_url() -> str:
     return _service(service_urls.redis_url)
 
 
+@pytest.fixture
+def toxiproxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Toxiproxy server the harness can use (HARNESS_TOXIPROXY_URL, or a
+    binary it starts: skips, or fails in CI, when there is none), and the
+    network faults run on it."""
+    from harness import _toxiproxy
+
+    source = _toxiproxy.server_source()
+    if isinstance(source, str):
+        if service_urls.services_required():
+            pytest.fail(f"{source} (HARNESS_REQUIRE_SERVICES=1 forbids skipping)")
+        pytest.skip(source)
+    monkeypatch.setenv(_toxiproxy.ENV_BACKEND, "toxiproxy")
+
+
 # -- stores --------------------------------------------------------------
 @pytest.fixture
 def sqlite_store(tmp_path: Path) -> Iterator[Store]:

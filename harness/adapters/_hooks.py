@@ -22,6 +22,16 @@ the ``Environment`` protocol of :mod:`harness.adapters._contract`):
     armed but never fired. See
     :func:`harness.adapters._contract.offered_storage_kinds`.
 
+``cut_off(worker: WorkerHandle, cut: bool) -> None``
+    The network faults say that ``worker`` is cut off from the runtime's
+    server (``cut`` true: a ``partition_after_apply`` switched its proxies
+    off, before another worker starts) and that it is back (false: the
+    partition healed). A runtime whose server would time out what that
+    worker holds at a deadline of real time may do it at once for the
+    workers it starts meanwhile, as for a dead worker's (Temporal's
+    activity attempts): the wait skipped, the outcome unchanged, since
+    the worker cannot report before the heal.
+
 ``observation_cursor() -> Hashable``
     Cheap to read, and moves whenever what ``observe()`` would report
     changes (a commit counter of the store, the length of a log it
@@ -189,6 +199,7 @@ ENVIRONMENT_HOOKS: Mapping[str, Kind] = {
     "event_message": "method",
     "operator_message": "method",
     "network_endpoints": "method",
+    "cut_off": "method",
     "storage_kinds": "method",
     "runnable": "method",
     "memory_versions": "method",

@@ -172,7 +172,7 @@ def offered_network_kinds(adapter: object, kinds: Collection[str]) -> tuple[str,
     for kind in kinds:
         if kind in _ON_THE_STORE and services and services[0] in gaps:
             continue
-        if kind == "partition" and gaps:
+        if kind in ("partition", "partition_after_apply") and gaps:
             continue
         out.append(kind)
     return tuple(out)

@@ -112,7 +112,12 @@ def network_fault(ctx: StepContext, step: NetworkFault) -> None:
     COMMIT commits, unacknowledged) or reset that connection, let the worker
     go on, wait for it to end, then heal. On Toxiproxy when the worker was
     routed through it (:mod:`harness.nemesis._toxiproxy`), else on the
-    kernel's netfilter rules."""
+    kernel's netfilter rules. A ``partition_after_apply`` starts its worker
+    itself and holds it at the world's effect boundary, not at a crash
+    point (:func:`harness.nemesis._toxiproxy.partition_after_apply`)."""
+    if step.kind == "partition_after_apply":
+        _on_toxiproxy.partition_after_apply(ctx, step)
+        return
     routes = _routes(ctx, step.worker_id)
     if routes:
         handle = ctx.paused.pop(step.worker_id, None)

@@ -20,8 +20,10 @@ from ._context import StepContext
 
 #: ``handler(ctx, step)``: performs one step (see :mod:`._context`)
 Handler = Callable[[StepContext, Any], None]
-#: a fired world rule -> (the fault kind it counts as, its fault event's value)
-FiredEvent = Callable[[FiredFault], tuple[str, dict[str, Any]]]
+#: a fired world rule -> (the fault kind it counts as, its fault event's
+#: value); None: the step that armed it records the fault itself (a rule
+#: that only held the caller for it: ``stop_after_apply``)
+FiredEvent = Callable[[FiredFault], tuple[str, dict[str, Any]] | None]
 
 #: the rule target (``FiredFault.service``) whose maker is the default: the
 #: ``world`` family's, for every service no family claims
@@ -71,8 +73,9 @@ def fires_at(target: str) -> Callable[[_F], _F]:
     return register
 
 
-def fired_fault_event(fired: FiredFault) -> tuple[str, dict[str, Any]]:
+def fired_fault_event(fired: FiredFault) -> tuple[str, dict[str, Any]] | None:
     """The fault kind and event value of a world rule that fired, from the
-    family that aims rules at its target (the ``world`` family's otherwise)."""
+    family that aims rules at its target (the ``world`` family's otherwise);
+    None for a rule the step that armed it records."""
     maker = _fired.get(fired.service) or _fired[ANY_TARGET]
     return maker(fired)

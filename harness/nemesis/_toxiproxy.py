@@ -45,6 +45,11 @@ before it heals, watching the kernel's sockets (``ss``, no root needed):
 ``cut_reply``
     The next reply is cut after a few bytes (``limit_data``): the connection
     ends mid-message. Healed once the connection was cut.
+``partition_after_apply``
+    No crash point: the world holds the worker right after applying its
+    call of an effect; every proxy of the worker is switched off; it goes
+    on, unable to report the result; another worker runs until idle; then
+    the proxies come back (:func:`partition_after_apply`).
 """
 
 from __future__ import annotations
@@ -62,8 +67,10 @@ from .. import _netfilter
 from .. import _toxiproxy as tp
 from ..adapters import Capability, WorkerHandle, tcp_connections
 from ..model import NetworkFault
+from ..world import FaultRule
 from ._clock import advance
 from ._context import StepContext
+from ._world import STOP_MODE as STOP
 
 #: seconds a step waits, at most, for the event it fires on
 EVENT_WAIT = 20.0
@@ -464,5 +471,92 @@ def _partition(
             ctx.await_worker(peer)
     except tp.ToxiproxyError as exc:
         ctx.recorder.fault(step.kind, False, **value, reason=str(exc))
+        handle.cont()
+    ctx.await_worker(handle)
+
+
+def partition_after_apply(ctx: StepContext, step: NetworkFault) -> None:
+    """Start worker ``step.worker_id``; the world holds it right after
+    applying its ``step.nth`` call of ``step.effect`` from now (a
+    ``stop_after_apply`` rule); switch off every proxy of its own (to its
+    runtime's server or database: it cannot report what it did); let it go
+    on, move the clock past its lease (with the clock capability), run
+    another worker until idle; heal; wait for the first worker to end.
+
+    No crash point is needed: the world's effect boundary is the event.
+    Toxiproxy only: the worker must have been routed through proxies of its
+    own when it started (the contract's ``route_worker``); a worker that
+    was not is let go untouched, and the fault recorded not fired, with why.
+    """
+    assert step.effect is not None  # NetworkFault's validator
+    service, _, action = step.effect.partition(".")
+    world = ctx.env.world
+    value: dict[str, Any] = {
+        "network": step.kind,
+        "worker_id": step.worker_id,
+        "backend": "toxiproxy",
+        "effect": step.effect,
+        "nth": step.nth,
+    }
+    # ``nth`` counts from now, as an ArmWorldFault's does.
+    rule = FaultRule(service, nth=world.calls(service, action) + step.nth, mode=STOP, action=action)
+    rule_id = world.arm(rule)
+    handle = ctx.start(step.worker_id)
+    if not ctx.await_worker(handle).stopped:
+        world.disarm(rule_id)  # never left for a later worker to meet
+        ctx.recorder.fault(
+            step.kind,
+            False,
+            **value,
+            reason=f"the worker ended without making call {step.nth} of {step.effect} (the run "
+            "ended or went another way first)",
+        )
+        return
+    handle = ctx.paused.pop(step.worker_id)
+    reason = None
+    routes: list[tp.Route] = []
+    if Capability.NETWORK_FAULTS in ctx.capabilities:
+        routes = list(tp.routes_of(getattr(ctx.env, "unguarded", ctx.env), step.worker_id).values())
+    if not routes:
+        try:
+            choice = tp.choose().describe()
+        except ValueError as exc:
+            choice = str(exc)
+        reason = (
+            "the worker was not routed through proxies of its own (the adapter's "
+            f"route_worker; network faults run on {choice}): a partition after an effect needs "
+            "the Toxiproxy backend"
+        )
+    if reason is None:
+        value |= _value(step, routes)
+        try:
+            srv = tp.server()
+            for route in routes:
+                srv.touch(route)  # deleted when released, never reused
+            with _switched_off(srv, routes) as closed:
+                value["closed"] = len(closed)
+                ctx.recorder.fault(step.kind, True, **value)
+                # It has the effect's answer and cannot report it: every
+                # connection it had is gone, every new one refused.
+                handle.cont()
+                ctx.recorder.fault("continue", True, worker_id=step.worker_id)
+                if Capability.CLOCK in ctx.capabilities:
+                    lease = float(getattr(ctx.adapter, "lease_seconds", 30.0))
+                    advance(ctx, lease + 1, kind="lease_wait")
+                # The environment may time out what the worker holds, as its
+                # server would at a deadline of real time (the hook's doc).
+                cut_off = getattr(ctx.env, "cut_off", None)
+                try:
+                    if cut_off is not None:
+                        cut_off(handle, True)
+                    peer = ctx.start(f"{step.worker_id}-peer")
+                    ctx.await_worker(peer)
+                finally:
+                    if cut_off is not None:
+                        cut_off(handle, False)
+        except tp.ToxiproxyError as exc:
+            reason = str(exc)
+    if reason is not None:
+        ctx.recorder.fault(step.kind, False, **value, reason=reason)
         handle.cont()
     ctx.await_worker(handle)

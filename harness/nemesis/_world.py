@@ -13,6 +13,9 @@ from ..world import LOOKUP, FaultRule, FiredFault
 from ._context import StepContext
 from ._registry import ANY_TARGET, fires_at, handles
 
+#: The world rule that holds the caller once its request is applied, for a
+#: step that acts on it meanwhile (the network family's ``partition_after_apply``).
+STOP_MODE = "stop_after_apply"
 #: The mode of a persistent outage's rules (see :func:`name_outage_runs`).
 OUTAGE_MODE = "unavailable"
 
@@ -54,7 +57,7 @@ def arm_world_fault(ctx: StepContext, step: ArmWorldFault) -> None:
 
 
 @fires_at(ANY_TARGET)
-def world_fault_event(fired: FiredFault) -> tuple[str, dict[str, Any]]:
+def world_fault_event(fired: FiredFault) -> tuple[str, dict[str, Any]] | None:
     """The fault kind and event of a rule at a service that fired (any
     target no other family reads: see ``fires_at``). A reply without its
     reference (the ``model`` family's tool-reply fault) may leave the run
@@ -62,6 +65,8 @@ def world_fault_event(fired: FiredFault) -> tuple[str, dict[str, Any]]:
     named in ``runs``, so the comparisons with the fault-free run leave it
     out."""
     f = fired
+    if f.mode == STOP_MODE:
+        return None  # it held the caller for a step that records what it did
     named = {"runs": [f.run_id]} if f.mode in TOOL_REPLY_MODES and f.run_id else {}
     value = {"mode": f.mode, "service": f.service, "action": f.action, "run_id": f.run_id}
     return world_kind(f.mode, f.action), {**value, **named}

@@ -107,7 +107,11 @@ def _aim_gaps(
 ) -> list[dict[str, str]]:
     """Families the adapter's capabilities allow, asked for (``asked``; None:
     all), that did not run (``ran``) for want of a place to aim: memory with
-    nowhere a run reads (see ``WorkflowSpec.memory_targets``)."""
+    nowhere a run reads (see ``WorkflowSpec.memory_targets``); network faults
+    for an adapter without crash points that the backend in use cannot
+    reach (``partition_after_apply`` needs its workers routed through
+    Toxiproxy)."""
+    out = _network_aim_gaps(adapter, asked, ran)
     if (
         Capability.MEMORY_INJECTION in adapter.capabilities
         and (asked is None or "memory" in asked)
@@ -122,7 +126,39 @@ def _aim_gaps(
                 "in WorkflowSpec.memory_targets)",
             }
         ]
-    return []
+    return out
+
+
+def _network_aim_gaps(
+    adapter: Adapter, asked: Sequence[str] | None, ran: Sequence[str]
+) -> list[dict[str, str]]:
+    caps = adapter.capabilities
+    if (
+        Capability.NETWORK_FAULTS not in caps
+        or Capability.CRASH_POINTS in caps
+        or (asked is not None and "network" not in asked)
+        or "network" in ran
+    ):
+        return []
+    try:
+        choice = _toxiproxy.choose()
+    except ValueError:
+        return []  # a bad HARNESS_NETWORK_BACKEND: refused where the run starts
+    if choice.backend is None:
+        return []  # said with the capability's own gap (not_tested)
+    routed = getattr(adapter, "routes_workers", False) is True
+    if routed and choice.backend == "toxiproxy":
+        return []  # aimed wherever a workflow makes an effect
+    why = (
+        f"the network faults run on {choice.describe()}, and without crash points the only "
+        "kind is partition_after_apply, which needs the Toxiproxy backend "
+        "(HARNESS_TOXIPROXY_URL or HARNESS_TOXIPROXY_BIN)"
+        if routed
+        else "the adapter has no crash points and does not route its workers through "
+        "Toxiproxy (routes_workers = True and route_worker), so no network fault can be aimed"
+    )
+    what = CAPABILITY_GAPS[Capability.NETWORK_FAULTS]
+    return [{"capability": Capability.NETWORK_FAULTS.value, "what": f"{what}: {why}"}]
 
 
 def replay_command(

@@ -206,8 +206,10 @@ class HistoryRecorder:
             # arm_model_fault): a rule that never fires shows as armed >
             # fired in the coverage. What it reads as is the word of the
             # family that aims rules at its target (harness.nemesis.fires_at).
-            kind, value = fired_fault_event(f)
-            self.fault(kind, True, armed=False, **value)
+            read = fired_fault_event(f)
+            if read is not None:
+                kind, value = read
+                self.fault(kind, True, armed=False, **value)
         self.observe()
 
     def observe(self) -> Observation:

@@ -12,7 +12,13 @@ from ..adapters import STORAGE_KINDS, Adapter, Capability, WorkflowSpec
 from ..adapters._netinfo import offered_network_kinds
 from ..model import RunSpec, StorageKind
 from ..runner import WORKER_TIMEOUT, environment_facts
-from ..vocabulary import FAMILIES, FAMILY, NETWORK_KINDS, PROXY_NETWORK_KINDS
+from ..vocabulary import (
+    AT_EFFECT_NETWORK_KINDS,
+    FAMILIES,
+    FAMILY,
+    NETWORK_KINDS,
+    PROXY_NETWORK_KINDS,
+)
 from ._profile import WorkflowProfile, profile_workflow
 
 TENANTS = ("acme", "globex")
@@ -92,12 +98,20 @@ class Universe:
         return STORAGE_KINDS if self.storage_kinds is None else self.storage_kinds
 
     def offered_network_kinds(self) -> tuple[str, ...]:
-        """The network fault kinds scenarios may arm (none without the capability)."""
+        """The network fault kinds scenarios may arm (none without the
+        capability): with crash points, those fired at a worker paused at
+        one; without, those fired at the world's effect boundary
+        (:data:`~harness.vocabulary.AT_EFFECT_NETWORK_KINDS`, where the
+        backend can: Toxiproxy, the adapter routing its workers)."""
         if Capability.NETWORK_FAULTS not in self.capabilities:
             return ()
-        if self.network_kinds is None:
-            return NETWORK_KINDS
-        return tuple(k for k in PROXY_NETWORK_KINDS if k in self.network_kinds)
+        kinds = (
+            NETWORK_KINDS
+            if self.network_kinds is None
+            else tuple(k for k in PROXY_NETWORK_KINDS if k in self.network_kinds)
+        )
+        paused = Capability.CRASH_POINTS in self.capabilities and bool(self.crash_points)
+        return tuple(k for k in kinds if (k in AT_EFFECT_NETWORK_KINDS) != paused)
 
     def in_transaction_points(self) -> tuple[str, ...]:
         """Crash points inside a storage transaction: declared, but not safe
@@ -125,11 +139,11 @@ class Universe:
                     and (self.pause_points or self.in_transaction_points())
                 ):
                     continue
-                # Network faults are fired at a worker paused at a crash point.
-                if fam == "network" and not (Capability.CRASH_POINTS in caps and self.crash_points):
-                    continue
-                # Never armed where it cannot fire: a store over a Unix
-                # socket (the report says which, see network_gaps).
+                # Network faults are fired at a worker paused at a crash
+                # point, or (without crash points) held by the world right
+                # after an effect; never armed where they cannot fire: a
+                # store over a Unix socket (the report says which, see
+                # network_gaps), a worker not routed through a proxy.
                 if fam == "network" and not self._network_aims():
                     continue
                 if fam == "memory" and not self.aims_memory():
@@ -141,6 +155,8 @@ class Universe:
         """Whether a network episode has a kind to arm: a lost acknowledgement
         or a reset, or a partition (it needs the clock and a pause point)."""
         kinds = self.offered_network_kinds()
+        if set(kinds) & set(AT_EFFECT_NETWORK_KINDS):
+            return True
         partition = (
             "partition" in kinds and Capability.CLOCK in self.capabilities and self.pause_points
         )

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._declare import ServiceSpec
 from ._errors import Rejected, Unknown, WorldUsageError
-from ._faults import ArmedRule, count_and_match, kill_caller
+from ._faults import ArmedRule, count_and_match, kill_caller, stop_caller
 from ._model import (
     LOOKUP,
     MODEL,
@@ -45,6 +45,8 @@ Clock = Callable[[], float]
 
 #: The fault modes that kill the caller.
 KILL_MODES = ("kill_before_apply", "kill_after_apply")
+#: The fault modes that stop (SIGSTOP) the caller once the request is applied.
+STOP_MODES = ("stop_after_apply",)
 
 #: What the record says for a fault that fires before the service processes the request.
 _BEFORE_APPLY: dict[str | None, Outcome] = {
@@ -196,6 +198,8 @@ class WorldClient(OnWorldFile):
         req = self.request(service, action, request, idempotency_key, business_key, who)
         outcome, done = self.perform(req, pid=os.getpid())
         # The transaction has committed: what follows is only what the caller sees.
+        if done.stop:
+            stop_caller()  # held here until the harness continues it
         return _answer(service, action, outcome, done)
 
     def request(
@@ -230,10 +234,14 @@ class WorldClient(OnWorldFile):
         service, action = req.spec.name, req.action
         with self._store.transaction() as conn:
             matched = count_and_match(conn, service, action)
-            if matched is not None and cannot_kill and matched[0].rule.mode in KILL_MODES:
+            if (
+                matched is not None
+                and cannot_kill
+                and matched[0].rule.mode in (*KILL_MODES, *STOP_MODES)
+            ):
                 raise WorldUsageError(
-                    f"rule {matched[0].rule_id} ({matched[0].rule.mode}) would kill the caller "
-                    f"of this {service}.{action}, but {cannot_kill}; nothing was recorded"
+                    f"rule {matched[0].rule_id} ({matched[0].rule.mode}) would kill or stop the "
+                    f"caller of this {service}.{action}, but {cannot_kill}; nothing was recorded"
                 )
             if matched is not None and matched[0].rule.mode == "slow":
                 # Do not hold the world's write lock while sleeping: other
@@ -359,6 +367,8 @@ class WorldClient(OnWorldFile):
         seq = self._insert(conn, req, outcome, done, rule_id=rule_id, pid=pid)
         if matched is not None:
             self._record_fired(conn, matched, req.caller, request_seq=seq, pid=pid)
+        if mode in STOP_MODES:
+            done = dataclasses.replace(done, stop=True)
         if mode == "reply_missing_ref" and done.response is not None:
             # Recorded whole; the caller gets it without its reference.
             done = dataclasses.replace(done, response=_without_ref(done.response))

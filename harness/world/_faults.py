@@ -102,6 +102,19 @@ def list_rules(conn: sqlite3.Connection) -> list[ArmedRule]:
     ]
 
 
+def disarm(conn: sqlite3.Connection, rule_id: int) -> bool:
+    """Remove rule ``rule_id`` if it has not fired (inside the caller's
+    transaction); whether it was removed (False: it fired, or never was)."""
+    cursor = conn.execute("DELETE FROM rules WHERE rule_id = ? AND fired = 0", (rule_id,))
+    return cursor.rowcount > 0
+
+
+def stop_caller() -> None:
+    """SIGSTOP this process (every thread of it): held until someone sends
+    SIGCONT. Called only after the world's transaction has committed."""
+    os.kill(os.getpid(), signal.SIGSTOP)
+
+
 def kill_caller() -> NoReturn:
     """SIGKILL this process: no cleanup, no flush, no ``finally`` -- a real crash.
 

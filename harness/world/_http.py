@@ -345,6 +345,9 @@ def _key(spec_place: Any, request: Request, body: Mapping[str, Any]) -> str | No
 
 
 def _answer(action: Action, outcome: Outcome, done: Processed, caller: _Caller) -> Response:
+    if done.stop and caller.pid:
+        # Held before the response reaches it (it reads it once continued).
+        os.kill(caller.pid, signal.SIGSTOP)
     if outcome in ("killed_before_apply", "killed_after_apply"):
         return _NoReply(kill=caller.pid)
     if outcome in ("unknown_applied", "unknown_not_applied"):

@@ -173,6 +173,7 @@ FaultMode = Literal[
     "kill_before_apply",
     "kill_after_apply",
     "reply_missing_ref",
+    "stop_after_apply",
 ]
 FAULT_MODES: tuple[str, ...] = get_args(FaultMode)
 
@@ -235,7 +236,13 @@ class FaultRule:
       body that carries it left out (the world's record keeps the whole
       reply, so a repeat it deduplicates gets it whole), and ``external_ref``
       empty for a Python caller. An app must not record an effect it cannot
-      prove: it asks again (under its key), looks it up, or parks the run.
+      prove: it asks again (under its key), looks it up, or parks the run;
+    * ``stop_after_apply`` -- process and commit the request, record the
+      fault, then SIGSTOP the calling process before it sees the response:
+      the harness acts on the held caller (the network family's
+      ``partition_after_apply`` cuts it off from its runtime's server) and
+      continues it, and it gets the response as if nothing had happened.
+      Not a fault by itself: the step that arms it says what it was for.
 
     ``action`` :data:`LOOKUP` aims the rule at the service's lookups instead
     (a runtime reconciling an effect in doubt asks whether it was applied):

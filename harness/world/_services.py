@@ -229,6 +229,9 @@ class Processed:
     applied: bool
     response: Response | None
     error: str | None = None
+    #: a ``stop_after_apply`` rule fired: the caller is stopped (SIGSTOP)
+    #: once the records are committed, before it sees the response
+    stop: bool = False
 
     @property
     def deduplicated(self) -> bool:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ._client import Clock, WorldClient
 from ._errors import WorldUsageError
-from ._faults import ArmedRule, arm, call_counter, list_rules
+from ._faults import ArmedRule, arm, call_counter, disarm, list_rules
 from ._model import (
     MODEL,
     FaultMode,
@@ -129,6 +129,13 @@ class World(OnWorldFile):
         with self._store.transaction() as conn:
             declare_services(services_of_world(conn))  # those the world's file declares
             return arm(conn, rule)
+
+    def disarm(self, rule_id: int) -> bool:
+        """Remove rule ``rule_id`` if it has not fired yet (a step that armed
+        it for one worker's call, and that worker ended without making it);
+        whether it was removed. A rule that fired stays, with its record."""
+        with self._store.transaction() as conn:
+            return disarm(conn, rule_id)
 
     def rules(self) -> list[ArmedRule]:
         """Every armed rule in arming order, with whether it has fired."""

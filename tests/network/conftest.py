@@ -29,19 +29,6 @@ def netfilter(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture
-def toxiproxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A Toxiproxy server the harness can use (HARNESS_TOXIPROXY_URL, or a
-    binary it starts: skips, or fails in CI, when there is none), and the
-    network faults run on it."""
-    source = _toxiproxy.server_source()
-    if isinstance(source, str):
-        if service_urls.services_required():
-            pytest.fail(f"{source} (HARNESS_REQUIRE_SERVICES=1 forbids skipping)")
-        pytest.skip(source)
-    monkeypatch.setenv(_toxiproxy.ENV_BACKEND, "toxiproxy")
-
-
 def _listed(token: str) -> list[str]:
     out = subprocess.run(["iptables", "-S"], capture_output=True, text=True, check=True)
     return [line for line in out.stdout.splitlines() if token in line]

@@ -14,6 +14,7 @@ from harness.nemesis import validate
 from harness.scenarios import Universe, WorkflowProfile, scenarios
 from harness.scenarios._strategies import Swarm
 from harness.scenarios._universe import NETWORK_KINDS, PROXY_NETWORK_KINDS
+from harness.vocabulary import AT_EFFECT_NETWORK_KINDS
 
 FLOW = WorkflowSpec(name="pay", inputs=({"x": 1},), effects=("bank.pay",))
 TRACE = (("a", 1), ("t1", 1), ("t2", 1), ("t3", 1), ("b", 1))
@@ -124,11 +125,41 @@ def test_on_a_proxy_a_held_fragmented_or_cut_reply_is_drawn_where_it_can_hit() -
             where.setdefault(fault.kind, set()).add(paused.crash.site)
 
     collect()
-    assert set(where) == set(PROXY_NETWORK_KINDS), where
+    # a partition after an effect is for adapters without crash points (below)
+    assert set(where) == set(PROXY_NETWORK_KINDS) - set(AT_EFFECT_NETWORK_KINDS), where
     assert where["latency"] | where["commit_lost"] <= {"t3"}, where
     assert where["slow_reply"] | where["cut_reply"] <= {"t1", "t2"}, where
     kernel = Universe(**{**universe().__dict__, "network_kinds": NETWORK_KINDS})
     assert kernel.offered_network_kinds() == NETWORK_KINDS
+
+
+def test_without_crash_points_the_swarm_draws_a_partition_after_an_effect() -> None:
+    """Issue 32: a runtime the harness cannot pause at a named site (no
+    crash points), its workers routed through Toxiproxy: the network
+    family's only kind is partition_after_apply, aimed at an effect the
+    runs make; no worker paused at a crash point."""
+    caps = frozenset({Capability.NETWORK_FAULTS})
+    u = Universe(
+        workflows=(FLOW,),
+        crash_points=(),
+        capabilities=caps,
+        families=("world", "network"),
+        network_kinds=PROXY_NETWORK_KINDS,
+    )
+    assert u.enabled() == ("world", "network")
+    assert u.offered_network_kinds() == AT_EFFECT_NETWORK_KINDS
+    seen: list[NetworkFault] = []
+
+    @settings(max_examples=60, deadline=None, database=None)
+    @given(scenarios(u, swarm=Swarm(("network",), (1,), {"network": AT_EFFECT_NETWORK_KINDS})))
+    def collect(s: Scenario) -> None:
+        validate(s, caps)
+        assert not any(isinstance(x, RunWorker) and x.crash for x in s.steps)
+        seen.extend(x for x in s.steps if isinstance(x, NetworkFault))
+
+    collect()
+    assert seen and {(f.kind, f.effect) for f in seen} == {("partition_after_apply", "bank.pay")}
+    assert {f.nth for f in seen} <= {1, 2}
 
 
 def test_through_proxies_a_partition_is_drawn_without_the_clock() -> None:

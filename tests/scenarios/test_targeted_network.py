@@ -169,6 +169,41 @@ def test_on_a_proxy_the_first_commit_holds_its_reply_and_the_reset_point_cuts_on
     )
 
 
+#: a runtime without crash points (Temporal, DBOS): two effects, no profile
+REFUND = WorkflowSpec(
+    name="refund", inputs=({"x": 1},), effects=("payments.refund", "email.notify")
+)
+
+
+def at_effects(**kw: object) -> Universe:
+    caps = frozenset({Capability.NETWORK_FAULTS, Capability.CONCURRENT_WORKERS})
+    return Universe(workflows=(REFUND,), crash_points=(), capabilities=caps, **kw)  # type: ignore[arg-type]
+
+
+def test_without_crash_points_a_partition_follows_each_effect_on_a_proxy_only() -> None:
+    """Issue 32: a runtime the harness cannot pause at a named site gets a
+    partition right after the world applied each effect its workflow makes,
+    when the backend can (Toxiproxy); on the kernel backend, no network
+    schedule at all (and the family is off)."""
+    got = network(at_effects(network_kinds=PROXY_NETWORK_KINDS))
+    assert [s.name for s in got] == [
+        "targeted/refund/partition_after_apply/payments.refund",
+        "targeted/refund/partition_after_apply/email.notify",
+    ]
+    assert [x.op for x in got[0].steps] == ["submit", "network_fault", "quiesce"]
+    fault = got[0].steps[1]
+    assert isinstance(fault, NetworkFault)
+    assert (fault.kind, fault.effect, fault.nth) == ("partition_after_apply", "payments.refund", 1)
+    assert "network" in at_effects(network_kinds=PROXY_NETWORK_KINDS).enabled()
+    kernel = at_effects(network_kinds=("commit_ack_lost", "reset_mid_transaction", "partition"))
+    assert network(kernel) == [] and "network" not in kernel.enabled()
+    # an adapter with crash points keeps its kinds (a partition at the crash
+    # point after the call reaches the same place)
+    proxied = universe(network_kinds=PROXY_NETWORK_KINDS)
+    assert "partition_after_apply" not in proxied.offered_network_kinds()
+    assert not [s for s in network(proxied) if "partition_after_apply" in s.name]
+
+
 def test_through_proxies_without_the_clock_a_partition_is_held_inside_the_first_commit() -> None:
     """A routed worker (Toxiproxy's kinds offered) of a runtime without the
     clock (LangGraph) is partitioned inside the decision's commit, right

@@ -122,3 +122,44 @@ def test_a_kill_rule_leaves_the_world_usable_by_the_next_worker(world: World, mo
     # The killed worker held no lock: its transaction had committed before the kill.
     assert _run("fork", world.path, "other").exitcode == 0
     assert world.effects()[-1].idempotency_key == "other-0"
+
+
+def _charge_and_exit(path: str) -> None:
+    """A caller that exits 7 once it has its answer (and 9 without one)."""
+    try:
+        _charge(path, "s")
+    except BaseException:
+        os._exit(9)
+    os._exit(7)
+
+
+def test_stop_after_apply_holds_the_caller_until_continued_then_it_gets_its_answer(
+    world: World,
+) -> None:
+    rule_id = world.arm(FaultRule("payments", nth=1, mode="stop_after_apply"))
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        _charge_and_exit(world.path)
+    _, status = os.waitpid(pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), status
+    # Held once the effect is committed: applied, recorded, the rule fired.
+    [effect] = world.effects()
+    assert (effect.outcome, effect.applied, effect.pid) == ("applied", True, pid)
+    [fired] = world.fired()
+    assert (fired.rule_id, fired.mode, fired.request_seq) == (
+        rule_id,
+        "stop_after_apply",
+        effect.seq,
+    )
+    assert world.disarm(rule_id) is False  # it fired: it stays, with its record
+    os.kill(pid, signal.SIGCONT)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 7, status
+
+
+def test_a_rule_that_has_not_fired_can_be_disarmed(world: World) -> None:
+    rule_id = world.arm(FaultRule("payments", nth=1, mode="stop_after_apply"))
+    assert world.disarm(rule_id) is True
+    assert world.rules() == []
+    world.client().call("payments", "charge", CHARGE, caller=Caller("t1", "r1"))  # not held
+    assert world.fired() == []

@@ -19,6 +19,10 @@ executor does when DBOS Conductor has it recover a dead one's workflows
 
 What DBOS cannot offer is declared, not faked: no crash points (the world
 kills workers at effect boundaries), no clock, no approvals, no memory.
+Network faults are offered on Postgres: each worker reaches the system
+database through a proxy of its own on the Toxiproxy backend
+(``route_worker``), so a partition right after the world applied a step's
+call (``partition_after_apply``) loses the step's checkpoint.
 Concurrent workers are offered (processes sharing one system database), and
 version switching when the app maps code version 1 to an application
 version. A
@@ -85,7 +89,7 @@ class DBOSEnvironment(c.BaseEnvironment):
             raise
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
         self.registry = RunRegistry(workdir / "registry.db")
-        self.workers = WorkerSet(workdir, adapter.preload())
+        self.workers = WorkerSet(workdir, adapter.preload(), environment=self)  # routes them
         self.args.update(world=self.world.path, registry=str(self.registry.path))
 
     def declarations(self) -> c.Declarations:
@@ -96,8 +100,9 @@ class DBOSEnvironment(c.BaseEnvironment):
     ) -> ForkServerWorker:
         version = self.app.versions[code_version]
         args = {**self.args, "worker_id": worker_id, "code_version": code_version}
-        target = "harness.adapters.dbos._app:worker_main"
-        return self.workers.spawn(worker_id, target, {**args, "version": version})
+        target, db = "harness.adapters.dbos._app:worker_main", {"postgres": args["url"]}
+        # On Postgres, through a proxy of its own (Toxiproxy backend); a SQLite URL stays
+        return self.workers.spawn(worker_id, target, {**args, "version": version}, services=db)
 
     def submit(self, run: RunSpec) -> None:
         self.registry.add(run.run_id, run.tenant, "ENQUEUED")  # its tenant, for workers
@@ -118,7 +123,7 @@ class DBOSEnvironment(c.BaseEnvironment):
 
     def close(self) -> None:
         try:
-            self.workers.close()  # no worker outlives its environment
+            self.workers.close()  # no worker outlives its environment (nor its proxies)
             self.client.destroy()
             self.registry.close()
             self.world.close()
@@ -159,6 +164,9 @@ class DBOSAdapter:
     name = "dbos"
     #: a worker exits 0 only when none of its release's workflows is pending
     drains = True
+    #: on Postgres, each worker reaches the system database through a proxy
+    #: of its own on the Toxiproxy backend (``route_worker``)
+    routes_workers = True
 
     def __init__(
         self, app: str, database: str = "sqlite", postgres_url: str = "", preload: str = "true"
@@ -177,7 +185,14 @@ class DBOSAdapter:
         # Any number of DBOS processes may share a system database: a queue's
         # ENQUEUED -> PENDING dequeue admits one runner per workflow.
         switch = {c.Capability.VERSION_SWITCH} if 1 in self.app.versions else set()
-        self.capabilities = frozenset({c.Capability.CONCURRENT_WORKERS} | switch)
+        # network faults (partition_after_apply) on Postgres, the system
+        # database a worker reaches over TCP; a SQLite file has no connection
+        net = {c.Capability.NETWORK_FAULTS} if self.postgres_url else set()
+        self.capabilities = frozenset({c.Capability.CONCURRENT_WORKERS} | switch | net)
+
+    def network_services(self) -> dict[str, str]:
+        """The server the workers' connections go to (none on SQLite)."""
+        return {"postgres": self.postgres_url} if self.postgres_url else {}
 
     def preload(self) -> tuple[str, ...]:
         """Modules the fork server imports once, so a worker costs a fork."""

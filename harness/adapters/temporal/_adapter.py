@@ -20,8 +20,12 @@ first failure's: core reports a task's failure once, so it stays the same).
 The harness talks to the server through one client on the kit's event loop
 (``kit.run_async``); a worker runs its own. Declared: concurrent workers
 (any number may poll one queue), and version switching when the app has
-code for version 1. Not declared: crash points (the world kills workers at
-effect boundaries), a clock, approvals, memory, cancel.
+code for version 1, and network faults: each worker's gRPC connection to
+the server goes through a proxy of its own on the Toxiproxy backend
+(``route_worker``), so a partition right after the world applied an
+activity's call (``partition_after_apply``) loses its completion. Not
+declared: crash points (the world kills workers at effect boundaries), a
+clock, approvals, memory, cancel.
 
 Real time, made short where Temporal's semantics allow (issue 33): the
 server commits without a disk flush (the harness kills workers, never the
@@ -31,7 +35,9 @@ times out after :data:`TASK_TIMEOUT`, not 10 s (what a killed worker held
 is handed out again after it); a worker first times out the activity
 attempts that workers already ended still hold, as the server would at
 their deadline (:func:`_time_out`), and exits as soon as its runs have ended;
-one started when every run has ended does not connect at all.
+one started when every run has ended does not connect at all. A worker a
+partition cut off from the server (``cut_off``) has its attempts timed out
+the same way, until it is back.
 """
 
 from __future__ import annotations
@@ -221,8 +227,8 @@ class TemporalEnvironment(c.BaseEnvironment):
         self.world = World(workdir / "world.db", clock=lambda: kit.EPOCH).create()
         self.registry = kit.RunRegistry(workdir / "registry.db")
         preload = ("temporalio.worker", __name__, adapter.app_spec.partition(":")[0])
-        self.workers = kit.WorkerSet(workdir, preload)
-        self.ended = _Ended()
+        self.workers = kit.WorkerSet(workdir, preload, environment=self)  # routes its workers
+        self.ended, self.cut = _Ended(), list[str]()  # cut: pids cut off from the server
         self.submitted = 0
         self.args = {"app": adapter.app_spec, "address": adapter.address, "prefix": self.prefix}
         self.args |= {"world": self.world.path, "registry": str(self.registry.path)}
@@ -233,9 +239,18 @@ class TemporalEnvironment(c.BaseEnvironment):
     def start_worker(
         self, worker_id: str, *, crash: CrashSpec | None = None, code_version: int | None = None
     ) -> c.WorkerHandle:
-        dead = [str(w.pid) for w in self.workers.workers if w.proc.exit is not None]
+        dead = [str(w.pid) for w in self.workers.workers if w.proc.exit is not None] + self.cut
+        # Its gRPC connection to the server through a proxy of its own, on
+        # the Toxiproxy backend of the network faults (else direct).
+        url = self.workers.route(worker_id, {"grpc": "tcp://" + self.args["address"]})["grpc"]
         args = {**self.args, "worker_id": worker_id, "code_version": code_version, "dead": dead}
+        args["address"] = url.removeprefix("tcp://")
         return self.workers.spawn(worker_id, f"{__name__}:worker_main", args)
+
+    def cut_off(self, worker: c.WorkerHandle, cut: bool) -> None:
+        """A worker cut off from the server (a partition): its attempts are
+        timed out at once, as a dead worker's, until it is back."""
+        self.cut = [p for p in self.cut if p != str(worker.pid)] + [str(worker.pid)] * cut
 
     def submit(self, run: RunSpec) -> None:
         self.registry.add(run.run_id, run.tenant, "RUNNING")
@@ -262,7 +277,7 @@ class TemporalEnvironment(c.BaseEnvironment):
         return kit.EPOCH
 
     def close(self) -> None:
-        self.workers.close()  # no worker outlives its environment
+        self.workers.close()  # no worker outlives its environment (nor its proxies)
         self.registry.close()
         self.world.close()
 
@@ -273,6 +288,10 @@ class TemporalAdapter:
     name = "temporal"
     #: a worker exits 0 only when no run has a task pending (``IDLE``)
     drains = True
+    #: each worker reaches the server through a proxy of its own on the
+    #: Toxiproxy backend (``route_worker``): a partition right after the
+    #: world applied an activity's call loses its completion
+    routes_workers = True
     folder: kit.OwnedFolder | None = None
     client: Client  # connected on the kit's event loop (run_async), by setup()
 
@@ -280,7 +299,9 @@ class TemporalAdapter:
         self.app_spec, self.app = app, pkgutil.resolve_name(app)
         if not isinstance(self.app, TemporalApp):
             raise ValueError(f"app={app!r} is a {type(self.app).__name__}, not a TemporalApp")
-        caps = {c.Capability.CONCURRENT_WORKERS}
+        # network_faults: partition_after_apply (no crash point needed), on
+        # the Toxiproxy backend; the other kinds need crash points
+        caps = {c.Capability.CONCURRENT_WORKERS, c.Capability.NETWORK_FAULTS}
         caps |= {c.Capability.VERSION_SWITCH} if 1 in self.app.code else set()
         self.capabilities = frozenset(caps)
 

@@ -18,11 +18,11 @@ from ...model import (
     Step,
     StorageFault,
 )
-from ...vocabulary import NETWORK_KINDS
+from ...vocabulary import AT_EFFECT_NETWORK_KINDS, NETWORK_KINDS
 from .._profile import Commit
 from .._universe import Universe
 from ._common import _Aim, _interleave, _paused, _rounds, _run, _scenario
-from ._draws import _approved_first, _kind
+from ._draws import _approved_first, _effects, _kind
 from ._registry import category, episode_of
 from ._swarm import Swarm
 
@@ -106,7 +106,8 @@ def _network(a: _Aim) -> list[Scenario]:
         return []
     offered = a.u.offered_network_kinds()
     order = (
-        "decision", "reset", "partition", *REPLY_KINDS, "intent", "result", "checkpoint",
+        "decision", "reset", "partition", "after_apply", *REPLY_KINDS, "intent", "result",
+        "checkpoint",
     )  # fmt: skip
     # per variant, per workflow: breadth-first across workflows within a variant
     by_variant: dict[str, list[list[Scenario]]] = {v: [] for v in order}
@@ -137,9 +138,32 @@ def _network(a: _Aim) -> list[Scenario]:
                 )
             )
         mine["partition"] = _partitions(a, wf, first_end) if "partition" in offered else []
+        if "partition_after_apply" in offered:
+            mine["after_apply"] = _partitions_after_apply(a, wf)
         for v in order:
             by_variant[v].append(mine[v])
     return _interleave([_interleave(by_variant[v]) for v in order])[:MAX_NETWORK]
+
+
+def _partitions_after_apply(a: _Aim, wf: WorkflowSpec) -> list[Scenario]:
+    """For a runtime without crash points: the world holds the worker right
+    after applying each effect the workflow makes (in the order its
+    fault-free run made them, where profiled; else as declared), and the
+    worker is cut off from its runtime's server or database before it can
+    report the result; another worker runs; then it heals. Temporal's lost
+    activity completion: the server times the activity out and retries it."""
+    sites = a.profile(wf).effect_sites
+    rounds = {es.effect: es.round for es in sites}
+    effects = [es.effect for es in sites] or list(wf.effects)
+    return [
+        _scenario(
+            f"{wf.name}/partition_after_apply/{eff}",
+            _run(wf),
+            *_rounds(rounds.get(eff, 0)),
+            NetworkFault(kind="partition_after_apply", worker_id="n1", effect=eff),
+        )
+        for eff in effects
+    ]
 
 
 def _partitions(
@@ -278,7 +302,27 @@ def _network_episode(
     kind = _kind(draw, swarm, "network", pool)
     offered = _offered_network_kinds(u)
     # a swarm made without the universe's kinds: only what the backend can do
-    return _network_steps(draw, u, runs, n, kind if kind in offered else offered[0])
+    kind = kind if kind in offered else offered[0]
+    if kind in AT_EFFECT_NETWORK_KINDS:
+        return _after_apply_steps(draw, u, runs, n)
+    return _network_steps(draw, u, runs, n, kind)
+
+
+def _after_apply_steps(
+    draw: st.DrawFn, u: Universe, runs: tuple[RunSpec, ...], n: int
+) -> list[Step]:
+    """A worker held by the world right after applying a call of an effect
+    the runs make (mostly the first from now; sometimes a later one: a
+    retry, another run's), then cut off from its runtime's server or
+    database while another worker runs; healed. Maybe after the runs'
+    decisions."""
+    effects = _effects(u, runs) or sorted({e for wf in u.workflows for e in wf.effects})
+    effect = draw(st.sampled_from(effects))
+    nth = draw(st.sampled_from((1, 1, 1, 2)))
+    return [
+        *_approved_first(draw, u, [r.run_id for r in runs], n),
+        NetworkFault(kind="partition_after_apply", worker_id=f"n{n}", effect=effect, nth=nth),
+    ]
 
 
 def _network_sites(u: Universe, runs: tuple[RunSpec, ...], kind: str) -> dict[str, int]:
@@ -351,6 +395,7 @@ def _network_steps(
         "slow_reply": "slow_reply",
         "cut_reply": "cut_reply",
         "commit_lost": "commit_lost",
+        "partition_after_apply": "partition_after_apply",
     }
     return [
         *_approved_first(draw, u, [r.run_id for r in runs], n),
