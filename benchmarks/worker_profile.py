@@ -99,9 +99,9 @@ def _patch_server() -> None:
         _mark("assignment read")
         return resolve(target)
 
-    def run_(func: Any, args: dict[str, Any]) -> int:
+    def run_(func: Any, args: dict[str, Any], hooks: Any = ()) -> int:
         _mark("log, env set")
-        return run(func, args)
+        return run(func, args, hooks)
 
     server.become_worker = become_worker
     _child.resolve, _child.run = resolve_, run_

@@ -284,6 +284,9 @@ class Worker:
             services = load_services(cfg.services, cfg.services_arg)
         self.services = services
         self.contexts: list[ModelContext] = []
+        #: the context log's descriptor in this process (opened on first use)
+        self._log_fd: int | None = None
+        self._log_pid = 0
         self._coordinator = _coordinator(runtime)
         self.executor = Executor(
             store=runtime.store,
@@ -318,8 +321,19 @@ class Worker:
                 },
                 sort_keys=True,
             )
-            with open(self.context_log, "a", encoding="utf-8") as fh:
-                fh.write(line + "\n")
+            self._append_context(line + "\n")
+
+    def _append_context(self, line: str) -> None:
+        """Append ``line`` to the context log in one ``write(2)`` on an
+        ``O_APPEND`` descriptor, opened once per worker process: what a text
+        file opened for each line wrote, without building one per context."""
+        if self._log_fd is None or self._log_pid != os.getpid():
+            assert self.context_log is not None
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+            self._log_fd, self._log_pid = os.open(self.context_log, flags, 0o666), os.getpid()
+        data = memoryview(line.encode("utf-8"))
+        while data:
+            data = data[os.write(self._log_fd, data) :]
 
     def claim(self, run_id: str | None = None) -> Claim | None:
         cp.hit("before_lease_acquire")
@@ -365,6 +379,9 @@ class Worker:
             time.sleep(poll_seconds)
 
     def close(self) -> None:
+        if self._log_fd is not None and self._log_pid == os.getpid():
+            os.close(self._log_fd)
+        self._log_fd = None
         if self.services is not None:
             self.services.close()
 

@@ -63,6 +63,8 @@ PRELOAD = (
     "reference_runtime.store.sqlite",
     "reference_runtime.store.redis_queue",
     "harness.adapters.reference._services",
+    # last: warms what every worker serializes (see the module)
+    "harness.adapters.reference._warm",
 )
 #: What only some deployments' workers use: preloaded (when installed) in the
 #: fork server of the deployments that use them, and only there. A worker
