@@ -110,4 +110,14 @@ def test_a_partitioned_worker_runs_on_while_another_takes_over_and_every_propert
     ]
     # the partitioned worker went on before another took its run over: not held
     assert order.index(("continue", "n0")) < order.index(("start", "n0-peer")), order
+    # and once the other worker had started, the store took no write of its
+    # (the audit names each transition's writer): it wrote nothing after its
+    # lease was taken
+    events = History.load(history).events
+    peer = next(
+        e.index for e in events if e.type == "invoke" and e.value.get("worker_id") == "n0-peer"
+    )
+    late = [e.index for e in events if e.index > peer and e.value.get("actor") == "n0"]
+    assert late == [], late
+    assert any(e.value.get("actor") == "n0-peer" for e in events), "the other worker took over"
     assert {v for v, _ in _verdicts(example).values()} == {"pass"}, _verdicts(example)
