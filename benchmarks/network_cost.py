@@ -46,6 +46,7 @@ from typing import Any
 from adapter_cost import server_cpu
 
 from harness._toxiproxy import choose
+from harness.history import History
 from harness.model import CrashSpec, NetworkFault, Quiesce, RunSpec, RunWorker, Scenario, Submit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,8 +93,55 @@ def backends() -> tuple[list[str], dict[str, str]]:
     return ok, why
 
 
+def fired(work: Path, kind: str | None) -> str | None:
+    """Why the replay in ``work`` does not measure ``kind`` (None: it does):
+    its history must show the kind's fault fired (a fault that stopped
+    firing would be timed as if it had), and a floor's no network fault."""
+    histories = sorted(work.rglob("history.jsonl"))
+    if len(histories) != 1:
+        return f"{len(histories)} histories where one was expected"
+    faults = [e.value for e in History.load(histories[0]).events if e.value.get("network")]
+    if kind is None:
+        return None if not faults else f"a floor fired {[f.get('kind') for f in faults]}"
+    if any(f.get("kind") == kind and f.get("fired") is True for f in faults):
+        return None
+    seen = [(f.get("kind"), f.get("fired"), f.get("reason")) for f in faults]
+    return f"{kind} did not fire: {seen}"
+
+
+_EXECUTE = """
+import sys
+from pathlib import Path
+from harness import Engine, Settings
+from harness.adapters._loading import load_adapter
+from harness.model import Scenario
+pg, redis, scenario, folder = sys.argv[1:5]
+opts = {"backend": "postgres", "queue": "redis", "postgres_url": pg, "redis_url": redis}
+engine = Engine(load_adapter("reference", opts), Settings(), workdir=Path(folder) / "engine")
+engine.execute(Scenario.model_validate_json(Path(scenario).read_text()), Path(folder) / "run")
+"""
+
+
+def verify(scenario_file: Path, backend: str, pg: str, redis: str, kind: str | None) -> None:
+    """Run ``scenario_file`` once on ``backend`` (untimed, as the harness
+    executes a scenario, its history kept) and refuse (exit) unless
+    ``kind`` fired there (see :func:`fired`): ``harness replay``, which is
+    what is timed, keeps no history to read."""
+    work = Path(tempfile.mkdtemp(prefix="network-cost-check-"))
+    try:
+        env = {**os.environ, "HARNESS_NETWORK_BACKEND": backend}
+        argv = [sys.executable, "-c", _EXECUTE, pg, redis, str(scenario_file), str(work)]
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        why = f"exit {proc.returncode}: {proc.stderr[-1500:]}" if proc.returncode else None
+        why = why or fired(work / "run", kind)
+        if why is not None:
+            raise SystemExit(f"{scenario_file.name} on {backend}: not measured: {why}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def measure(scenario_file: Path, backend: str, pg: str, redis: str) -> dict[str, Any]:
-    """One ``harness run --scenario`` of ``scenario_file`` on ``backend``."""
+    """One ``harness replay`` of ``scenario_file`` on ``backend``."""
     work = Path(tempfile.mkdtemp(prefix="network-cost-"))
     try:
         argv = [
@@ -164,24 +212,26 @@ def main(argv: list[str] | None = None) -> int:
     if not offered:
         return 2
     folder = Path(tempfile.mkdtemp(prefix="network-cost-scenarios-"))
-    plan: list[tuple[str, str, Path]] = []
+    plan: list[tuple[str, str, Path, str | None]] = []
     floors: set[tuple[str, int]] = set()
     for kind in kinds:
         site, nth, on = KINDS[kind]
         path = folder / f"{kind}.json"
         path.write_text(scenario(kind, site, nth).model_dump_json())
-        plan += [(kind, b, path) for b in offered if b in on]
+        plan += [(kind, b, path, kind) for b in offered if b in on]
         floors.add((site, nth))
     for site, nth in sorted(floors):
         path = folder / f"floor-{site}-{nth}.json"
         path.write_text(scenario(None, site, nth).model_dump_json())
-        plan += [(floor_label(site, nth), b, path) for b in offered]
+        plan += [(floor_label(site, nth), b, path, None) for b in offered]
     rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for _, backend, path, kind in plan:
+        verify(path, backend, pg, redis, kind)
     load = os.getloadavg()[0]
     print(f"network_cost: {len(plan)} runs a round, {args.repeats} rounds (load {load:.1f})")
     for i in range(args.repeats):
-        for kind, backend, path in plan if i % 2 == 0 else reversed(plan):
-            rows.setdefault((kind, backend), []).append(measure(path, backend, pg, redis))
+        for label, backend, path, _ in plan if i % 2 == 0 else reversed(plan):
+            rows.setdefault((label, backend), []).append(measure(path, backend, pg, redis))
     shutil.rmtree(folder, ignore_errors=True)
     print(render(dict(sorted(rows.items(), key=lambda kv: (kv[0][0] in KINDS, kv[0])))))
     if args.json:
