@@ -5,6 +5,7 @@ declarations, execute, account, and write the report; and what
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pickle
 import signal
@@ -241,9 +242,12 @@ class Session:
                 elif settings.mode == "random-kill":
                     outcome = run_random_kill(engine, universe)
                 else:
-                    outcome = engine.run(universe, regressions)
-                    outcome.commit_pairs = commit_pair_rows(
-                        universe, targeted_cap(settings) if settings.targeted else 0
+                    outcome = engine.run(
+                        universe,
+                        regressions,
+                        commit_pairs=commit_pair_rows(
+                            universe, targeted_cap(settings) if settings.targeted else 0
+                        ),
                     )
             except Interrupted as exc:
                 # What ran so far is still worth a report, marked as such.
@@ -330,8 +334,12 @@ class Session:
         return universe
 
     def _write(self, outcome: Outcome, engine: Engine, report_dir: Path) -> Report:
-        for name, info in outcome.user_properties.items():
-            info["source"] = self.property_sources.get(name, "run")
+        # Where each user property came from is the session's to say.
+        sources = {
+            name: {**info, "source": self.property_sources.get(name, "run")}
+            for name, info in outcome.user_properties.items()
+        }
+        outcome = dataclasses.replace(outcome, user_properties=sources)
         report = build_report(
             outcome,
             self.adapter,

@@ -20,7 +20,7 @@ from .._janitor import remove_scratch, scratch_dir
 from .._settings import Settings
 from .._signals import shielded
 from ..model import Scenario
-from ..outcome import Outcome
+from ..outcome import Draft, Outcome
 from ..outcome._verdicts import Tally
 from ..report import Report, claim_report_folder, merge_reports
 from ._args import (
@@ -40,7 +40,7 @@ def _snapshot(parts: Sequence[_Job | _Own], settings: Settings, seed: int, plann
     """The jobs' progress so far, summed, as the one Outcome a progress
     display reads (scenarios run and planned, the slowest, faults fired,
     properties failing)."""
-    outcome = Outcome(adapter="", adapter_options={}, capabilities=[], settings=settings, seed=seed)
+    outcome = Draft(adapter="", adapter_options={}, capabilities=[], settings=settings, seed=seed)
     outcome.planned = planned
     for part in parts:
         p = part.progress or {}
@@ -50,7 +50,7 @@ def _snapshot(parts: Sequence[_Job | _Own], settings: Settings, seed: int, plann
         outcome.faults_fired.update(Counter(p.get("faults_fired", {})))
         for name in p.get("failing", []):
             outcome.tallies.setdefault(str(name), Tally()).failed += 1
-    return outcome
+    return outcome.freeze()
 
 
 def run_jobs(

@@ -62,4 +62,4 @@ def run_exhaustive(engine: Engine, universe: Universe, workflow: str) -> Outcome
     outcome.failures = list({id(e): e for e in outcome.counterexamples.values()}.values())
     outcome.failure = outcome.failures[0] if outcome.failures else None
     outcome.seconds = time.monotonic() - started
-    return outcome
+    return outcome.freeze()

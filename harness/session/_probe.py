@@ -258,7 +258,7 @@ def probe_outcome(engine: Engine, universe: Universe, findings: Sequence[ProbeFi
     outcome.searched = 1
     outcome.seconds = time.monotonic() - outcome.started
     engine.keep_last(example)
-    return outcome
+    return outcome.freeze()
 
 
 PROGRESS = "progress"

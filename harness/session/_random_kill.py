@@ -95,4 +95,4 @@ def run_random_kill(engine: Engine, universe: Universe) -> Outcome:
         outcome.budget_cut = True  # the loop ended on the budget
         outcome.planned = s.max_examples
     outcome.seconds = time.monotonic() - started
-    return outcome
+    return outcome.freeze()
