@@ -52,10 +52,6 @@ class Draft:
     counts: Counter[str] = field(default_factory=Counter)
     #: the world's model over every scenario: calls and token counts
     model_usage: Counter[str] = field(default_factory=Counter)
-    #: the main counterexample (that of the first property found failing)
-    failure: Example | None = None
-    #: every failing example kept: one counterexample per failing property
-    failures: list[Example] = field(default_factory=list)
     #: per failing property, in the order found: its (minimal) counterexample;
     #: one example may serve several properties
     counterexamples: dict[str, Example] = field(default_factory=dict)
@@ -131,7 +127,10 @@ class Draft:
 
     def freeze(self) -> Outcome:
         """The outcome as it stands, built once from frozen parts: copies,
-        which no later scenario of the run changes."""
+        which no later scenario of the run changes. The failing examples
+        kept are the counterexamples' (one example may serve several
+        properties), in the order their properties were found failing."""
+        failures = tuple({id(e): e for e in self.counterexamples.values()}.values())
         return Outcome(
             adapter=self.adapter,
             adapter_options=dict(self.adapter_options),
@@ -182,8 +181,8 @@ class Draft:
                 not_fully_shrunk=tuple(self.not_fully_shrunk),
                 dropped_steps=dict(self.dropped_steps),
             ),
-            failure=self.failure,
-            failures=tuple(self.failures),
+            failure=failures[0] if failures else None,
+            failures=failures,
             counterexamples=dict(self.counterexamples),
             seconds=self.seconds,
         )

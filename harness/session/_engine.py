@@ -156,8 +156,6 @@ class Engine:
         first = self.search.first if self.search is not None else {}
         for name, (example, _) in first.items():
             outcome.counterexamples.setdefault(name, example)
-        outcome.failures = list({id(e): e for e in outcome.counterexamples.values()}.values())
-        outcome.failure = outcome.failures[0] if outcome.failures else None
         outcome.seconds = time.monotonic() - outcome.started
         return outcome.freeze()
 

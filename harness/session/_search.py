@@ -430,8 +430,5 @@ class Search:
         for ex in self.failures:
             if id(ex) not in kept:
                 shutil.rmtree(ex.folder, ignore_errors=True)
-        outcome.failures = list({id(ex): ex for ex in outcome.counterexamples.values()}.values())
-        if outcome.failures:
-            outcome.failure = outcome.failures[0]
         outcome.seconds = time.monotonic() - self.started
         return outcome
