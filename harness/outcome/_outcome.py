@@ -1,24 +1,28 @@
 """The frozen summary of one run: every executed example, summed.
 
-The session fills an :class:`Outcome` as it runs scenarios
-(:meth:`Outcome.account`); the report is built from it alone, never from the
-engine that produced it. :meth:`Outcome.judgement` turns the sums into each
-property's verdict over the whole search (see :mod:`harness.outcome._verdicts`).
+The session fills a :class:`~harness.outcome.Draft` as it runs scenarios
+(:meth:`Draft.account <harness.outcome.Draft.account>`) and freezes it into
+an :class:`Outcome`, built once from frozen parts (:class:`Plan`,
+:class:`Tallies`, :class:`Cut`); the report is built from it alone, never
+from the engine that produced it. :meth:`Outcome.judgement` turns the sums
+into each property's verdict over the whole search (see
+:mod:`harness.outcome._verdicts`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-import time
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._settings import Settings
 from ..model import PropertyResult, Scenario, Verdict
 from ..runner import Coverage
+from ._parts import Cut, Plan, Tallies
 from ._verdicts import Judgement, Tally, judge
 
 
@@ -44,107 +48,38 @@ class Example:
         return len(self.scenario.steps), len(self.scenario.model_dump_json())
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
-    """Everything one ``harness run`` found."""
+    """Everything one ``harness run`` found, built once (by
+    :meth:`Draft.freeze <harness.outcome.Draft.freeze>`) from frozen parts:
+    the run's identity, its :class:`Plan`, :class:`Tallies` (``sums``) and
+    :class:`Cut`, and its counterexamples. Every field of the parts reads
+    through as an attribute of its own (``outcome.planned`` is
+    ``outcome.plan.planned``)."""
 
     adapter: str
-    adapter_options: dict[str, Any]
-    capabilities: list[str]
+    adapter_options: Mapping[str, Any]
+    capabilities: tuple[str, ...]
     settings: Settings
     seed: int | None
-    examples: int = 0
-    seconds: float = 0.0
-    #: wall seconds of the slowest example, and how long examples take in all
-    slowest: float = 0.0
-    #: per property: every scenario's result, summed (see harness.outcome._verdicts)
-    tallies: dict[str, Tally] = field(default_factory=dict)
-    faults_armed: Counter[str] = field(default_factory=Counter)
-    faults_fired: Counter[str] = field(default_factory=Counter)
-    #: per fault kind: why it did not fire, with how often (see Coverage.unfired)
-    faults_unfired: dict[str, Counter[str]] = field(default_factory=dict)
-    #: per fault kind: why it was not tested where it was never armed (see
-    #: Coverage.untested), with how often
-    faults_untested: dict[str, Counter[str]] = field(default_factory=dict)
-    counts: Counter[str] = field(default_factory=Counter)
-    #: the world's model over every scenario: calls and token counts
-    model_usage: Counter[str] = field(default_factory=Counter)
-    #: the main counterexample (that of the first property found failing)
-    failure: Example | None = None
-    #: every failing example kept: one counterexample per failing property
-    failures: list[Example] = field(default_factory=list)
-    #: per failing property, in the order found: its (minimal) counterexample;
-    #: one example may serve several properties
-    counterexamples: dict[str, Example] = field(default_factory=dict)
-    crash_points: list[str] = field(default_factory=list)
+    crash_points: tuple[str, ...]
     #: the fault families switched on for this run
-    families: list[str] = field(default_factory=list)
-    #: per crash point site: how often armed and fired (summed over examples)
-    sites_armed: Counter[str] = field(default_factory=Counter)
-    sites_fired: Counter[str] = field(default_factory=Counter)
-    #: every (fault, workflow, run state) combination an example fired
-    combinations: set[tuple[str, str, str]] = field(default_factory=set)
-    #: per fault kind, and per crash point as ``crash_point:SITE``: in how
-    #: many examples it fired, and in how many of those a property failed
-    fired_in: Counter[str] = field(default_factory=Counter)
-    failed_after: Counter[str] = field(default_factory=Counter)
-    #: monotonic time the search started, and seconds from then until the
-    #: first failing example finished (None while nothing failed)
-    started: float = field(default_factory=time.monotonic)
-    first_failure_seconds: float | None = None
-    first_failure_examples: int | None = None
-    #: scenarios the search planned (targeted + sampled), and how many of
-    #: them ran (shrinking aside); None: not a planned search (exhaustive...)
-    planned: int | None = None
-    searched: int = 0
-    #: the whole search's plan, when this run is one shard of it (``planned``
-    #: is then the shard's part)
-    whole_plan: int | None = None
-    #: the budget stopped the search before its plan ended
-    budget_cut: bool = False
-    #: the plan runs breadth-first (every kind of targeted schedule once
-    #: before any twice, then a sampled share): a cut after every kind ran
-    #: keeps its verdict. False (random kills, exhaustive): any cut is a gap
-    breadth_first: bool = False
-    #: of the plan, the sampled part, and how many sampled scenarios ran
-    sampled_planned: int = 0
-    sampled_searched: int = 0
-    #: the search stopped at the first failure on request (--stop-on-first)
-    stopped_on_first: bool = False
-    #: the signal that stopped the run (SIGINT, SIGTERM), if one did
-    interrupted: str | None = None
-    #: what one scenario costs in real time, about (None: not known), and
-    #: how that is known ("declared" by the adapter, "measured" from the
-    #: fault-free runs); of the planned scenarios, how many were expected
-    #: to fit in the budget, said before the search (None: not known)
-    scenario_seconds: float | None = None
-    scenario_cost: str | None = None
-    fit: int | None = None
-    #: the targeted schedules the budget left unrun, by name, in plan order,
-    #: and the kinds of schedule (``targeted/WORKFLOW/KIND/...``) of which
-    #: none ran
-    not_run_targeted: list[str] = field(default_factory=list)
-    unreached_kinds: list[str] = field(default_factory=list)
-    #: the properties whose counterexample's shrinking stopped at its own
-    #: budget (--shrink-budget) or never began: a smaller one may fail too
-    not_fully_shrunk: list[str] = field(default_factory=list)
-    #: per property: how many steps of its counterexample the last pass of
-    #: shrinking deleted, one at a time, after Hypothesis's shrink (see
-    #: ``harness.session._drop``); a property none was deleted for is absent
-    dropped_steps: dict[str, int] = field(default_factory=dict)
-    #: every executed example, in order, as :func:`ledger_entry` gives it
-    #: (the run folder's ``scenarios.jsonl``): which scenarios ran, and
-    #: whether a search spread over shards or jobs ran the same ones
-    ledger: list[dict[str, Any]] = field(default_factory=list)
+    families: tuple[str, ...]
     #: the properties judged besides the built-in ones (a user's invariants),
     #: in order: name -> what the report says of it (``spec``, ``doc``,
     #: ``needs``, ``family``); the verdict rules read ``needs`` and ``family``
-    user_properties: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: every (commit kind x fault) pair of the targeted plan: ``kind``,
-    #: ``fault``, the ``schedule`` that aims it (None: none does) and ``why``
-    #: not ("capability: ...", "trace: ...", "not in the plan"); see
-    #: :meth:`commit_pair_coverage`
-    commit_pairs: list[dict[str, str | None]] = field(default_factory=list)
+    user_properties: Mapping[str, Mapping[str, Any]]
+    plan: Plan
+    sums: Tallies
+    cut: Cut
+    #: the main counterexample (that of the first property found failing)
+    failure: Example | None
+    #: every failing example kept: one counterexample per failing property
+    failures: tuple[Example, ...]
+    #: per failing property, in the order found: its (minimal) counterexample;
+    #: one example may serve several properties
+    counterexamples: Mapping[str, Example]
+    seconds: float
 
     def judgement(self) -> Judgement:
         """Every property's verdict over the search (see :mod:`harness.outcome._verdicts`)."""
@@ -265,34 +200,148 @@ class Outcome:
                 out["not_excused"] = out.get("not_excused", 0) + n
         return out
 
-    def account(self, example: Example) -> None:
-        """Add one executed example to the sums."""
-        self.examples += 1
-        self.ledger.append(ledger_entry(example))
-        self.slowest = max(self.slowest, example.seconds)
-        for r in example.results:
-            self.tallies.setdefault(r.name, Tally()).add(r)
-            for k, v in r.counts.items():
-                self.counts[f"{r.name}.{k}"] += v
-        cov = example.coverage
-        self.faults_armed.update(cov.armed)
-        self.faults_fired.update(cov.fired)
-        for kind, why in cov.unfired.items():
-            self.faults_unfired.setdefault(kind, Counter()).update(why)
-        for kind, why in cov.untested.items():
-            self.faults_untested.setdefault(kind, Counter()).update(why)
-        self.sites_armed.update(cov.sites_armed)
-        self.sites_fired.update(cov.sites_fired)
-        self.model_usage.update(cov.model)
-        fired = [k for k, n in cov.fired.items() if n]
-        fired += [f"crash_point:{site}" for site, n in cov.sites_fired.items() if n]
-        self.fired_in.update(fired)
-        self.combinations |= example.combinations
-        if example.failed:
-            self.failed_after.update(fired)
-            if self.first_failure_seconds is None:
-                self.first_failure_seconds = time.monotonic() - self.started
-                self.first_failure_examples = self.examples
+    # -- read through: the plan ------------------------------------------------
+    @property
+    def planned(self) -> int | None:
+        return self.plan.planned
+
+    @property
+    def whole_plan(self) -> int | None:
+        return self.plan.whole_plan
+
+    @property
+    def breadth_first(self) -> bool:
+        return self.plan.breadth_first
+
+    @property
+    def sampled_planned(self) -> int:
+        return self.plan.sampled_planned
+
+    @property
+    def scenario_seconds(self) -> float | None:
+        return self.plan.scenario_seconds
+
+    @property
+    def scenario_cost(self) -> str | None:
+        return self.plan.scenario_cost
+
+    @property
+    def fit(self) -> int | None:
+        return self.plan.fit
+
+    @property
+    def commit_pairs(self) -> tuple[dict[str, str | None], ...]:
+        return self.plan.commit_pairs
+
+    # -- read through: the sums (Tallies) -----------------------------------------
+    @property
+    def examples(self) -> int:
+        return self.sums.examples
+
+    @property
+    def searched(self) -> int:
+        return self.sums.searched
+
+    @property
+    def sampled_searched(self) -> int:
+        return self.sums.sampled_searched
+
+    @property
+    def slowest(self) -> float:
+        return self.sums.slowest
+
+    @property
+    def tallies(self) -> Mapping[str, Tally]:
+        return self.sums.tallies
+
+    @property
+    def faults_armed(self) -> Counter[str]:
+        return self.sums.faults_armed
+
+    @property
+    def faults_fired(self) -> Counter[str]:
+        return self.sums.faults_fired
+
+    @property
+    def faults_unfired(self) -> Mapping[str, Counter[str]]:
+        return self.sums.faults_unfired
+
+    @property
+    def faults_untested(self) -> Mapping[str, Counter[str]]:
+        return self.sums.faults_untested
+
+    @property
+    def counts(self) -> Counter[str]:
+        return self.sums.counts
+
+    @property
+    def model_usage(self) -> Counter[str]:
+        return self.sums.model_usage
+
+    @property
+    def sites_armed(self) -> Counter[str]:
+        return self.sums.sites_armed
+
+    @property
+    def sites_fired(self) -> Counter[str]:
+        return self.sums.sites_fired
+
+    @property
+    def combinations(self) -> frozenset[tuple[str, str, str]]:
+        return self.sums.combinations
+
+    @property
+    def fired_in(self) -> Counter[str]:
+        return self.sums.fired_in
+
+    @property
+    def failed_after(self) -> Counter[str]:
+        return self.sums.failed_after
+
+    @property
+    def ledger(self) -> tuple[dict[str, Any], ...]:
+        return self.sums.ledger
+
+    @property
+    def started(self) -> float:
+        return self.sums.started
+
+    @property
+    def first_failure_seconds(self) -> float | None:
+        return self.sums.first_failure_seconds
+
+    @property
+    def first_failure_examples(self) -> int | None:
+        return self.sums.first_failure_examples
+
+    # -- read through: the cut ------------------------------------------------
+    @property
+    def budget_cut(self) -> bool:
+        return self.cut.budget_cut
+
+    @property
+    def stopped_on_first(self) -> bool:
+        return self.cut.stopped_on_first
+
+    @property
+    def interrupted(self) -> str | None:
+        return self.cut.interrupted
+
+    @property
+    def not_run_targeted(self) -> tuple[str, ...]:
+        return self.cut.not_run_targeted
+
+    @property
+    def unreached_kinds(self) -> tuple[str, ...]:
+        return self.cut.unreached_kinds
+
+    @property
+    def not_fully_shrunk(self) -> tuple[str, ...]:
+        return self.cut.not_fully_shrunk
+
+    @property
+    def dropped_steps(self) -> Mapping[str, int]:
+        return self.cut.dropped_steps
 
 
 def ledger_entry(example: Example) -> dict[str, Any]:

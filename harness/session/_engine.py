@@ -28,7 +28,7 @@ from .._signals import shielded
 from ..adapters._contract import Adapter
 from ..checkers import Property
 from ..model import Scenario
-from ..outcome import Example, Outcome
+from ..outcome import Draft, Example, Outcome
 from ..scenarios import Universe
 from ._executor import Executor
 from ._oracle import Agreement
@@ -96,7 +96,7 @@ class Engine:
         else:
             self.seed = random.SystemRandom().randrange(2**32)
         #: the outcome being filled (for a partial report if interrupted)
-        self.outcome: Outcome | None = None
+        self.outcome: Draft | None = None
         #: the search of the last (or current) :meth:`run`; None before
         self.search: Search | None = None
         self._started = time.monotonic()
@@ -133,8 +133,8 @@ class Engine:
 
     # -- the search ------------------------------------------------------------
 
-    def new_outcome(self, universe: Universe) -> Outcome:
-        self.outcome = Outcome(
+    def new_outcome(self, universe: Universe) -> Draft:
+        self.outcome = Draft(
             adapter=self.adapter.name,
             adapter_options=self.adapter.describe(),
             capabilities=sorted(c.value for c in self.adapter.capabilities),
@@ -156,10 +156,8 @@ class Engine:
         first = self.search.first if self.search is not None else {}
         for name, (example, _) in first.items():
             outcome.counterexamples.setdefault(name, example)
-        outcome.failures = list({id(e): e for e in outcome.counterexamples.values()}.values())
-        outcome.failure = outcome.failures[0] if outcome.failures else None
         outcome.seconds = time.monotonic() - outcome.started
-        return outcome
+        return outcome.freeze()
 
     def keep_last(self, example: Example) -> None:
         """Keep ``example``'s folder as the run's sample history; drop the previous."""
@@ -168,7 +166,13 @@ class Engine:
             shutil.rmtree(previous.folder, ignore_errors=True)
         self.last_example = example
 
-    def run(self, universe: Universe, regressions: Sequence[Scenario] = ()) -> Outcome:
+    def run(
+        self,
+        universe: Universe,
+        regressions: Sequence[Scenario] = (),
+        *,
+        commit_pairs: Sequence[dict[str, str | None]] = (),
+    ) -> Outcome:
         """Search: the targeted schedules, then Hypothesis-sampled scenarios,
         judging every property over all of them; then shrink one
         counterexample per failing property.
@@ -194,6 +198,8 @@ class Engine:
 
         Each run is a :class:`~._search.Search` of its own (its phases are
         its methods): nothing of one run's search carries over to the next.
+        ``commit_pairs`` (the targeted plan's commit-fault pairs) go into
+        the outcome as they are.
         """
         self._started = time.monotonic()
         self.search = Search(
@@ -204,7 +210,9 @@ class Engine:
             queue=self._queue,
             log=self._log,
         )
-        return self.search.run()
+        draft = self.search.run()
+        draft.commit_pairs = list(commit_pairs)
+        return draft.freeze()
 
     @property
     def sampled_draws(self) -> int:
@@ -237,11 +245,12 @@ class Engine:
         """Whether the run has spent its --budget (counted from the engine's start)."""
         return time.monotonic() - self._started > self.settings.budget_seconds
 
-    def account(self, outcome: Outcome, example: Example) -> None:
-        """Add ``example`` to ``outcome``, then report progress."""
+    def account(self, outcome: Draft, example: Example) -> None:
+        """Add ``example`` to ``outcome``, then report progress (the
+        outcome as it stands, frozen)."""
         outcome.account(example)
         if self._progress is not None:
-            self._progress(outcome)
+            self._progress(outcome.freeze())
 
     def close(self) -> None:
         if self._own_workdir:

@@ -59,7 +59,5 @@ def run_exhaustive(engine: Engine, universe: Universe, workflow: str) -> Outcome
                 engine.keep_last(example)
         sites = sorted(still_firing)
         nth += 1
-    outcome.failures = list({id(e): e for e in outcome.counterexamples.values()}.values())
-    outcome.failure = outcome.failures[0] if outcome.failures else None
     outcome.seconds = time.monotonic() - started
-    return outcome
+    return outcome.freeze()

@@ -16,7 +16,7 @@ from .._errors import UsageError
 from .._settings import Settings
 from ..adapters._contract import Adapter
 from ..model import Scenario
-from ..outcome import Outcome
+from ..outcome import Draft
 
 #: the share of a plan kept for Hypothesis-sampled scenarios when the
 #: targeted schedules alone would fill it: sampling finds what no schedule
@@ -147,7 +147,7 @@ def scenario_cost(
 
 
 def plan_budget(
-    outcome: Outcome,
+    outcome: Draft,
     aimed: int,
     cost: tuple[float | None, str],
     budget: float,
@@ -184,14 +184,14 @@ def plan_budget(
     )
 
 
-def refit_after(outcome: Outcome) -> int:
+def refit_after(outcome: Draft) -> int:
     """After how many scenarios the search's pace replaces the plan's
     estimate: :data:`REFIT_AFTER` for a measured one, :data:`REVISE_AFTER`
     for a declared one."""
     return REFIT_AFTER if outcome.scenario_cost == "measured" else REVISE_AFTER
 
 
-def left_for_sampling(outcome: Outcome, elapsed: float, budget: float) -> bool:
+def left_for_sampling(outcome: Draft, elapsed: float, budget: float) -> bool:
     """Whether the targeted schedules must stop so that sampling gets its
     share, ``elapsed`` seconds into a search of ``budget``: at the pace so
     far (the declared or measured cost until :func:`refit_after` scenarios
@@ -215,7 +215,7 @@ def left_for_sampling(outcome: Outcome, elapsed: float, budget: float) -> bool:
 
 
 def revise_plan(
-    outcome: Outcome, elapsed: float, budget: float, log: Callable[[str], None]
+    outcome: Draft, elapsed: float, budget: float, log: Callable[[str], None]
 ) -> float | None:
     """Once the search's pace replaces the plan's estimate
     (:func:`refit_after`), ``elapsed`` seconds into it: that pace (the

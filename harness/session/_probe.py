@@ -253,12 +253,10 @@ def probe_outcome(engine: Engine, universe: Universe, findings: Sequence[ProbeFi
     for r in example.results:
         if r.verdict is Verdict.FAIL and r.name != PROGRESS:
             outcome.counterexamples.setdefault(r.name, example)
-    outcome.failures = [example]
-    outcome.failure = example
     outcome.searched = 1
     outcome.seconds = time.monotonic() - outcome.started
     engine.keep_last(example)
-    return outcome
+    return outcome.freeze()
 
 
 PROGRESS = "progress"

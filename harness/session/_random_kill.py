@@ -82,8 +82,6 @@ def run_random_kill(engine: Engine, universe: Universe) -> Outcome:
         example = engine.execute(Scenario(name="random-kill", steps=tuple(steps)))
         engine.account(outcome, example)
         if example.failed:
-            outcome.failures = [example]
-            outcome.failure = example
             outcome.counterexamples = {
                 r.name: example for r in example.results if r.verdict is Verdict.FAIL
             }
@@ -91,8 +89,8 @@ def run_random_kill(engine: Engine, universe: Universe) -> Outcome:
             break
         engine.keep_last(example)
     outcome.searched = outcome.examples
-    if not outcome.failure and outcome.examples < s.max_examples:
+    if not outcome.counterexamples and outcome.examples < s.max_examples:
         outcome.budget_cut = True  # the loop ended on the budget
         outcome.planned = s.max_examples
     outcome.seconds = time.monotonic() - started
-    return outcome
+    return outcome.freeze()

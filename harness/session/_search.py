@@ -6,7 +6,8 @@ targeted schedules, in plan order), the sampled phase (Hypothesis draws
 from the run's seed), and the shrink phase (one counterexample per failing
 property). A :class:`Search` lives for one run: everything it learns (the
 first failure of each property, which scenarios failed what, when to stop)
-is its own, and it leaves the engine what it found as an
+is its own, and it leaves the engine what it found as a
+:class:`~harness.outcome.Draft`, which the engine freezes into the run's
 :class:`~harness.outcome.Outcome`.
 """
 
@@ -27,7 +28,7 @@ from .._settings import Settings
 from .._signals import check_interrupted
 from ..adapters._contract import Adapter
 from ..model import Scenario
-from ..outcome import Example, Outcome
+from ..outcome import Draft, Example
 from ..scenarios import Universe, schedule_kind, targeted
 from ._draws import Done, Stream, hypothesis_settings, own_draws, repeat
 from ._plan import (
@@ -59,11 +60,11 @@ class Host(Protocol):
     #: False: no shrinking (the detection benchmark)
     shrink: bool
 
-    def new_outcome(self, universe: Universe) -> Outcome: ...
+    def new_outcome(self, universe: Universe) -> Draft: ...
 
     def execute(self, scenario: Scenario) -> Example: ...
 
-    def account(self, outcome: Outcome, example: Example) -> None: ...
+    def account(self, outcome: Draft, example: Example) -> None: ...
 
     def keep_last(self, example: Example) -> None: ...
 
@@ -126,7 +127,7 @@ class Search:
         #: the sampled stream of the whole plan (every shard draws it)
         self.stream = Stream(universe, 0)
 
-    def run(self) -> Outcome:
+    def run(self) -> Draft:
         """The plan, the aimed phase, the sampled phase, the shrink phase
         (see :meth:`Engine.run <harness.session.Engine.run>`)."""
         self._plan()
@@ -421,7 +422,7 @@ class Search:
         )
         shrink.all(self.first, self.stream.draws, enabled=self.engine.shrink)
 
-    def _finish(self) -> Outcome:
+    def _finish(self) -> Draft:
         """The outcome, the folders of failing examples no counterexample
         kept deleted."""
         outcome = self.outcome
@@ -429,8 +430,5 @@ class Search:
         for ex in self.failures:
             if id(ex) not in kept:
                 shutil.rmtree(ex.folder, ignore_errors=True)
-        outcome.failures = list({id(ex): ex for ex in outcome.counterexamples.values()}.values())
-        if outcome.failures:
-            outcome.failure = outcome.failures[0]
         outcome.seconds = time.monotonic() - self.started
         return outcome

@@ -21,7 +21,7 @@ from hypothesis import given, reject, seed
 from .._errors import HarnessError
 from .._settings import Settings
 from ..model import Scenario, Verdict
-from ..outcome import Example, Outcome
+from ..outcome import Draft, Example
 from ..vocabulary import Capability
 from ._draws import Found, Stream, hypothesis_settings, own_draws, repeat
 from ._drop import deletions
@@ -46,7 +46,7 @@ class Shrink:
 
     def __init__(
         self,
-        outcome: Outcome,
+        outcome: Draft,
         stream: Stream,
         search_seed: int,
         *,

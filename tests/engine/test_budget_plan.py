@@ -17,7 +17,7 @@ import harness
 from harness._settings import load_settings
 from harness.adapters.reference import ReferenceAdapter
 from harness.model import PropertyResult, Verdict
-from harness.outcome import Outcome, Tally
+from harness.outcome import Draft, Tally
 from harness.scenarios import Universe, probe_universe, targeted
 from harness.session import Engine
 from harness.session._plan import (
@@ -296,10 +296,11 @@ def test_a_negative_shrink_budget_is_refused(tmp_path: Path) -> None:
     assert "shrink-budget=-1.0 is out of range" in proc.stderr
 
 
-def _cut(**fields: object) -> Outcome:
+def _cut(**fields: object) -> Draft:
     """A search of 10 planned scenarios (8 targeted, 2 sampled) that the
-    budget cut after 6, every property exercised and held."""
-    outcome = Outcome(
+    budget cut after 6, every property exercised and held (the session's
+    draft: frozen into an Outcome to be judged)."""
+    outcome = Draft(
         adapter="toy", adapter_options={}, capabilities=[], settings=load_settings("dev"),
         seed=0, planned=10, searched=6, budget_cut=True, breadth_first=True, sampled_planned=2,
         not_run_targeted=["targeted/wf/kill_before/a.b"] * 4,
@@ -316,7 +317,7 @@ def _cut(**fields: object) -> Outcome:
 def test_a_cut_that_tried_every_kind_and_sampled_earns_its_verdict_and_says_what_did_not_run() -> (
     None
 ):
-    outcome = _cut(sampled_searched=1)
+    outcome = _cut(sampled_searched=1).freeze()
     judgement = outcome.judgement()
     assert judgement.verdict is Verdict.PASS, judgement.inconclusive
     assert outcome.not_exercised().startswith("not exercised: 4 targeted schedules of the plan")
@@ -332,7 +333,7 @@ def test_a_cut_that_tried_every_kind_and_sampled_earns_its_verdict_and_says_what
     ],
 )
 def test_a_cut_that_left_a_blind_spot_is_inconclusive(gap: dict[str, object]) -> None:
-    outcome = _cut(**gap)
+    outcome = _cut(**gap).freeze()
     judgement = outcome.judgement()
     assert judgement.verdict is Verdict.UNKNOWN
     said = [r for r in judgement.inconclusive if r.startswith("not exercised: ")]

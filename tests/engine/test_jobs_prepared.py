@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness import _api, _job
-from harness._api import ORACLES, PREPARED, Session
+from harness._api import ORACLES, PREPARED, Session, _run, _session
 from harness._errors import UsageError
 from harness._settings import load_settings
 from harness.adapters._loading import load_adapter
@@ -79,8 +79,8 @@ def test_a_run_that_takes_the_parents_probe_runs_what_its_own_would(
     def refused(*_args: Any, **_kwargs: Any) -> Any:
         raise AssertionError("a job with the parent's probe probed again")
 
-    monkeypatch.setattr(_api, "probe_universe", refused)
-    monkeypatch.setattr(_api, "check_declarations", refused)
+    monkeypatch.setattr(_session, "probe_universe", refused)
+    monkeypatch.setattr(_session, "check_declarations", refused)
     kept = {p.name for p in (folder / ORACLES).iterdir()}
     ran: list[str] = []
     real = _executor.run_scenario
@@ -118,7 +118,7 @@ def test_a_job_loads_its_adapter_while_the_parent_probes(
     """The job's adapter loads before it waits for the parent's probe (the
     two overlap), and a job whose parent is gone runs nothing."""
     seen: list[str] = []
-    real = _api.load_adapter
+    real = _run.load_adapter
 
     def loading(spec: str, options: Any) -> Any:
         seen.append("load")
@@ -128,7 +128,7 @@ def test_a_job_loads_its_adapter_while_the_parent_probes(
         seen.append("ready")
         return False  # the parent is gone
 
-    monkeypatch.setattr(_api, "load_adapter", loading)
+    monkeypatch.setattr(_run, "load_adapter", loading)
     with pytest.raises(UsageError, match="is gone"):
         _api.run_job(
             "reference",

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from harness import _api
-from harness._api import Session
+from harness._api import Session, _session
 from harness._settings import load_settings
 from harness.adapters._loading import load_adapter
 from harness.session._shared import PlanQueue
@@ -70,7 +69,7 @@ def test_a_job_runs_the_plans_scenario_at_each_index_it_takes(
 
     monkeypatch.setattr(_Contended, "others", [])
     monkeypatch.setattr(_Contended, "mine", [])
-    monkeypatch.setattr(_api, "PlanQueue", _Contended)
+    monkeypatch.setattr(_session, "PlanQueue", _Contended)
     job = Session(adapter, _settings(tmp_path / "job", shard=(1, 2)), spec="reference").run(
         queue=tmp_path / "plan.queue"
     )

@@ -12,7 +12,7 @@ import pytest
 from upgrade_toy import UpgradeToy
 
 from harness._settings import load_settings
-from harness.outcome import Outcome
+from harness.outcome import Draft
 from harness.scenarios import probe_universe
 from harness.session import Engine
 from harness.session._plan import MEASURED_RUNS, REFIT_AFTER, left_for_sampling
@@ -45,8 +45,8 @@ def test_the_measured_cost_leaves_out_the_first_fault_free_run(engine: Engine) -
     assert engine.scenario_cost() == (MEASURED_RUNS * 20.0, "measured")
 
 
-def _outcome(engine: Engine, cost: str) -> Outcome:
-    outcome = Outcome(
+def _outcome(engine: Engine, cost: str) -> Draft:
+    outcome = Draft(
         adapter="toy", adapter_options={}, capabilities=[], settings=engine.settings,
         seed=0, planned=40, searched=REFIT_AFTER, sampled_planned=30,
     )  # fmt: skip

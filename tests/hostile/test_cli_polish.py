@@ -20,7 +20,7 @@ import pytest
 from harness._commands import _Progress
 from harness._settings import Settings
 from harness.cli import _parser, main
-from harness.outcome import Outcome
+from harness.outcome import Draft
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -196,12 +196,12 @@ def test_a_missing_client_library_asks_for_the_extra_not_the_url(tmp_path: Path)
 
 def test_progress_counts_one_fault_in_the_singular() -> None:
     out = io.StringIO()
-    outcome = Outcome(
+    outcome = Draft(
         adapter="x", adapter_options={}, capabilities=[], settings=Settings(), seed=0
     )
     outcome.examples = 1
     outcome.faults_fired = Counter({"crash": 1})
-    _Progress(out).update(outcome)
+    _Progress(out).update(outcome.freeze())
     assert "1 fault fired" in out.getvalue(), out.getvalue()
     assert "1 faults" not in out.getvalue()
 
@@ -213,7 +213,7 @@ def test_the_time_left_is_paced_by_the_scenarios_not_the_start_up() -> None:
     run)."""
     out = io.StringIO()
     now = [0.0]
-    outcome = Outcome(
+    outcome = Draft(
         adapter="x", adapter_options={}, capabilities=[], settings=Settings(), seed=0
     )
     outcome.planned = 100
@@ -221,7 +221,7 @@ def test_the_time_left_is_paced_by_the_scenarios_not_the_start_up() -> None:
     for n in range(1, 26):
         now[0] = 600.0 + 2.0 * n
         outcome.examples = n
-        progress.update(outcome)
+        progress.update(outcome.freeze())
     first, last = out.getvalue().splitlines()
     assert "left" not in first, first  # one scenario gives no pace yet
     assert "(10 min 50 s elapsed, about 2 min 30 s left;" in last, last

@@ -12,7 +12,7 @@ from engine_support import BROKEN, ENGINE_DIR, harness_cli, replay_argv
 
 from harness import Outcome, load_settings
 from harness._commands import _Progress
-from harness.outcome import Tally
+from harness.outcome import Draft, Tally
 from harness.report import REPORT_FILES
 
 
@@ -36,12 +36,12 @@ class _Terminal(io.StringIO):
 
 
 def _outcome(examples: int, failing: bool, planned: int = 20) -> Outcome:
-    o = Outcome("x", {}, [], load_settings("dev"), 0, examples=examples, planned=planned)
+    o = Draft("x", {}, [], load_settings("dev"), 0, examples=examples, planned=planned)
     o.faults_fired["crash_point"] = 3 * examples
     o.tallies["progress"] = Tally(scenarios=examples, exercised=examples)
     if failing:
         o.tallies["exactly_once_effects"] = Tally(scenarios=examples, exercised=1, failed=1)
-    return o
+    return o.freeze()
 
 
 def test_on_a_terminal_progress_is_a_bar_with_scenarios_faults_and_failing_properties() -> None:

@@ -17,7 +17,7 @@ from harness._commands import _summary
 from harness._settings import load_settings
 from harness.adapters._loading import load_adapter
 from harness.model import CrashSpec, Quiesce, ReleaseWorkers, RunSpec, RunWorker, Scenario, Submit
-from harness.outcome import Example, Outcome
+from harness.outcome import Draft, Example
 from harness.outcome._verdicts import judge
 from harness.report import Report, build_report, render_html, render_markdown
 from harness.runner import run_scenario
@@ -71,7 +71,7 @@ def test_a_race_serialized_before_the_site_is_not_tested_for_the_workflow(tmp_pa
 
 
 def _report(tmp_path: Path, *scenarios: Scenario) -> Report:
-    outcome = Outcome(
+    outcome = Draft(
         adapter="reference",
         adapter_options={},
         capabilities=sorted(c.value for c in ADAPTER.capabilities),
@@ -82,7 +82,7 @@ def _report(tmp_path: Path, *scenarios: Scenario) -> Report:
     for i, scenario in enumerate(scenarios):
         done = run_scenario(ADAPTER, scenario, tmp_path / f"r{i}")
         outcome.account(Example(scenario, [], tmp_path / f"r{i}", done.coverage, 0.1))
-    return build_report(outcome, ADAPTER, "reference", {}, tmp_path / "report")
+    return build_report(outcome.freeze(), ADAPTER, "reference", {}, tmp_path / "report")
 
 
 def test_a_serialized_race_is_no_cause_of_a_race_armed_and_never_fired(tmp_path: Path) -> None:
@@ -138,7 +138,7 @@ def test_a_race_both_workers_reach_still_fires(tmp_path: Path) -> None:
 def test_the_report_says_not_tested_with_the_reason(tmp_path: Path) -> None:
     scenario = _barrier(tmp_path, "after_lease_acquire")
     done = run_scenario(ADAPTER, scenario, tmp_path / "r")
-    outcome = Outcome(
+    outcome = Draft(
         adapter="reference",
         adapter_options={},
         capabilities=sorted(c.value for c in ADAPTER.capabilities),
@@ -147,7 +147,7 @@ def test_the_report_says_not_tested_with_the_reason(tmp_path: Path) -> None:
         families=["crash", "race"],
     )
     outcome.account(Example(scenario, [], tmp_path / "r", done.coverage, 0.1))
-    report = build_report(outcome, ADAPTER, "reference", {}, tmp_path / "report")
+    report = build_report(outcome.freeze(), ADAPTER, "reference", {}, tmp_path / "report")
     assert report.faults["race"].armed == 0
     assert report.inconclusive == []
     md = render_markdown(report)

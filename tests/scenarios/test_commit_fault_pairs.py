@@ -262,11 +262,11 @@ def test_every_pair_sqlite_offers_is_in_the_plan_and_categories_keep_their_place
 
 def test_the_report_says_which_pairs_ran_and_why_the_others_did_not() -> None:
     from harness import load_settings
-    from harness.outcome import Outcome
+    from harness.outcome import Draft
     from harness.report._schema import CommitFaultPair, Report
 
-    outcome = Outcome("x", {}, [], load_settings("ci"), 0)
-    outcome.commit_pairs = [
+    draft = Draft("x", {}, [], load_settings("ci"), 0)
+    draft.commit_pairs = [
         {"kind": "intent", "fault": "kill_inside", "schedule": "targeted/a", "why": None},
         {"kind": "result", "fault": "kill_inside", "schedule": "targeted/b", "why": None},
         {"kind": "last", "fault": "kill_inside", "schedule": "targeted/c", "why": None},
@@ -274,9 +274,9 @@ def test_the_report_says_which_pairs_ran_and_why_the_others_did_not() -> None:
         {"kind": "result", "fault": "reset", "schedule": None, "why": "capability: tcp"},
         {"kind": "last", "fault": "ack_lost", "schedule": None, "why": "not in the plan"},
     ]
-    outcome.ledger = [{"name": "targeted/a"}]
-    outcome.not_run_targeted = ["targeted/b"]
-    rows = outcome.commit_pair_coverage()
+    draft.ledger = [{"name": "targeted/a"}]
+    draft.not_run_targeted = ["targeted/b"]
+    rows = draft.freeze().commit_pair_coverage()
     assert [r["status"] for r in rows] == [
         "covered",
         "budget",
