@@ -125,6 +125,18 @@ the ``Environment`` protocol of :mod:`harness.adapters._contract`):
     release cannot read breaks no promise it made; rollback orders are
     then not tested, and the plan says so.
 
+``Adapter.keeps_definitions: bool``
+    With ``version_switch``: True promises that a run finishes on the
+    workflow definition it started on (the steps of the release that
+    accepted it), however many releases resume it. The oracle of a run an
+    older release accepted is then that run accepted by that release and
+    finished by today's code with no fault (not the run today's code would
+    have started), and ``migration_safety`` also holds the steps the run
+    went through (its model contexts' steps) to the oracle's. Default
+    False: the oracle is the run today's code would have started, and the
+    steps are not compared (an app whose in-flight runs take the newest
+    code's steps, behind a version gate or not, makes no such promise).
+
 ``Adapter.drains: bool``
     True promises that a worker which exits 0 has left nothing a worker
     started right after it could run now (it worked until nothing was
@@ -179,6 +191,7 @@ ADAPTER_HOOKS: Mapping[str, Kind] = {
     "scenario_seconds": "seconds",
     "drains": "flag",
     "rolls_back": "flag",
+    "keeps_definitions": "flag",
     "routes_workers": "flag",
     "network_services": "value",
     "migrated_input": "method",

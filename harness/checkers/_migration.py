@@ -7,7 +7,7 @@ from typing import Any
 
 from ..history import History
 from ..model import EventF, PropertyResult, RunState
-from ._base import Findings, every, final_state, guarded, plural, short
+from ._base import Findings, every, final_state, guarded, plural, short, vstrs
 from ._effects import (
     Effect,
     Request,
@@ -52,6 +52,15 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
     keeps failing it, a replay that no longer matches the history, say)
     fails, with the runtime's message. No migration fault: nothing to judge.
 
+    Where the adapter keeps definitions (``keeps_definitions``: a run
+    finishes on the definition it started on), the oracle of a run an
+    older release accepted is that run, accepted by that release and
+    finished by today's code with no fault; the run must then also go
+    through the same steps as the oracle's (the steps of its model
+    contexts, as sets; with the ``context`` capability): a step the oracle
+    never took, or one it took and the run skipped, is a run moved to
+    another definition mid-flight (``steps_compared`` counts them).
+
     An effect a worker of the older release applied was requested in that
     release's shape, and later requests may carry the references the world
     gave it: for such a run, requests are compared by kind and count
@@ -84,6 +93,7 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
     elsewhere = excused_runs(history, except_kind="migration")
     refused = refused_by_the_world(history)
     older = older_workers(history)
+    kept = started_by_older_release(oracle) if oracle is not None else frozenset()
     for run_id, by in touched.items():
         if run_id in elsewhere:
             f.count("excluded_by_other_fault")
@@ -171,6 +181,12 @@ def check_migration_safety(history: History, oracle: History | None) -> Property
         else:
             repeats = repeat_refs(effects, oracle_effects, run_id, decl)
             diffs = divergence(final, ofinal, mine, theirs, decl, repeats)
+        if not diffs and run_id in kept:
+            # The oracle started this run under the release that accepted
+            # it (the adapter keeps definitions): the run must go through
+            # the steps of that definition, no more and no fewer.
+            diffs = step_difference(history, oracle, run_id)
+            f.count("steps_compared")
         if not diffs:
             f.count("equivalent")
             continue
@@ -206,6 +222,43 @@ def refused_by_the_world(history: History) -> frozenset[str]:
         and e.value.get("mode") in REFUSING_MODES
         and e.value.get("run_id") is not None
     )
+
+
+def started_by_older_release(oracle: History) -> frozenset[str]:
+    """The runs the oracle itself submitted to an older release (a
+    ``migration`` fault at ``submit``: the adapter keeps definitions)."""
+    return frozenset(
+        str(r)
+        for e in migration_faults(oracle)
+        if e.value.get("at") == "submit"
+        for r in vstrs(e, "runs") or []
+    )
+
+
+def steps_of(history: History, run_id: str) -> frozenset[str]:
+    """The steps ``run_id`` built a model context at (``context`` events)."""
+    return frozenset(
+        str(e.value.get("step"))
+        for e in history.by_f(EventF.CONTEXT)
+        if e.value.get("run_id") == run_id and e.value.get("step") is not None
+    )
+
+
+def step_difference(history: History, oracle: History, run_id: str) -> list[str]:
+    """How the steps ``run_id`` went through differ from the oracle's (empty
+    when they are the same, or when either history shows none)."""
+    mine, theirs = steps_of(history, run_id), steps_of(oracle, run_id)
+    if not mine or not theirs or mine == theirs:
+        return []
+    out = []
+    if extra := sorted(mine - theirs):
+        out.append(f"it went through step(s) {', '.join(extra)} the oracle never took")
+    if missing := sorted(theirs - mine):
+        out.append(f"it skipped step(s) {', '.join(missing)} the oracle took")
+    return [
+        f"{' and '.join(out)}, although the oracle started it under the same release "
+        "(the adapter keeps definitions: a run finishes on the definition it started on)"
+    ]
 
 
 def older_workers(history: History) -> frozenset[str]:

@@ -49,7 +49,12 @@ class Scenario(_Frozen):
     def runs(self) -> tuple[RunSpec, ...]:
         return tuple(s.run for s in self.steps if isinstance(s, Submit))
 
-    def fault_free(self, migrate: Callable[[RunSpec], dict[str, Any]] | None = None) -> Scenario:
+    def fault_free(
+        self,
+        migrate: Callable[[RunSpec], dict[str, Any]] | None = None,
+        *,
+        keep_releases: bool = False,
+    ) -> Scenario:
         """The oracle: the same submissions, no faults, then quiesce (which
         delivers each run's planned decision when it waits for one).
 
@@ -60,13 +65,18 @@ class Scenario(_Frozen):
         it after the upgrade (what the older release could not record is
         lost: see the adapter's optional ``migrated_input``); without it the
         input is taken as is.
+
+        With ``keep_releases`` (the adapter's ``keeps_definitions``: a run
+        finishes on the definition it started on), such a run is submitted
+        to the older release that accepted it, as is, and today's code
+        finishes it with no fault: the run on the definition it started on.
         """
         submits: list[Step] = []
         for step in self.steps:
             if not isinstance(step, Submit):
                 continue
             run = step.run
-            if run.code_version is not None:
+            if run.code_version is not None and not keep_releases:
                 new_input = run.input if migrate is None else migrate(run)
                 run = run.model_copy(update={"code_version": None, "input": dict(new_input)})
             submits.append(Submit(run=run))

@@ -81,9 +81,10 @@ class RunContext:
             rec.record("ok", EventF.SUBMIT, "runner", value)
             if step.run.code_version is not None:
                 # Accepted by an older release, run by this one: the oracle
-                # runs it on today's code from the start (Scenario.fault_free),
-                # so its contexts and path may differ; migration_safety judges
-                # how it ends.
+                # runs it on today's code from the start, or accepted by that
+                # release when the adapter keeps definitions
+                # (Scenario.fault_free), so its contexts and path may differ;
+                # migration_safety judges how it ends.
                 rec.fault(
                     "migration",
                     True,

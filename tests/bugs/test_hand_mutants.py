@@ -303,6 +303,27 @@ MUTANTS = (
         # then shows the twin's findings missing
         caught=True,
     ),
+    HandMutant(
+        "superseded-definition-read-as-the-current-one",
+        2,
+        "an older definition is kept registered so that old runs can still be read; "
+        "to run one, take the current version (a superseded definition is "
+        "upgraded like a payload is, and steps keep their names), so a refund the "
+        "previous release accepted runs today's fraud check",
+        (
+            Edit(
+                "_workflows.py",
+                "        if version is None:\n            version = versions[-1]\n",
+                "        if version is None or version < versions[-1]:\n"
+                "            version = versions[-1]\n",
+            ),
+        ),
+        # caught since the oracle of a run an older release accepted is that
+        # run on that release's definition (the adapter keeps_definitions),
+        # and migration_safety compares the steps the run went through;
+        # before, the oracle ran today's definition too
+        caught=True,
+    ),
     # -- 3. authority taken from the runtime's own records ----------------------
     HandMutant(
         "signature-presence-only",
@@ -1068,6 +1089,13 @@ CAUGHT_BY: dict[str, tuple[str, set[str]]] = {
     "decision-approval-id-not-compared": (
         "targeted/refund/misdirected_decision",
         {"approval_integrity"},
+    ),
+    # the previous release's run takes today's definition from today's
+    # code: resumed mid-run it skips the fraud check its oracle (begun by
+    # today's code) took; on the correct runtime both keep definition v1
+    "superseded-definition-read-as-the-current-one": (
+        "targeted/refund/upgrade_mid_run",
+        {"migration_safety"},
     ),
 }
 

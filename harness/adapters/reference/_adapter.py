@@ -714,6 +714,7 @@ class ReferenceAdapter:
         #: an older release's worker parks a run newer code touched (see
         #: ``Adapter.rolls_back``): rollback orders are tested
         self.rolls_back = True
+        self.keeps_definitions = True  # a run stays on its definition (Adapter.keeps_definitions)
         #: seeded bugs switched on in every worker (``bug=NAME``; see ``harness list bugs``)
         self.bugs = frozenset(bugs)
         _sweep_once(
