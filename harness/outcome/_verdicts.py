@@ -268,6 +268,11 @@ def judge(
                 f"the {family} fault family ({', '.join(sorted(kinds))}) was armed {armed} "
                 f"times and never fired: {never_fired(kinds, armed, unfired)}"
             )
+    if not tallies or (planned is not None and ran == 0):
+        # Nothing was judged: green here would be a PASS nothing earned.
+        inconclusive.append(
+            "no scenario ran, so no property was judged: raise --budget (or --max-examples)"
+        )
     if budget_cut and planned is not None and ran is not None:
         inconclusive.append(
             f"the budget ended the search: ran {ran} of {planned} planned scenarios; "

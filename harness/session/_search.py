@@ -186,9 +186,18 @@ class Search:
         return self.engine.over_budget() and self.outcome.searched > 0
 
     def _sampling_left(self) -> bool:
-        """Whether the sampled phase runs after the aimed one."""
+        """Whether the sampled phase runs after the aimed one. A search runs
+        at least one scenario (an empty aimed phase goes on to sample one,
+        whatever the budget says); a budget spent with the sampled part still
+        to run is a cut (:meth:`Draft.cut_leaves_gaps` then says whether it
+        leaves a gap), never a plan that ended."""
         remaining = (self.outcome.planned or 0) - self.outcome.searched
-        return not self.stop and not self.engine.over_budget() and remaining > 0
+        if self.stop or remaining <= 0:
+            return False
+        if self._over_budget():
+            self.outcome.budget_cut = True
+            return False
+        return True
 
     # -- the aimed phase: regressions, then the targeted schedules -------------
 

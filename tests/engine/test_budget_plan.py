@@ -353,3 +353,34 @@ def test_sampling_gets_its_share_of_a_budget_too_short_for_the_plan() -> None:
     assert not left_for_sampling(
         _cut(budget_cut=False, searched=10, sampled_planned=0), 10.0, 110.0
     )
+
+
+def test_a_search_whose_budget_is_spent_before_it_samples_still_runs_one_scenario(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No targeted schedules, and the budget spent before the sampled phase
+    begins (CI's load did it with --budget 0.001): the search still runs one
+    scenario, as the aimed phase does. It ran none and said PASS, with no
+    property judged."""
+    monkeypatch.setattr(Engine, "over_budget", lambda self: True)  # spent from the start
+    out = harness.run(
+        UpgradeToy("twice"),
+        profile="dev",
+        seed=0,
+        targeted=False,
+        budget=1,
+        shrink_budget=0,
+        report_dir=tmp_path / "r",
+    )
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert data["searched_scenarios"] == 1, data["searched_scenarios"]
+    assert out.verdict == "fail"  # every scenario of this toy fails
+
+
+def test_a_run_that_judged_no_property_is_never_a_pass() -> None:
+    from harness.outcome._verdicts import judge
+
+    nothing = judge(
+        {}, capabilities=(), families=(), faults_armed={}, faults_fired={}, planned=12, ran=0
+    )
+    assert any("no scenario ran" in why for why in nothing.inconclusive), nothing.inconclusive
