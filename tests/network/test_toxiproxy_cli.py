@@ -93,7 +93,7 @@ def test_a_server_that_stops_answering_mid_run_is_an_error_within_the_api_timeou
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     monkeypatch.setenv(_toxiproxy.ENV_URL, f"http://127.0.0.1:{httpd.server_address[1]}")
-    monkeypatch.setattr(_toxiproxy, "API_TIMEOUT", 0.5)
+    monkeypatch.setattr(_toxiproxy._proxies, "API_TIMEOUT", 0.5)  # read where the Server is
     server = _toxiproxy.Server()
     try:
         started = time.monotonic()

@@ -1,7 +1,7 @@
 """Warm the reference runtime's serialization paths in the fork server.
 
 Preloaded by the fork server of the reference deployments (see
-``_deployment.PRELOAD``): importing it runs, once, what every worker does
+``_spawning.PRELOAD``): importing it runs, once, what every worker does
 with its records -- validate a record's JSON, copy it with changes, dump it
 as JSON and as JSON-able Python, hash a canonical dump -- on sample records
 built here, so that the lazy first-use work of pydantic's validators and

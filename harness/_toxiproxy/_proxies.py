@@ -1,47 +1,11 @@
-"""The Toxiproxy backend of network faults: a proxy of its own per worker and store.
-
-Where the server comes from, in order (:func:`choose`):
-
-1. ``HARNESS_TOXIPROXY_URL`` -- a server the user runs (a release binary,
-   the ``ghcr.io/shopify/toxiproxy`` image, testcontainers);
-2. ``HARNESS_TOXIPROXY_BIN``, else ``toxiproxy-server`` on ``PATH`` -- the
-   harness starts one per process on a free loopback port;
-3. else the kernel backend (:mod:`harness._netfilter`: root and iptables);
-4. else the family is not tested, with both reasons.
-
-``HARNESS_NETWORK_BACKEND`` (``auto``, ``toxiproxy``, ``kernel``; the
-command line's ``--network-backend``) overrides the order.
-
-**Routing.** An environment asks for a worker's routed URLs before it starts
-the worker (:func:`route_worker`, the contract's hook): each store URL
-(Postgres, Redis) gets a proxy of that worker's own on a loopback port, and
-the worker connects through it -- every connection it opens, its pool's new
-ones included. A fault on one worker's proxy touches no other worker and
-none of the harness's own connections. :func:`release_routes` hands an
-environment's proxies back when it closes: kept for the next workers to the
-same store, unless a fault acted on them (those are deleted). Without the
-Toxiproxy backend the URLs come back unchanged.
-
-**Ownership.** A server the harness starts runs under a *keeper*: a small
-process (standard library only, ``python -I -S``) in a session of its own
-that ignores SIGINT, SIGHUP and SIGTERM, starts the server with a
-parent-death signal tied to itself, and reads a pipe whose write end only
-the harness holds. When the pipe closes -- the harness ended, however it
-died, SIGKILL included -- the keeper kills the server and exits; should the
-keeper itself be killed, the server gets its death signal. On a user's
-server the keeper deletes this process's proxies instead (every name starts
-with ``sah-<token>-``). At a normal exit the harness closes the pipe and
-waits for the keeper.
-"""
+"""This process's Toxiproxy server, its proxies and its keeper."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.util
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -50,152 +14,23 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
-from urllib.parse import quote, urlsplit, urlunsplit
+from typing import Any
+from urllib.parse import quote
 
-ENV_URL = "HARNESS_TOXIPROXY_URL"
-ENV_BIN = "HARNESS_TOXIPROXY_BIN"
-ENV_BACKEND = "HARNESS_NETWORK_BACKEND"
-#: what ``--network-backend`` accepts
-MODES = ("auto", "toxiproxy", "kernel")
-#: the program looked for on ``PATH``
-PROGRAM = "toxiproxy-server"
+from ._choice import ENV_BIN, ENV_URL, server_source
+from ._keeper import KEEPER
+from ._urls import rewrite, upstream_of
+
 #: every proxy this harness makes is named ``sah-<token>-...``
 NAME_PREFIX = "sah-"
 #: seconds a started server has to answer its API
 START_WAIT = 20.0
 #: seconds an API call may take
 API_TIMEOUT = 10.0
-#: the default ports of the services the harness routes
-DEFAULT_PORTS = {"postgres": 5432, "postgresql": 5432, "redis": 6379, "rediss": 6379}
-
-Backend = Literal["toxiproxy", "kernel"]
 
 
 class ToxiproxyError(RuntimeError):
     """The Toxiproxy server refused or did not answer (the outside world)."""
-
-
-@dataclass(frozen=True)
-class Choice:
-    """Which backend the network faults use here, and why (or why none)."""
-
-    backend: Backend | None
-    #: a sentence: where the server comes from, or why no backend can run
-    reason: str
-
-    def describe(self) -> str:
-        return f"{self.backend or 'none'}: {self.reason}"
-
-
-def _mode(mode: str | None) -> str:
-    got = (mode or os.environ.get(ENV_BACKEND) or "auto").strip().lower()
-    if got not in MODES:
-        raise ValueError(
-            f"network backend {got!r} is not one of {', '.join(MODES)}: set "
-            f"{ENV_BACKEND} (or --network-backend) to auto, toxiproxy or kernel"
-        )
-    return got
-
-
-def server_source() -> tuple[str, str] | str:
-    """Where a Toxiproxy server comes from: ``("url", URL)`` (the user's),
-    ``("bin", PATH)`` (one the harness starts), or why there is none."""
-    if importlib.util.find_spec("httpx") is None:
-        return (
-            "httpx, the client of a Toxiproxy server's API, is not installed "
-            "(pip install 'stateful-agent-harness[toxiproxy]')"
-        )
-    url = os.environ.get(ENV_URL, "").strip()
-    if url:
-        return ("url", url)
-    binary = os.environ.get(ENV_BIN, "").strip()
-    if binary:
-        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
-            return f"{ENV_BIN}={binary} is not an executable file"
-        return ("bin", binary)
-    found = shutil.which(PROGRAM)
-    if found:
-        return ("bin", found)
-    return (
-        f"no Toxiproxy server: set {ENV_URL} to a running server's API "
-        f"(http://127.0.0.1:8474), or {ENV_BIN} to a toxiproxy-server binary, or put "
-        f"{PROGRAM} on PATH"
-    )
-
-
-def choose(mode: str | None = None) -> Choice:
-    """The backend for ``mode`` (default: ``HARNESS_NETWORK_BACKEND``, else
-    ``auto``). Raises ValueError for an unknown mode."""
-    from . import _netfilter
-
-    got = _mode(mode)
-    source = server_source()
-    if got in ("auto", "toxiproxy") and isinstance(source, tuple):
-        kind, where = source
-        said = f"the server at {where}" if kind == "url" else f"a server started from {where}"
-        return Choice("toxiproxy", f"Toxiproxy, {said}")
-    toxi_why = source if isinstance(source, str) else ""
-    if got == "toxiproxy":
-        return Choice(None, f"--network-backend toxiproxy, but {toxi_why}")
-    kernel_why = _netfilter.unavailable()
-    if kernel_why is None:
-        return Choice("kernel", "netfilter rules (root and iptables)")
-    if got == "kernel":
-        return Choice(None, f"--network-backend kernel, but {kernel_why}")
-    return Choice(None, f"{toxi_why}; and the kernel backend cannot run either: {kernel_why}")
-
-
-# -- the keeper ----------------------------------------------------------------------
-
-#: run as ``python -I -S -c KEEPER server BINARY HOST PORT LOG`` or
-#: ``... proxies API_URL PREFIX``; stdin: the pipe only the owner writes
-KEEPER = r"""
-import ctypes, json, os, signal, subprocess, sys, urllib.request
-for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
-    signal.signal(s, signal.SIG_IGN)
-mode, args = sys.argv[1], sys.argv[2:]
-proc = None
-if mode == "server":
-    binary, host, port, log = args
-    me = os.getpid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    def die_with_keeper():
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != me:
-            os._exit(1)
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [binary, "-host", host, "-port", port], stdin=subprocess.DEVNULL, stdout=out,
-            stderr=subprocess.STDOUT, preexec_fn=die_with_keeper,
-            env=dict(os.environ, LOG_LEVEL="warn"),
-        )
-    os.write(1, b"%d\n" % proc.pid)
-os.close(1)
-try:
-    while os.read(0, 4096):
-        pass
-except OSError:
-    pass
-if proc is not None:
-    proc.kill()
-    proc.wait()
-    try:
-        os.unlink(args[3])
-    except OSError:
-        pass
-else:
-    api, prefix = args
-    try:
-        with urllib.request.urlopen(api + "/proxies", timeout=10) as r:
-            names = list(json.load(r))
-        for name in names:
-            if name.startswith(prefix):
-                req = urllib.request.Request(api + "/proxies/" + name, method="DELETE")
-                urllib.request.urlopen(req, timeout=10).close()
-    except Exception:
-        pass
-"""
 
 
 def _free_port() -> int:
@@ -494,69 +329,3 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-# -- URLs --------------------------------------------------------------------------
-
-
-def upstream_of(url: str) -> str | None:
-    """The ``host:port`` a Postgres or Redis URL connects to over TCP, or
-    None (a Unix socket, a libpq ``key=value`` string, no host). A
-    ``tcp://HOST:PORT`` URL names any other server (a Temporal server's
-    gRPC address): routed the same way, its port required."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme == "tcp":  # any other server (a runtime's gRPC): its port is named
-        try:
-            port = parts.port
-        except ValueError:
-            return None
-        host = parts.hostname
-        if not host or port is None:
-            return None
-        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    if scheme not in DEFAULT_PORTS:
-        return None
-    if "host=" in parts.query or "hostaddr=" in parts.query or "port=" in parts.query:
-        return None
-    host = parts.hostname
-    if not host or host.startswith("/") or "," in (parts.netloc.rpartition("@")[2]):
-        return None
-    try:
-        port = parts.port or DEFAULT_PORTS[scheme]
-    except ValueError:
-        return None
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def rewrite(url: str, listen: str) -> str:
-    """``url`` with its ``host:port`` replaced by ``listen`` (the proxy's)."""
-    parts = urlsplit(url)
-    userinfo, at, _ = parts.netloc.rpartition("@")
-    return urlunsplit(parts._replace(netloc=f"{userinfo}{at}{listen}"))
-
-
-def route_worker(scope: object, worker_id: str, services: Mapping[str, str]) -> dict[str, str]:
-    """The URLs worker ``worker_id`` of environment ``scope`` should use for
-    ``services`` (name -> URL): through proxies of its own when the network
-    faults run on Toxiproxy, else the same URLs. Raises
-    :class:`ToxiproxyError` when the Toxiproxy backend is chosen and its
-    server cannot be reached."""
-    if choose().backend != "toxiproxy":
-        return dict(services)
-    if not any(upstream_of(url) for url in services.values()):
-        return dict(services)  # nothing to route (a SQLite file): no server started for it
-    return server().route(scope, worker_id, services)
-
-
-def release_routes(scope: object) -> None:
-    """Delete the proxies :func:`route_worker` made for ``scope``."""
-    s = current()
-    if s is not None:
-        s.release(scope)
-
-
-def routes_of(scope: object, worker_id: str) -> dict[str, Route]:
-    """The proxies worker ``worker_id`` of ``scope`` connects through, by service."""
-    s = current()
-    return s.routes_of(scope, worker_id) if s is not None else {}
