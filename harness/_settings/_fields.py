@@ -45,6 +45,10 @@ class Option:
     parse: Callable[[Any, str], Any] | None = None
     #: the pytest plugin offers it too (``--harness-seed``, dest ``harness_seed``)
     pytest: bool = False
+    #: a number's range and what it means, ``(lowest, highest, what)``: a
+    #: value outside is refused when the settings are read, with the reason
+    #: (:data:`harness._settings.BOUNDS` is made from these)
+    bounds: tuple[float, float, str] | None = None
 
     @property
     def keyword(self) -> str | None:
@@ -82,6 +86,7 @@ class Settings:
             f"(default: the profile's: {profile_defaults('max_examples')})",
             metavar="N",
             type=int,
+            bounds=(1, 1_000_000, "scenarios to run (at least one, or nothing is judged)"),
         ),
     )
     budget_seconds: float = _setting(
@@ -92,6 +97,7 @@ class Settings:
             f"{profile_defaults('budget_seconds')}); what it cuts is reported as not run",
             metavar="SECONDS",
             type=float,
+            bounds=(0.001, 30 * 24 * 3600.0, "seconds the search may take"),
         ),
     )
     #: shrinking's own budget, after the search (``--shrink-budget``); None:
@@ -105,6 +111,7 @@ class Settings:
             "counterexample whose shrinking it stops is reported as not fully shrunk",
             metavar="SECONDS",
             type=float,
+            bounds=(0, 30 * 24 * 3600.0, "seconds shrinking may take"),
         ),
     )
     derandomize: bool = _setting(
@@ -120,11 +127,22 @@ class Settings:
             metavar="N",
             type=int,
             pytest=True,
+            bounds=(0, 2**64 - 1, "the search's seed"),
         ),
     )
-    max_runs: int = _setting(2, Option(None, "runs per scenario (the profile's); no flag"))
+    max_runs: int = _setting(
+        2,
+        Option(
+            None, "runs per scenario (the profile's); no flag", bounds=(1, 50, "runs per scenario")
+        ),
+    )
     max_episodes: int = _setting(
-        4, Option(None, "fault episodes per sampled scenario (the profile's); no flag")
+        4,
+        Option(
+            None,
+            "fault episodes per sampled scenario (the profile's); no flag",
+            bounds=(1, 50, "fault episodes per scenario"),
+        ),
     )
     families: tuple[str, ...] | None = _setting(
         None, Option(None, "the fault families to arm, comma-separated (default: all); no flag")
@@ -237,6 +255,7 @@ class Settings:
             "under 30 s unless set lower)",
             metavar="SECONDS",
             type=float,
+            bounds=(1, 24 * 3600.0, "seconds one worker may run"),
         ),
     )
     #: fault-free runs of each workflow that must agree before the oracle is
@@ -252,6 +271,12 @@ class Settings:
             metavar="N",
             type=int,
             pytest=True,
+            bounds=(
+                1,
+                20,
+                "fault-free runs of each workflow compared before they are trusted (2, the "
+                "default, catches most nondeterminism; 1 trusts one run unchecked)",
+            ),
         ),
     )
 

@@ -178,21 +178,10 @@ def _setting_name(key: str, what: str) -> str:
 
 
 #: setting -> (lowest, highest, what it means): a number outside is refused
-#: at parse time, with the reason, instead of running a nonsense search
+#: at parse time, with the reason, instead of running a nonsense search;
+#: from each field's ``Option(bounds=...)``
 BOUNDS: dict[str, tuple[float, float, str]] = {
-    "max_examples": (1, 1_000_000, "scenarios to run (at least one, or nothing is judged)"),
-    "budget_seconds": (0.001, 30 * 24 * 3600.0, "seconds the search may take"),
-    "shrink_budget_seconds": (0, 30 * 24 * 3600.0, "seconds shrinking may take"),
-    "seed": (0, 2**64 - 1, "the search's seed"),
-    "max_runs": (1, 50, "runs per scenario"),
-    "max_episodes": (1, 50, "fault episodes per scenario"),
-    "worker_timeout": (1, 24 * 3600.0, "seconds one worker may run"),
-    "determinism_runs": (
-        1,
-        20,
-        "fault-free runs of each workflow compared before they are trusted (2, the "
-        "default, catches most nondeterminism; 1 trusts one run unchecked)",
-    ),
+    name: o.bounds for name, o in setting_options() if o.bounds is not None
 }
 
 

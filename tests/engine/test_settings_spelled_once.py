@@ -185,3 +185,25 @@ def test_settings_given_are_changed_by_the_overrides_and_checked_alike() -> None
         harness.UsageError, match=r"profile='dev' and settings= \(of profile 'ci'\)"
     ):
         run_settings(base, {"profile": "dev"})
+
+
+def test_every_number_a_setting_reads_by_its_type_carries_its_range() -> None:
+    """A numeric setting is one field: its range lives in its ``Option``
+    (``bounds``), from which the refusal table is made, so a new number
+    cannot be added without one (``jobs`` and ``shard`` have readers of
+    their own, which refuse what they cannot use)."""
+    from dataclasses import fields
+
+    from harness._errors import UsageError
+    from harness._settings import BOUNDS
+    from harness._settings._fields import Settings
+
+    numeric = {
+        f.name
+        for f in fields(Settings)
+        if f.metadata["option"].parse is None
+        and any(t in str(f.type).split(" | ") for t in ("int", "float"))
+    }
+    assert numeric == set(BOUNDS), (numeric, set(BOUNDS))
+    with pytest.raises(UsageError, match="max-episodes=0 is out of range"):
+        load_settings("dev", max_episodes=0)
