@@ -99,6 +99,19 @@ class Shrink:
             outcome.counterexamples[name] = best
         if enabled:
             self._drop_all()
+        self._adopt_late_failures()
+
+    def _adopt_late_failures(self) -> None:
+        """A property that first failed in a shrink-phase run (a candidate
+        shrunk for another property failed it too) is failed by the
+        tallies like any other, so it gets a counterexample like any other:
+        the first failing example that failed it (unshrunk, as found), never
+        a FAIL with nothing to replay."""
+        outcome = self.outcome
+        for example in self.failures:
+            for name in failed_properties(example):
+                if name not in outcome.counterexamples:
+                    outcome.counterexamples[name] = example
 
     def _begin(self) -> None:
         """Shrinking begins (if it has not): its deadline is set."""
