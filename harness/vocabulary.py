@@ -66,7 +66,7 @@ _GAPS: Mapping[Capability, str] = MappingProxyType(
         Capability.DURABLE_STATE: "durable state (conversation, checkpoints, ledger) vs the oracle",
         Capability.OPERATIONS: "the runtime's ledger vs the effects the world applied",
         Capability.NETWORK_FAULTS: "lost commit acknowledgements, resets and partitions on a "
-        "worker's storage connections",
+        "worker's connections to its stores or its runtime's server",
         Capability.MODEL_ENDPOINT: "model faults (rate limits, server errors, lost and cut "
         "replies, malformed tool calls, empty replies, refusals) and tool replies without "
         "their reference, for an app whose model the world's endpoint serves",
@@ -287,7 +287,8 @@ FAULT_FAMILIES: tuple[FaultFamily, ...] = (
     ),
     FaultFamily(
         "network",
-        "a worker's storage connections: its commit acknowledgement lost, reset "
+        "a worker's connections to its stores or its runtime's server: its commit "
+        "acknowledgement lost, reset "
         "mid-transaction, or partitioned past its lease while another worker takes over; on "
         "Toxiproxy also latency, slow and cut replies, its COMMIT lost on the way, and (for "
         "runtimes without crash points) a partition from its runtime's server right after the "
