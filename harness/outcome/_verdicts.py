@@ -268,7 +268,7 @@ def judge(
                 f"the {family} fault family ({', '.join(sorted(kinds))}) was armed {armed} "
                 f"times and never fired: {never_fired(kinds, armed, unfired)}"
             )
-    if not tallies or (planned is not None and ran == 0):
+    if planned is not None and ran == 0:
         # Nothing was judged: green here would be a PASS nothing earned.
         inconclusive.append(
             "no scenario ran, so no property was judged: raise --budget (or --max-examples)"
