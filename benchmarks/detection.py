@@ -122,8 +122,14 @@ def cell(bug: str, mode: str, seed: int, budget: float) -> dict[str, Any]:
 
 def _run_cell(args: tuple[str, str, int, float]) -> dict[str, Any]:
     bug, mode, seed, budget = args
-    # No harness settings from the environment; the service URLs stay.
-    keep = ("HARNESS_POSTGRES_URL", "HARNESS_REDIS_URL")
+    # No harness settings from the environment; where the services are
+    # stays (a Toxiproxy server too: commit-lost-as-applied needs one).
+    keep = (
+        "HARNESS_POSTGRES_URL",
+        "HARNESS_REDIS_URL",
+        "HARNESS_TOXIPROXY_URL",
+        "HARNESS_TOXIPROXY_BIN",
+    )
     env = {
         k: v
         for k, v in os.environ.items()
