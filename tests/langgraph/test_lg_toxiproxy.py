@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from lg_support import CORRECT, R1, execute, failed
 
-from harness import _toxiproxy
 from harness.adapters.langgraph import LangGraphAdapter
 from harness.history import History
 from harness.model import (
@@ -25,24 +24,12 @@ from harness.model import (
     Scenario,
     Submit,
 )
-from reference_runtime import service_urls
 
-pytestmark = [pytest.mark.postgres]
+# a Toxiproxy server, and the faults run on it (tests/conftest.py)
+pytestmark = [pytest.mark.postgres, pytest.mark.usefixtures("toxiproxy")]
 
 #: seconds a silent connection lives (the adapter's default is 5)
 TIMEOUT = "2"
-
-
-@pytest.fixture(autouse=True)
-def toxiproxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A Toxiproxy server the harness can use, and the faults run on it
-    (skips without one, or fails with HARNESS_REQUIRE_SERVICES=1)."""
-    source = _toxiproxy.server_source()
-    if isinstance(source, str):
-        if service_urls.services_required():
-            pytest.fail(f"{source} (HARNESS_REQUIRE_SERVICES=1 forbids skipping)")
-        pytest.skip(source)
-    monkeypatch.setenv(_toxiproxy.ENV_BACKEND, "toxiproxy")
 
 
 def network(site: str, nth: int, kind: NetworkKind) -> Scenario:
