@@ -100,13 +100,15 @@ def harness(tmp_path: Path, *args: str) -> tuple[int, str, dict[str, object]]:
     return done.returncode, done.stdout + done.stderr, data
 
 
-def test_the_adapter_is_at_most_185_lines_of_code() -> None:
-    """180 (issue 12), and 5 more for its workers' routes through
-    Toxiproxy and the server they reach (issue 32: partition_after_apply)."""
+def test_the_adapter_is_at_most_200_lines_of_code() -> None:
+    """180 (issue 12), 5 more for its workers' routes through Toxiproxy and
+    the server they reach (issue 32: partition_after_apply), and 15 more for
+    a worker's one-query idle probe and the observation cursor (issue 33:
+    the ci run's CPU)."""
     assert lines_of_code('"""doc"""\n\n# note\nx = 1  # one\n') == 1
     package = ROOT / "harness" / "adapters" / "dbos"
     total = sum(lines_of_code(p.read_text()) for p in package.glob("*.py"))
-    assert 100 < total <= 185, total
+    assert 100 < total <= 200, total
 
 
 @pytest.mark.parametrize("app", [NAIVE, CAREFUL])
