@@ -204,3 +204,30 @@ def test_the_careful_app_on_postgres_passes_and_drops_its_schemas(
     assert schemas() <= before  # every environment's schema was dropped
     example = execute(CAREFUL, KILL_AFTER_REFUND, tmp_path / "pg", database="postgres")
     assert verdicts(example)["exactly_once_effects"] is Verdict.PASS, example.results
+
+
+def test_the_observation_cursor_moves_with_a_submit_and_a_worker_and_holds_while_it_runs(
+    tmp_path: Path,
+) -> None:
+    """Issue 33: the recorder reuses an observation while the cursor holds,
+    so it must move whenever a status could: a run enqueued (even one whose
+    enqueue raised: its registry row is new), a worker started (None while
+    it lives), a worker ended; and a worker exits only once its run is done
+    (the idle probe sees the enqueued run)."""
+    env = DBOSAdapter(app=CAREFUL).open(tmp_path / "env", seed=0)
+    try:
+        start = env.observation_cursor()
+        assert start is not None
+        env.submit(R1)
+        submitted = env.observation_cursor()
+        assert submitted not in (None, start)
+        worker = env.start_worker("w0")
+        assert env.observation_cursor() is None  # a live worker may move any status
+        assert worker.wait(120.0).code == 0
+        ended = env.observation_cursor()
+        assert ended not in (None, submitted)
+        (run,) = env.observe().runs
+        assert run.raw_status == "SUCCESS", run
+        assert env.observation_cursor() == ended  # observing moves nothing
+    finally:
+        env.close()
