@@ -91,6 +91,7 @@ class DBOSEnvironment(c.BaseEnvironment):
         self.registry = RunRegistry(workdir / "registry.db")
         self.workers = WorkerSet(workdir, adapter.preload(), environment=self)  # routes them
         self.args.update(world=self.world.path, registry=str(self.registry.path))
+        self.submitted = 0  # runs enqueued: a move of the observation cursor
 
     def declarations(self) -> c.Declarations:
         return c.Declarations(delivery=dict(self.app.delivery), transitions=TABLE)
@@ -106,6 +107,7 @@ class DBOSEnvironment(c.BaseEnvironment):
 
     def submit(self, run: RunSpec) -> None:
         self.registry.add(run.run_id, run.tenant, "ENQUEUED")  # its tenant, for workers
+        self.submitted += 1  # registered, whether or not the enqueue below raises
         name = self.app.entry.get(run.workflow, run.workflow)
         # Stamped with the version of the release that accepted it.
         version = self.app.versions[run.code_version]
@@ -117,6 +119,13 @@ class DBOSEnvironment(c.BaseEnvironment):
         found = self.client.list_workflows(workflow_ids=[r.run_id for r in runs], load_input=False)
         status = {s.workflow_id: s for s in found}
         return self.registry.observation(_view(r, status.get(r.run_id)) for r in runs)
+
+    def observation_cursor(self) -> tuple[int, int] | None:
+        """Moves when a run is enqueued or a worker ends; None while one
+        runs. Only a launched DBOS process moves a workflow's status (the
+        parent's client enqueues, and the harness sets no timeout, delay or
+        schedule), and the registry changes only with what observe() sees."""
+        return None if self.workers.alive() else (len(self.workers.workers), self.submitted)
 
     def now(self) -> float:
         return EPOCH

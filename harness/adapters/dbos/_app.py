@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,5 +99,27 @@ def worker_main(args: dict[str, Any]) -> int:
     dbos = DBOS(config={**config, "log_level": "WARNING"})  # type: ignore[typeddict-item]
     dbos._registry.get_internal_queue()._polling_interval_sec = POLL
     DBOS.launch()
-    mine = {"status": ["ENQUEUED", "PENDING"], "app_version": version, "load_input": False}
-    return work_until_idle(lambda: time.monotonic() if DBOS.list_workflows(**mine) else 0, IDLE)
+    return work_until_idle(_pending_probe(dbos, version), IDLE)
+
+
+def _pending_probe(dbos: Any, version: str) -> Callable[[], float]:
+    """The idle probe: a fresh time while a workflow of ``version`` is
+    enqueued or pending in the system database, else 0. What
+    ``DBOS.list_workflows(status=["ENQUEUED", "PENDING"], app_version=version)``
+    filters, asked as one small query (built once, on DBOS's own engine and
+    its schema's table) rather than a full listing of the workflows, their
+    outputs joined (about 0.1 ms against 0.9 ms a poll), and retried as
+    DBOS retries its own calls (a lost connection, a locked SQLite file)."""
+    import sqlalchemy as sa
+    from dbos._sys_db import db_retry
+
+    sys_db, t = dbos._sys_db, dbos._sys_db.tables.workflow_status
+    busy = t.c.status.in_(["ENQUEUED", "PENDING"]) & (t.c.application_version == version)
+    query = sa.select(t.c.workflow_uuid).where(busy).limit(1)
+
+    @db_retry(sys_db=sys_db)
+    def probe() -> float:
+        with sys_db.engine.connect() as conn:
+            return time.monotonic() if conn.execute(query).first() is not None else 0
+
+    return probe
