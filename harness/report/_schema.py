@@ -469,6 +469,8 @@ class Report(_Frozen):
         text += f" ({'; '.join(notes)})" if notes else ""
         if self.not_run and self.not_run not in self.inconclusive:
             text += f"; {self.not_run}"
+        if self.not_run_schedules:
+            text += " (report.json's not_run_schedules names the targeted ones)"
         return text
 
     @property

@@ -390,13 +390,14 @@ def test_the_report_names_the_targeted_schedules_the_budget_cut(tmp_path: Path) 
     """A plan cut by its budget names each targeted schedule it did not run
     (issue 28: a mistake caught on one backend was missed on another whose
     plan the budget cut, and the report said only how many)."""
-    harness.run(
+    report = harness.run(
         UpgradeToy("action", scenario_seconds="30"),
         profile="dev",
         seed=0,
         budget=60,
         report_dir=tmp_path / "r",
     )
+    assert "not_run_schedules" in (report.plan_line() or ""), report.plan_line()
     data = json.loads((tmp_path / "r" / "report.json").read_text())
     skipped = data["not_run_schedules"]
     assert skipped, data["not_run"]
