@@ -301,6 +301,7 @@ def build_report(
         not_run=outcome.not_exercised()
         if outcome.budget_cut and outcome.planned is not None
         else None,
+        not_run_schedules=list(outcome.not_run_targeted) if outcome.budget_cut else [],
         commit_faults=[CommitFaultPair.model_validate(r) for r in outcome.commit_pair_coverage()],
         excused=outcome.excused(),
         model_usage=dict(sorted(outcome.model_usage.items())),

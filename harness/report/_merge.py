@@ -421,6 +421,7 @@ def _scenario_sums(shards: Sequence[Report], n: int, missing: Sequence[int]) -> 
         "searched_scenarios": _total([r.searched_scenarios for r in shards]),
         "fit_scenarios": None if missing else _total([r.fit_scenarios for r in shards]),
         "not_run": "; ".join(not_run) or None,
+        "not_run_schedules": [name for r in shards for name in r.not_run_schedules],
         "absorbed_duplicates": sum(r.absorbed_duplicates for r in shards),
         "model_usage": dict(sorted(model.items())),
     }

@@ -27,7 +27,9 @@ then what fits the budget (``fit_scenarios``, ``scenario_seconds``,
 ``scenario_cost``) and whether each counterexample was fully shrunk
 (``fully_shrunk``), then the (commit kind x fault) pairs of the plan
 (``commit_faults``), the runs excused by evidence (``excused``) and the
-world's model calls with their tokens (``model_usage``) (all optional).
+world's model calls with their tokens (``model_usage``), then the names of
+the targeted schedules the budget left unrun (``not_run_schedules``) (all
+optional).
 Older reports still load (the new fields default).
 """
 
@@ -312,6 +314,11 @@ class Report(_Frozen):
         "unrun, or no sampled scenario, makes the run inconclusive; one that did not "
         "leaves the verdict to the scenarios that ran",
     )
+    not_run_schedules: list[str] = Field(
+        default_factory=list,
+        description="the targeted schedules of the plan the budget left unrun, by name, in "
+        "plan order (the count is in not_run; empty: every one ran, or none was planned)",
+    )
     scenario_seconds: float | None = Field(
         None,
         description="the real time one scenario was expected to take, about; null: not known",
@@ -462,6 +469,8 @@ class Report(_Frozen):
         text += f" ({'; '.join(notes)})" if notes else ""
         if self.not_run and self.not_run not in self.inconclusive:
             text += f"; {self.not_run}"
+        if self.not_run_schedules:
+            text += " (report.json's not_run_schedules names the targeted ones)"
         return text
 
     @property

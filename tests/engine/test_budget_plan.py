@@ -384,3 +384,26 @@ def test_a_run_that_judged_no_property_is_never_a_pass() -> None:
         {}, capabilities=(), families=(), faults_armed={}, faults_fired={}, planned=12, ran=0
     )
     assert any("no scenario ran" in why for why in nothing.inconclusive), nothing.inconclusive
+
+
+def test_the_report_names_the_targeted_schedules_the_budget_cut(tmp_path: Path) -> None:
+    """A plan cut by its budget names each targeted schedule it did not run
+    (issue 28: a mistake caught on one backend was missed on another whose
+    plan the budget cut, and the report said only how many)."""
+    report = harness.run(
+        UpgradeToy("action", scenario_seconds="30"),
+        profile="dev",
+        seed=0,
+        budget=60,
+        report_dir=tmp_path / "r",
+    )
+    assert "not_run_schedules" in (report.plan_line() or ""), report.plan_line()
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    skipped = data["not_run_schedules"]
+    assert skipped, data["not_run"]
+    assert f"{len(skipped)} targeted schedule" in data["not_run"], data["not_run"]
+    ran = {
+        json.loads(line)["name"]
+        for line in (tmp_path / "r" / "scenarios.jsonl").read_text().splitlines()
+    }
+    assert all(name.startswith("targeted/") and name not in ran for name in skipped), skipped
