@@ -208,9 +208,9 @@ MUTANTS = (
         (
             Edit(
                 "store/_sql/_memory.py",
-                '            " WHERE tenant = ? AND namespace = ?) AS v"\n',
-                '            " WHERE tenant = ? AND namespace = ?"\n'
-                '            " AND (expires_at IS NULL OR expires_at > ?)) AS v"\n',
+                '            " AND newer.key = m.key"\n',
+                '            " AND newer.key = m.key"\n'
+                '            " AND (newer.expires_at IS NULL OR newer.expires_at > ?)"\n',
             ),
             Edit(
                 "store/_sql/_memory.py",
@@ -230,8 +230,8 @@ MUTANTS = (
         (
             Edit(
                 "store/_sql/_memory.py",
-                '            " WHERE tenant = ? AND namespace = ?) AS v"\n',
-                '            " WHERE tenant = ? AND namespace = ? AND trust >= ?) AS v"\n',
+                '            " AND newer.key = m.key"\n',
+                '            " AND newer.key = m.key AND newer.trust >= ?"\n',
             ),
             Edit(
                 "store/_sql/_memory.py",
@@ -536,8 +536,8 @@ MUTANTS = (
         (
             Edit(
                 "store/_sql/_memory.py",
-                "(PARTITION BY key ORDER BY version DESC, seq DESC)",
-                "(PARTITION BY key ORDER BY seq DESC)",
+                "(newer.version > m.version OR (newer.version = m.version AND newer.seq > m.seq))",
+                "newer.seq > m.seq",
             ),
         ),
         caught=True,
