@@ -57,9 +57,15 @@ class SqlMemory(SqlBase):
             rows = tx.all(sql, tenant, namespace, now, min_trust)
         return load_docs(MemoryRecord, rows)
 
-    def read_memory_unfiltered(self, namespace: str) -> list[MemoryRecord]:
+    def read_memory_unfiltered(
+        self, namespace: str, *, tenant: str | None = None, key: str | None = None
+    ) -> list[MemoryRecord]:
+        where, params = "namespace = ?", [namespace]
+        for column, value in (("tenant", tenant), ("key", key)):
+            if value is not None:
+                where, params = f"{where} AND {column} = ?", [*params, value]
         with self._read() as tx:
-            rows = tx.all("SELECT doc FROM memory WHERE namespace = ? ORDER BY seq", namespace)
+            rows = tx.all(f"SELECT doc FROM memory WHERE {where} ORDER BY seq", *params)
         return load_docs(MemoryRecord, rows)
 
     def delete_subject(self, tenant: str, subject: str, now: float) -> int:
