@@ -300,9 +300,13 @@ MISTAKES: tuple[Mistake, ...] = (
         (
             Edit(
                 "_executor/_local_steps.py",
-                "        if r.tenant == run.tenant and r.key == a.key\n    ]\n",
-                "        if r.tenant == run.tenant and r.key == a.key and not r.deleted\n"
-                "        and (r.expires_at is None or r.expires_at > now)\n    ]\n",
+                "(a.namespace, tenant=run.tenant, key=a.key)\n",
+                "(a.namespace, tenant=run.tenant, key=a.key)\n"
+                "    stored = [\n"
+                "        r\n"
+                "        for r in stored\n"
+                "        if not r.deleted and (r.expires_at is None or r.expires_at > now)\n"
+                "    ]\n",
             ),
         ),
         "memory",
@@ -338,8 +342,8 @@ MISTAKES: tuple[Mistake, ...] = (
             ),
         ),
         "memory",
-        near="hand mutant memory-dedup-across-tenants forgets the tenant in the "
-        "unchanged-write test, not in the id",
+        near="hand mutant memory-dedup-across-tenants forgets the tenant in the read "
+        "that the unchanged-write test and the numbering use, not in the id",
     ),
     # -- versions --------------------------------------------------------------
     Mistake(

@@ -9,6 +9,7 @@ fault-free run saw at the same step.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,9 +63,13 @@ class ModelContext(_Frozen):
 
     def fingerprint(self) -> str:
         """A stable digest of the context, for comparing resumed and fault-free runs."""
-        import hashlib
+        return fingerprint_of(self.model_dump_json())
 
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()
+
+def fingerprint_of(context_json: str) -> str:
+    """:meth:`ModelContext.fingerprint` of the context whose
+    ``model_dump_json()`` is ``context_json``."""
+    return hashlib.sha256(context_json.encode()).hexdigest()
 
 
 # -- actions ---------------------------------------------------------------

@@ -19,7 +19,7 @@ from ._config import RuntimeConfig, open_clock
 from ._errors import MalformedEventError, StorageUnavailable
 from ._executor import Executor, ExecutorSettings, LeaseKeeper
 from ._inputs import check_json, check_name
-from ._model import ModelContext
+from ._model import ModelContext, fingerprint_of
 from ._records import AuditEvent, InboxMessage, Run, WorkingState
 from ._services import ExternalServices, load_services
 from ._states import RunStatus
@@ -311,17 +311,20 @@ class Worker:
         as a JSON line, so an observer can compare resumed and fault-free runs."""
         self.contexts.append(ctx)
         if self.context_log:
-            line = json.dumps(
+            # The context is serialized once: the JSON its fingerprint digests
+            # is also the line's "context" object, spliced in as text (a
+            # reader parses the line; the object's key order is the model's).
+            text = ctx.model_dump_json()
+            head = json.dumps(
                 {
                     "run_id": ctx.run_id,
                     "step": ctx.step,
                     "worker_id": self.worker_id,
-                    "fingerprint": ctx.fingerprint(),
-                    "context": ctx.model_dump(mode="json"),
+                    "fingerprint": fingerprint_of(text),
                 },
                 sort_keys=True,
             )
-            self._append_context(line + "\n")
+            self._append_context(f'{head[:-1]}, "context": {text}}}\n')
 
     def _append_context(self, line: str) -> None:
         """Append ``line`` to the context log in one ``write(2)`` on an

@@ -78,11 +78,7 @@ def write_memory(sc: StepContext, snap: Snapshot, payload: dict[str, Any], a: Wr
     # ones would restart at v1 after the newest was erased or expired: the
     # new record would then overwrite the v1 row (another user's data,
     # same memory_id) and, older than the erased newest, never be read.
-    stored = [
-        r
-        for r in sc.store.read_memory_unfiltered(a.namespace)
-        if r.tenant == run.tenant and r.key == a.key
-    ]
+    stored = sc.store.read_memory_unfiltered(a.namespace, tenant=run.tenant, key=a.key)
     newest = max(stored, key=lambda r: r.version, default=None)
     memory: tuple[MemoryRecord, ...] = ()
     if newest is not None and _unchanged(newest, a):

@@ -221,9 +221,13 @@ class Store(abc.ABC):
         """Live, newest-version records of ``tenant`` in ``namespace``, by key."""
 
     @abc.abstractmethod
-    def read_memory_unfiltered(self, namespace: str) -> list[MemoryRecord]:
-        """Every stored record of a namespace, all tenants and versions (for
-        operators and tests; never used to build a model context)."""
+    def read_memory_unfiltered(
+        self, namespace: str, *, tenant: str | None = None, key: str | None = None
+    ) -> list[MemoryRecord]:
+        """Every stored record of a namespace, all tenants and versions, live or
+        not, in write order (for operators, tests and numbering a new version;
+        never used to build a model context). ``tenant``, ``key``: only that
+        tenant's records, only that key's."""
 
     @abc.abstractmethod
     def delete_subject(self, tenant: str, subject: str, now: float) -> int:

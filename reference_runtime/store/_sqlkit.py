@@ -103,6 +103,17 @@ RUN_UPDATE = (
     " WHERE run_id = ?"
 )
 
+#: A claim changes the lease fields only: the status, wake and finished
+#: indexes are left alone (an UPDATE that sets a column rewrites its index
+#: entries, changed or not).
+LEASE_UPDATE = (
+    "UPDATE runs SET lease_owner = ?, lease_expiry = ?, fencing_token = ?, doc = ? WHERE run_id = ?"
+)
+
+
+def lease_update_params(run: Run) -> tuple[Any, ...]:
+    return (run.lease_owner, run.lease_expiry, run.fencing_token, run.model_dump_json(), run.run_id)
+
 
 def run_row(run: Run) -> tuple[Any, ...]:
     return (

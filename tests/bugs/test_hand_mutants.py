@@ -208,9 +208,9 @@ MUTANTS = (
         (
             Edit(
                 "store/_sql/_memory.py",
-                '            " WHERE tenant = ? AND namespace = ?) AS v"\n',
-                '            " WHERE tenant = ? AND namespace = ?"\n'
-                '            " AND (expires_at IS NULL OR expires_at > ?)) AS v"\n',
+                '            " AND newer.key = m.key"\n',
+                '            " AND newer.key = m.key"\n'
+                '            " AND (newer.expires_at IS NULL OR newer.expires_at > ?)"\n',
             ),
             Edit(
                 "store/_sql/_memory.py",
@@ -230,8 +230,8 @@ MUTANTS = (
         (
             Edit(
                 "store/_sql/_memory.py",
-                '            " WHERE tenant = ? AND namespace = ?) AS v"\n',
-                '            " WHERE tenant = ? AND namespace = ? AND trust >= ?) AS v"\n',
+                '            " AND newer.key = m.key"\n',
+                '            " AND newer.key = m.key AND newer.trust >= ?"\n',
             ),
             Edit(
                 "store/_sql/_memory.py",
@@ -290,12 +290,12 @@ MUTANTS = (
         "memory-dedup-across-tenants",
         2,
         "a write of what the key already holds is skipped (the tenant filter "
-        "forgotten: read_memory_unfiltered returns every tenant's records)",
+        "forgotten: read_memory_unfiltered then returns every tenant's records)",
         (
             Edit(
                 "_executor/_local_steps.py",
-                "if r.tenant == run.tenant and r.key == a.key",
-                "if r.key == a.key",
+                "(a.namespace, tenant=run.tenant, key=a.key)",
+                "(a.namespace, key=a.key)",
             ),
         ),
         # caught since the targeted plan repeats a run for a second tenant
@@ -536,8 +536,8 @@ MUTANTS = (
         (
             Edit(
                 "store/_sql/_memory.py",
-                "(PARTITION BY key ORDER BY version DESC, seq DESC)",
-                "(PARTITION BY key ORDER BY seq DESC)",
+                "(newer.version > m.version OR (newer.version = m.version AND newer.seq > m.seq))",
+                "newer.seq > m.seq",
             ),
         ),
         caught=True,
@@ -646,8 +646,13 @@ NUMBERED_AS_READ = HandMutant(
     (
         Edit(
             "_executor/_local_steps.py",
-            "        for r in sc.store.read_memory_unfiltered(a.namespace)\n",
-            "        for r in sc.store.read_memory(run.tenant, a.namespace, now)\n",
+            "    stored = sc.store.read_memory_unfiltered("
+            "a.namespace, tenant=run.tenant, key=a.key)\n",
+            "    stored = [\n"
+            "        r\n"
+            "        for r in sc.store.read_memory(run.tenant, a.namespace, now)\n"
+            "        if r.key == a.key\n"
+            "    ]\n",
         ),
     ),
     # caught since the plants take the runtime's id scheme (memory_id) and

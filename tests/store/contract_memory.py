@@ -98,6 +98,23 @@ class MemoryContract:
         store.put_memory(make_memory("elsewhere", namespace="other"))
         assert store.read_memory_unfiltered("prefs") == records
 
+    def test_read_memory_unfiltered_narrows_to_one_tenant_and_key(self, store: Store) -> None:
+        records = [
+            make_memory("a1", "a"),
+            make_memory("b1", "b"),
+            make_memory("a2", "a", version=2, deleted=True),
+            make_memory("x", "a", tenant="t2"),
+        ]
+        for record in records:
+            store.put_memory(record)
+        assert store.read_memory_unfiltered("prefs", tenant="t1", key="a") == [
+            records[0],
+            records[2],
+        ]
+        assert store.read_memory_unfiltered("prefs", key="a") == [records[0], *records[2:]]
+        assert store.read_memory_unfiltered("prefs", tenant="t2") == [records[3]]
+        assert store.read_memory_unfiltered("other", tenant="t1", key="a") == []
+
     def test_delete_subject_deletes_the_subjects_records_and_everything_derived(
         self, store: Store
     ) -> None:

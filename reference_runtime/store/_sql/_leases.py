@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from ..._records import Run
 from .._base import Claim
-from .._sqlkit import RUN_UPDATE, RUNNABLE_SQL, check_lease, run_update_params, runnable_params
+from .._sqlkit import (
+    LEASE_UPDATE,
+    RUN_UPDATE,
+    RUNNABLE_SQL,
+    check_lease,
+    lease_update_params,
+    run_update_params,
+    runnable_params,
+)
 from ._base import SqlBase
 
 
@@ -39,7 +47,7 @@ class SqlLeases(SqlBase):
                     "fencing_token": old.fencing_token + 1,
                 }
             )
-            tx.run(RUN_UPDATE, *run_update_params(run))
+            tx.run(LEASE_UPDATE, *lease_update_params(run))
         assert run.lease_expiry is not None  # set just above
         return Claim(run, worker_id, run.fencing_token, run.lease_expiry)
 

@@ -144,7 +144,8 @@ def insert_memory(tx: Tx, records: Sequence[MemoryRecord]) -> None:
     ]
     if taken:
         raise MemoryConflictError(taken)
-    link_sources(tx, records)
+    # Every id is new (a row is never deleted, only marked so): no edges to replace.
+    link_sources(tx, records, replace=False)
 
 
 def upsert_memory(tx: Tx, records: Sequence[MemoryRecord]) -> None:
@@ -160,10 +161,11 @@ def upsert_memory(tx: Tx, records: Sequence[MemoryRecord]) -> None:
     link_sources(tx, records)
 
 
-def link_sources(tx: Tx, records: Sequence[MemoryRecord]) -> None:
-    # Derivation edges, so delete_subject can follow them in SQL.
+def link_sources(tx: Tx, records: Sequence[MemoryRecord], *, replace: bool = True) -> None:
+    """Derivation edges, so delete_subject can follow them in SQL. ``replace``:
+    drop the records' old edges first (a record written again)."""
     ids = [r.memory_id for r in records]
-    if ids:
+    if ids and replace:
         tx.run(f"DELETE FROM memory_sources WHERE memory_id IN ({marks(len(ids))})", *ids)
     tx.many(
         "INSERT INTO memory_sources (memory_id, source_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
