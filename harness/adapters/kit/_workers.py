@@ -30,6 +30,13 @@ class WorkerSet:
     is set and before its target -- the framework's own "read the settings
     again" -- so the app's code needs no such call.
 
+    ``warm`` (``("module:function", args)`` pairs) are calls the fork server
+    makes once before it forks (``ForkServer(warm=...)``): a worker module
+    can build there what each worker would build the same way (an app's
+    agent or compiled graph), keep it in a module global, and let every
+    forked worker take it instead of building its own (a build in a forked
+    worker pays a page fault for each page of the server it touches).
+
     **Routing** (the ``network_faults`` capability): given ``environment``
     (the environment whose workers these are), :meth:`spawn` with
     ``services`` (the stores the worker connects to, name -> URL, as the
@@ -51,8 +58,11 @@ class WorkerSet:
         spares: int = 2,
         configure: Sequence[str] = (),
         environment: object | None = None,
+        warm: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> None:
         self.preload = tuple(preload)
+        #: calls the fork server makes once before it forks (see above)
+        self.warm = tuple(warm)
         self.spares = spares
         #: the hooks each worker calls once its env is set (see above)
         self.configure = tuple(configure)
@@ -88,7 +98,7 @@ class WorkerSet:
             if swap:
                 args = _swapped(args, swap)
                 env = None if env is None else {k: swap.get(v, v) for k, v in env.items()}
-        server = shared_fork_server(self.preload, spares=self.spares)
+        server = shared_fork_server(self.preload, spares=self.spares, warm=self.warm)
         proc = server.spawn(target, args=args, env=env, log=self.log, configure=self.configure)
         worker = ForkServerWorker(worker_id, proc)
         self.workers.append(worker)
