@@ -30,7 +30,6 @@ no lock on a session: two workers on one run both run its turn).
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import pkgutil
 import sqlite3
@@ -42,7 +41,7 @@ from typing import Any
 
 from ...model import RunSpec, RunState
 from ...world import Caller, World, WorldClient
-from .. import ForkServerWorker, Observation, RunView, WorkflowSpec
+from .. import ForkServerWorker, Observation, RunView, WorkflowSpec, kit
 from .._contract import BaseEnvironment, Capability, Declarations, DurableState
 from ..kit import EPOCH, ConstantClock, RunRegistry, WorkerSet, transitions_from_sequence
 
@@ -64,8 +63,8 @@ class AgentsApp:
 
     ``agent()`` is called once, in the fork server before it forks, and
     every worker runs its turns on that agent (as a service reuses one
-    agent for every run): it must open no connection and start no thread
-    there (an SDK client that connects on first use is fine).
+    agent for every run): it must start no thread and open no connection
+    there (a client that connects on first use is fine).
 
     A turn that raises is left for the next worker, so a tool whose world
     call must be retried should raise (``function_tool(...,
@@ -123,44 +122,12 @@ def unanswered(registry: RunRegistry, sessions: Path) -> list[tuple[Any, list[di
     return [(run, items) for run, items in runs if status_of(items) != "completed"]
 
 
-#: the agent of each app (by spec) that :func:`prebuild` built in the fork
-#: server: each worker forked after takes it (building one in a forked worker
-#: cost about 10 ms of CPU and 1,500 copy-on-write page faults)
-_AGENTS: dict[str, Any] = {}
-
-
-def prebuild(args: dict[str, Any]) -> None:
-    """The fork server's warm call (``WorkerSet(warm=...)``): build the agent
-    of ``args["app"]`` once, and the session class, before any fork."""
-    _AGENTS[args["app"]] = load_app(args["app"]).agent()
-    unsynced_session()
-
-
-@functools.cache
-def unsynced_session() -> Any:
-    """``SQLiteSession`` whose connections commit without a disk flush
-    (``synchronous=OFF``, as ``kit.UnsyncedSQLite``): a committed item is in
-    the OS's page cache when the commit returns, so a killed worker loses
-    nothing; only an OS crash could, and the harness kills processes. The
-    SDK's own commits at ``FULL``, a ``fdatasync`` per saved item. (Through
-    the SDK's ``_configure_connection``; a release without it just syncs.)"""
-    from agents import SQLiteSession
-
-    class UnsyncedSession(SQLiteSession):
-        @staticmethod
-        def _configure_connection(conn: sqlite3.Connection) -> None:
-            SQLiteSession._configure_connection(conn)
-            conn.execute("PRAGMA synchronous=OFF")
-
-    return UnsyncedSession
-
-
 def worker_main(args: dict[str, Any]) -> int:
     """A worker: run the turn of every run whose session is not answered, then exit 0.
 
     A turn that raises (a tool's world call refused, say) is logged and left
     for the next worker; the session keeps what the SDK saved before."""
-    from agents import RunConfig, Runner, set_trace_provider
+    from agents import RunConfig, Runner, SQLiteSession, set_trace_provider
     from agents.tracing.provider import DefaultTraceProvider
 
     # Tracing is off (RunConfig below): a provider without processors spares
@@ -169,7 +136,7 @@ def worker_main(args: dict[str, Any]) -> int:
     set_trace_provider(DefaultTraceProvider())
 
     app, worker_id, work = load_app(args["app"]), str(args["worker_id"]), Path(args["workdir"])
-    agent = _AGENTS.get(args["app"]) or app.agent()
+    agent = kit.prebuilt(f"{args['app']}.agent")  # app.agent() of the fork server
     world = WorldClient(work / "world.db", clock=lambda: EPOCH)
 
     def record_context(d: Any) -> Any:
@@ -188,7 +155,7 @@ def worker_main(args: dict[str, Any]) -> int:
     for run, items in unanswered(RunRegistry(work / "registry.db"), work / "sessions.db"):
         new: Any = app.message(run.data["input"]) if app.resend_message or not items else []
         ctx = AgentsContext(world, run.tenant, run.run_id, worker_id)
-        with contextlib.closing(unsynced_session()(run.run_id, work / "sessions.db")) as session:
+        with contextlib.closing(SQLiteSession(run.run_id, work / "sessions.db")) as session:
             try:
                 Runner.run_sync(agent, new, session=session, context=ctx, run_config=config)
             except Exception as exc:  # logged; the run is left for the next worker
@@ -200,17 +167,16 @@ class AgentsEnvironment(BaseEnvironment):
     """One deployment in ``workdir``: the sessions, a run registry, a world, workers."""
 
     def __init__(self, adapter: OpenAIAgentsAdapter, workdir: Path) -> None:
+        from agents import SQLiteSession
+
         workdir.mkdir(parents=True, exist_ok=True)
         self.app, self.work, self.sessions = adapter.app, workdir, workdir / "sessions.db"
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
         self.registry = RunRegistry(workdir / "registry.db", clock=lambda: EPOCH)
-        unsynced_session()("-", self.sessions).close()  # the SDK creates its tables
-        # what every worker imported after the fork, preloaded too
+        SQLiteSession("-", self.sessions).close()  # the SDK creates its tables
+        # the app's module (and this one) come with its agent(), called once in the fork server
         preload = ("agents", "agents.memory.sqlite_session", "concurrent.futures.thread")
-        app = (f"{__name__}:prebuild", {"app": adapter.app_spec})
-        self.workers = WorkerSet(
-            workdir, (*preload, __name__, adapter.app_spec.split(":")[0]), warm=(app,)
-        )
+        self.workers = WorkerSet(workdir, preload, prebuild=[f"{adapter.app_spec}.agent"])
         self.args, self._contexts_seen = {"app": adapter.app_spec, "workdir": str(workdir)}, 0
 
     def declarations(self) -> Declarations:
