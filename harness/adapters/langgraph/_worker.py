@@ -69,45 +69,51 @@ def load_app(spec: str) -> LangGraphApp:
 
 
 #: each app's compiled graph of each code version (by app spec and version),
-#: built once per process on an in-memory checkpointer: in the fork server
-#: by :func:`prebuild`, before it forks, so that a worker binds its own
-#: checkpointer to it (``graph.copy``) instead of building the graph (a
-#: build in a forked worker cost 8-10 ms of CPU and 1,700 page faults, the
-#: copy 1 ms and 190)
+#: for an app that declares ``compile_once``: compiled once per process on an
+#: in-memory checkpointer, in the fork server by :func:`prebuild` before it
+#: forks, so that a worker binds its own checkpointer to it (``graph.copy``)
+#: instead of building the graph; None where the app's build kept neither
+#: the checkpointer nor the store it was given (it wrapped them)
 _GRAPHS: dict[tuple[str, int], Any] = {}
 
 
 def prebuild(args: dict[str, Any]) -> None:
     """The fork server's warm call (``WorkerSet(warm=...)``): compile every
-    code version of ``args["app"]`` once, before any fork."""
+    code version of ``args["app"]`` once, before any fork, if it declares
+    ``compile_once``."""
     app = load_app(str(args["app"]))
-    for version in app.versions:
+    for version in app.versions if app.compile_once else ():
         _GRAPHS[(str(args["app"]), version)] = _unbound_graph(app, version)
 
 
 def bound_graph(spec: str, app: LangGraphApp, version: int, saver: Any, store: Any) -> Any:
-    """``app.make_graph(saver, version, store)``, as the same graph compiled
-    once on an in-memory checkpointer (and store) with ``saver`` and
-    ``store`` bound in their place by ``graph.copy(update=...)``, the way a
-    LangGraph server binds its own checkpointer to an app's compiled graph.
-    A graph without ``copy`` is built anew each time."""
-    built = _GRAPHS.get((spec, version))
+    """``app.make_graph(saver, version, store)``; for an app that declares
+    ``compile_once``, the same graph compiled once on an in-memory
+    checkpointer (and store) with ``saver`` and ``store`` bound in their
+    place by ``graph.copy(update=...)``."""
+    if not app.compile_once:
+        return app.make_graph(saver, version, store)
+    if (spec, version) not in _GRAPHS:
+        _GRAPHS[(spec, version)] = _unbound_graph(app, version)
+    built = _GRAPHS[(spec, version)]
     if built is None:
-        built = _GRAPHS[(spec, version)] = _unbound_graph(app, version)
-    if not callable(getattr(built, "copy", None)):
         return app.make_graph(saver, version, store)
     return built.copy(update={"checkpointer": saver, **({"store": store} if app.store else {})})
 
 
 def _unbound_graph(app: LangGraphApp, version: int) -> Any:
+    """The graph of ``version`` on an in-memory checkpointer (and store), or
+    None if it does not hold them as given, or cannot be copied."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    store = None
+    saver, store = InMemorySaver(), None
     if app.store:
         from langgraph.store.memory import InMemoryStore
 
         store = InMemoryStore()
-    return app.make_graph(InMemorySaver(), version, store)
+    graph = app.make_graph(saver, version, store)
+    held = getattr(graph, "checkpointer", None) is saver and getattr(graph, "store", None) is store
+    return graph if held and callable(getattr(graph, "copy", None)) else None
 
 
 def maybe_store(app: LangGraphApp, spec: SaverSpec) -> contextlib.AbstractContextManager[Any]:
