@@ -121,6 +121,7 @@ EXPORTS: dict[str, list[str]] = {
         "crash_point_trace",
         "other_tenant",
         "owned_folder",
+        "prebuilt",
         "read_crash_log",
         "run_async",
         "signed_decision",

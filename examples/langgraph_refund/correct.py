@@ -82,4 +82,6 @@ APP = LangGraphApp(
     start_input=start_input,
     durability="sync",
     guard=single_writer,
+    # build only compiles: one compiled graph per version, each worker binds its saver
+    compile_once=True,
 )

@@ -45,4 +45,6 @@ APP = LangGraphApp(
     versions=(1, 2),
     start_input=start_input,
     durability="async",
+    # build only compiles: one compiled graph per version, each worker binds its saver
+    compile_once=True,
 )

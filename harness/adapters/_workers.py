@@ -8,24 +8,33 @@ onto the contract's :class:`WorkerExit`. These two pieces are that way.
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..procs import ForkServer, Stopped, Worker
 from ._contract import WorkerExit
 
 _lock = threading.Lock()
-_servers: dict[tuple[tuple[str, ...], int], ForkServer] = {}
+_servers: dict[tuple[tuple[str, ...], int, str], ForkServer] = {}
 
 
-def shared_fork_server(preload: Sequence[str], *, spares: int = 2) -> ForkServer:
-    """One started fork server per (preload set, spares), for the whole
-    harness process: forking from it costs a fork, not an interpreter start."""
-    key = (tuple(preload), spares)
+def shared_fork_server(
+    preload: Sequence[str],
+    *,
+    spares: int = 2,
+    warm: Sequence[tuple[str, Mapping[str, Any]]] = (),
+) -> ForkServer:
+    """One started fork server per (preload set, spares, warm calls), for the
+    whole harness process: forking from it costs a fork, not an interpreter
+    start. ``warm``: ``ForkServer(warm=...)``, calls made once in the server
+    before it forks."""
+    key = (tuple(preload), spares, json.dumps([[t, dict(a)] for t, a in warm], sort_keys=True))
     with _lock:
         server = _servers.get(key)
         if server is None:
-            server = ForkServer(preload=list(preload), spares=spares).start()
+            server = ForkServer(preload=list(preload), spares=spares, warm=warm).start()
             _servers[key] = server
         return server
 

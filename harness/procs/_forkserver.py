@@ -304,7 +304,7 @@ class _Server:
 
     # -- main loop ---------------------------------------------------------
 
-    def serve(self, preload: list[str]) -> int:
+    def serve(self, preload: list[str], warm: list[list[Any]]) -> int:
         # The harness decides when to stop. Started with SIGINT blocked (see
         # ForkServer.start), the server ignores it before unblocking it: a
         # Ctrl-C while it started is dropped, never a traceback.
@@ -314,7 +314,7 @@ class _Server:
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, lambda signum, frame: None)
         signal.set_wakeup_fd(self.wake_w, warn_on_full_buffer=False)
-        if not self.preload(preload):
+        if not self.preload(preload) or not self.warm_up(warm):
             return 1
         self.send({"op": "ready", "pid": self.pid})
         poller = select.poll()
@@ -373,6 +373,23 @@ class _Server:
             return False
         return True
 
+    def warm_up(self, calls: list[list[Any]]) -> bool:
+        """Make each ``[target, args]`` call once (``ForkServer(warm=...)``)."""
+        for target, args in calls:
+            try:
+                func = self.resolve(target)
+                func(args)
+            except BaseException as exc:
+                detail = _child.describe_failure(exc)
+            else:
+                if _thread_count() == 1:
+                    continue
+                detail = f"calling it started {_thread_count() - 1} thread(s); forking is unsafe"
+            self.send({"op": "preload_failed", "module": target, "detail": detail})
+            self.shutdown()
+            return False
+        return True
+
     def on_signals(self) -> None:
         try:
             received = os.read(self.wake_r, 4096)
@@ -413,7 +430,7 @@ def main(argv: list[str]) -> int:
         os.environ.pop("PYTHONPATH", None)
     else:
         os.environ["PYTHONPATH"] = config["pythonpath"]
-    return _Server(config["fd"], config["pool_size"]).serve(config["preload"])
+    return _Server(config["fd"], config["pool_size"]).serve(config["preload"], config["warm"])
 
 
 if __name__ == "__main__":

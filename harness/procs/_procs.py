@@ -136,11 +136,25 @@ class ForkServer:
     Workers get the harness's environment as of :meth:`start`, updated with
     the spawn's ``env`` just before the target is called (after imports:
     code that reads the environment at import time sees the server's).
+
+    ``warm`` lists ``("module:function", args)`` calls the server makes once,
+    after the preloads and before its first fork, with the JSON-able
+    ``args`` dict: what every worker would otherwise build for itself (an
+    application's agent or graph) is built there, kept in its module, and
+    inherited by each fork. Like a preload, a call must start no thread
+    (checked) and open no connection; one that raises is a
+    :class:`PreloadError` naming it.
     """
 
     def __init__(
-        self, preload: Iterable[str] = (), *, spares: int = 2, start_timeout: float = 60.0
+        self,
+        preload: Iterable[str] = (),
+        *,
+        spares: int = 2,
+        start_timeout: float = 60.0,
+        warm: Iterable[tuple[str, Mapping[str, Any]]] = (),
     ) -> None:
+        self.warm = [(target, _check_spawn_args(target, args, None)[0]) for target, args in warm]
         self.preload = list(preload)
         if not isinstance(spares, int) or spares < 0:
             raise ValueError(f"spares must be an int >= 0, got {spares!r}")
@@ -184,6 +198,7 @@ class ForkServer:
         config = {
             "fd": theirs.fileno(),
             "preload": self.preload,
+            "warm": self.warm,
             "pool_size": self.spares,
             "sys_path": sys.path,
             "pythonpath": pythonpath,

@@ -79,3 +79,26 @@ def fail_to_configure() -> None:
 def write_setting(args: dict[str, Any]) -> None:
     """Write :data:`SETTING` as this worker holds it to ``args["path"]``."""
     Path(args["path"]).write_text(SETTING)
+
+
+#: what :func:`warm_built` built, by key: a fork server's warm call fills it
+#: before it forks, so its workers find it here without building it
+BUILT: dict[str, str] = {}
+
+
+def warm_built(args: dict[str, Any]) -> None:
+    """A warm call (``ForkServer(warm=...)``): keep ``args["value"]`` and the
+    building process's pid under ``args["key"]``, or raise ``args["raise"]``,
+    or start a thread if ``args["thread"]``."""
+    if "raise" in args:
+        raise RuntimeError(args["raise"])
+    if args.get("thread"):
+        import threading
+
+        threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+    BUILT[args["key"]] = f"{args['value']} built by {os.getpid()}"
+
+
+def write_built(args: dict[str, Any]) -> None:
+    """Write what :data:`BUILT` holds under ``args["key"]`` (or ``<none>``) to ``args["path"]``."""
+    Path(args["path"]).write_text(BUILT.get(args["key"], "<none>"))

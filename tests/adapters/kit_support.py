@@ -105,3 +105,16 @@ class BrokenClosingToy(ClosingToy):
     def close(self) -> None:
         super().close()
         raise OSError("the server would not stop")
+
+
+def built_here() -> str:
+    """A factory for ``WorkerSet(prebuild=...)``: says which process built it."""
+    return f"built by {os.getpid()}"
+
+
+def write_prebuilt(args: dict[str, Any]) -> None:
+    """Write ``kit.prebuilt`` of :func:`built_here`, and this worker's pid, to ``args["out"]``."""
+    from harness.adapters.kit import prebuilt
+
+    text = prebuilt("kit_support:built_here")
+    Path(args["out"]).write_text(json.dumps({"text": text, "pid": os.getpid()}))

@@ -84,6 +84,29 @@ def test_workers_fork_from_a_server_that_preloaded_the_modules(tmp_path: Path) -
         workers.close()
 
 
+def test_a_prebuilt_object_is_built_once_in_the_fork_server_else_in_the_worker(
+    tmp_path: Path,
+) -> None:
+    seen: dict[str, list[dict[str, Any]]] = {}
+    for kind, prebuild in (("prebuilt", ["kit_support:built_here"]), ("not", [])):
+        (tmp_path / kind).mkdir()
+        workers = WorkerSet(tmp_path / kind, [SUPPORT], prebuild=prebuild)
+        try:
+            for i in range(2):
+                out = tmp_path / f"{kind}{i}.json"
+                w = workers.spawn(f"w{i}", f"{SUPPORT}:write_prebuilt", {"out": str(out)})
+                assert w.wait(30.0).code == 0
+                seen.setdefault(kind, []).append(json.loads(out.read_text()))
+        finally:
+            workers.close()
+    # prebuilt: one object, built by neither worker (by their fork server)
+    first, second = seen["prebuilt"]
+    assert first["text"] == second["text"]
+    assert first["text"] not in (f"built by {first['pid']}", f"built by {second['pid']}")
+    # not prebuilt: each worker builds its own
+    assert [s["text"] for s in seen["not"]] == [f"built by {s['pid']}" for s in seen["not"]]
+
+
 def test_close_kills_and_reaps_running_and_stopped_workers_only(tmp_path: Path) -> None:
     workers = WorkerSet(tmp_path, [SUPPORT])
     done = workers.spawn("w0", "harness.procs._selftest:noop", {})

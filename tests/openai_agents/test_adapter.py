@@ -18,11 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "harness" / "adapters" / "openai_agents"
 
 
-def test_the_adapter_on_the_kit_is_at_most_125lines_of_code() -> None:
-    # 120 (issue 12), and the runnable() probe that spares the final quiesce
-    # its confirming worker (issue 33)
+def test_the_adapter_on_the_kit_is_at_most_126_lines_of_code() -> None:
+    # 120 (issue 12), the runnable() probe that spares the final quiesce its
+    # confirming worker, and the agent built once in the fork server with the
+    # SDK's modules every worker imported preloaded (issue 33)
     total = sum(lines_of_code(p.read_text()) for p in PACKAGE.glob("*.py"))
-    assert 60 < total <= 125, total
+    assert 60 < total <= 126, total
 
 
 USER = {"role": "user", "content": "refund c-1"}

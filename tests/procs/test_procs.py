@@ -336,3 +336,29 @@ def test_the_public_names_are_sorted_and_all_exist() -> None:
     assert harness.procs.__all__ == sorted(harness.procs.__all__)
     for name in harness.procs.__all__:
         assert hasattr(harness.procs, name)
+
+
+def test_a_warm_call_runs_once_in_the_server_and_every_worker_inherits_what_it_built(
+    tmp_path: Path,
+) -> None:
+    warm = [(T + "warm_built", {"key": "app", "value": "graph"})]
+    with ForkServer(preload=["sqlite3"], warm=warm) as server:
+        texts = []
+        for i in range(3):
+            out = tmp_path / f"out{i}.txt"
+            worker = server.spawn(T + "write_built", {"key": "app", "path": str(out)})
+            assert worker.wait(WAIT) == Exit.exited(0)
+            texts.append(out.read_text())
+    # built once, by the server (not by any worker), before it forked them all
+    assert texts == [f"graph built by {server.pid}"] * 3
+
+
+def test_a_warm_call_that_raises_or_starts_a_thread_stops_the_server_with_preload_error() -> None:
+    with pytest.raises(PreloadError) as caught:
+        ForkServer(warm=[(T + "warm_built", {"raise": "no app"})]).start()
+    assert caught.value.module == T + "warm_built"
+    assert "no app" in str(caught.value)
+    with pytest.raises(PreloadError, match="started 1 thread"):
+        ForkServer(warm=[(T + "warm_built", {"key": "k", "value": "v", "thread": True})]).start()
+    with pytest.raises(TypeError, match="JSON"):
+        ForkServer(warm=[(T + "warm_built", {"value": object()})])

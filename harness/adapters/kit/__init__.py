@@ -5,9 +5,11 @@ is the same in every adapter, and easy to get subtly wrong; this module holds
 it, so that an adapter keeps only the mapping:
 
 - :class:`WorkerSet`: spawn workers from a shared fork server, keep them,
-  kill and reap what is left on close; with ``services``, each worker
-  reaches its stores through proxies of its own on the network faults'
-  Toxiproxy backend (the contract's ``route_worker``);
+  kill and reap what is left on close; objects every worker would build
+  alike built once in the fork server (``prebuild``, :func:`prebuilt`);
+  with ``services``, each worker reaches its stores through proxies of
+  its own on the network faults' Toxiproxy backend (the contract's
+  ``route_worker``);
 - :class:`ConstantClock`, :class:`FileClock`: a virtual time workers read,
   constant (no ``clock`` capability) or in a file the harness advances
   (``advance_clock``);
@@ -61,7 +63,7 @@ from ._idle import GAVE_UP, IdlePolicy, work_until_idle
 from ._owned import OwnedFolder, owned_folder, spawn_owned
 from ._runs import RunRecord, RunRegistry, transitions_from_sequence
 from ._shared import DedupInbox, UnsyncedSQLite
-from ._workers import WorkerSet
+from ._workers import WorkerSet, prebuilt
 
 __all__ = [
     "EPOCH",
@@ -81,6 +83,7 @@ __all__ = [
     "crash_point_trace",
     "other_tenant",
     "owned_folder",
+    "prebuilt",
     "read_crash_log",
     "run_async",
     "signed_decision",

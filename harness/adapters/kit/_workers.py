@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...procs import Exit, SpawnerLost
+from ...procs import Exit, SpawnerLost, _child
 from .._contract import release_routes, route_worker
 from .._workers import ForkServerWorker, shared_fork_server
 
@@ -29,6 +29,16 @@ class WorkerSet:
     (``"module:function"``, no arguments) each worker calls after its env
     is set and before its target -- the framework's own "read the settings
     again" -- so the app's code needs no such call.
+
+    ``warm`` (``("module:function", args)`` pairs) are calls the fork server
+    makes once before it forks (``ForkServer(warm=...)``): a worker module
+    can build there what each worker would build the same way (an app's
+    agent or compiled graph), keep it in a module global, and let every
+    forked worker take it instead of building its own (a build in a forked
+    worker pays a page fault for each page of the server it touches).
+    ``prebuild`` names factories (``"module:attr.attr"``, called with no
+    arguments) to call so, whose results a worker takes with
+    :func:`prebuilt`.
 
     **Routing** (the ``network_faults`` capability): given ``environment``
     (the environment whose workers these are), :meth:`spawn` with
@@ -51,8 +61,12 @@ class WorkerSet:
         spares: int = 2,
         configure: Sequence[str] = (),
         environment: object | None = None,
+        warm: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        prebuild: Sequence[str] = (),
     ) -> None:
         self.preload = tuple(preload)
+        #: calls the fork server makes once before it forks (see above)
+        self.warm = (*warm, *((f"{__name__}:_build", {"factory": f}) for f in prebuild))
         self.spares = spares
         #: the hooks each worker calls once its env is set (see above)
         self.configure = tuple(configure)
@@ -88,7 +102,7 @@ class WorkerSet:
             if swap:
                 args = _swapped(args, swap)
                 env = None if env is None else {k: swap.get(v, v) for k, v in env.items()}
-        server = shared_fork_server(self.preload, spares=self.spares)
+        server = shared_fork_server(self.preload, spares=self.spares, warm=self.warm)
         proc = server.spawn(target, args=args, env=env, log=self.log, configure=self.configure)
         worker = ForkServerWorker(worker_id, proc)
         self.workers.append(worker)
@@ -123,6 +137,24 @@ class WorkerSet:
                 worker.proc.wait(timeout)
         if self.environment is not None:
             release_routes(self.environment)  # no worker is left to use them
+
+
+#: what the fork server's ``prebuild`` factories returned, by factory name
+_BUILT: dict[str, Any] = {}
+
+
+def _build(args: Mapping[str, Any]) -> None:
+    """The warm call of ``WorkerSet(prebuild=...)``: call one factory, keep its result."""
+    _BUILT[args["factory"]] = _child.resolve(args["factory"])()  # type: ignore[call-arg]
+
+
+def prebuilt(factory: str) -> Any:
+    """What ``factory()`` (``"module:attr.attr"``) returned in the fork
+    server this worker was forked from (``WorkerSet(prebuild=...)``), or,
+    if it was not prebuilt there, what it returns now."""
+    if factory in _BUILT:
+        return _BUILT[factory]
+    return _child.resolve(factory)()  # type: ignore[call-arg]
 
 
 def _swapped(value: Any, swap: Mapping[str, str]) -> Any:

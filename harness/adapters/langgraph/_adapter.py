@@ -141,6 +141,11 @@ class LangGraphAdapter:
             "langgraph.graph",
             "langgraph.types",
             "langgraph.checkpoint.sqlite",
+            "langgraph.checkpoint.memory",
+            # imported by the first invoke of every worker otherwise
+            "langchain_core.tracers.context",
+            "langchain_core.tracers.run_collector",
+            "langchain_core.tracers.stdout",
             *extra,
             "harness.adapters.langgraph._worker",
             self.app_spec.partition(":")[0],

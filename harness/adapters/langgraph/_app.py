@@ -100,6 +100,16 @@ class LangGraphApp:
     and passes as ``build(checkpointer, code_version, store=store)``;
     ``store_namespace(tenant, run_input)`` names the namespace prefix of the
     items a run writes, for its durable state (default: the whole store).
+
+    ``compile_once``: ``build`` does nothing with its checkpointer and store
+    but compile the graph on them. The adapter then compiles each code
+    version once per process (in the fork server, before it forks) on an
+    in-memory checkpointer and binds each worker's own with
+    ``graph.copy(update={"checkpointer": ..., "store": ...})``, as a
+    LangGraph server binds its checkpointer to an app's compiled graph: a
+    worker skips the build (8-10 ms of CPU and 1,700 page faults in a
+    forked worker, against 1 ms for the copy). Leave it False for a build
+    that wraps, instruments or reads its checkpointer.
     """
 
     name: str
@@ -118,6 +128,7 @@ class LangGraphApp:
     volatile: tuple[str, ...] = ()
     store: bool = False
     store_namespace: Callable[[str, Mapping[str, Any]], tuple[str, ...]] | None = None
+    compile_once: bool = False
 
     @property
     def current_version(self) -> int:

@@ -68,6 +68,54 @@ def load_app(spec: str) -> LangGraphApp:
     return app
 
 
+#: each app's compiled graph of each code version (by app spec and version),
+#: for an app that declares ``compile_once``: compiled once per process on an
+#: in-memory checkpointer, in the fork server by :func:`prebuild` before it
+#: forks, so that a worker binds its own checkpointer to it (``graph.copy``)
+#: instead of building the graph; None where the app's build kept neither
+#: the checkpointer nor the store it was given (it wrapped them)
+_GRAPHS: dict[tuple[str, int], Any] = {}
+
+
+def prebuild(args: dict[str, Any]) -> None:
+    """The fork server's warm call (``WorkerSet(warm=...)``): compile every
+    code version of ``args["app"]`` once, before any fork, if it declares
+    ``compile_once``."""
+    app = load_app(str(args["app"]))
+    for version in app.versions if app.compile_once else ():
+        _GRAPHS[(str(args["app"]), version)] = _unbound_graph(app, version)
+
+
+def bound_graph(spec: str, app: LangGraphApp, version: int, saver: Any, store: Any) -> Any:
+    """``app.make_graph(saver, version, store)``; for an app that declares
+    ``compile_once``, the same graph compiled once on an in-memory
+    checkpointer (and store) with ``saver`` and ``store`` bound in their
+    place by ``graph.copy(update=...)``."""
+    if not app.compile_once:
+        return app.make_graph(saver, version, store)
+    if (spec, version) not in _GRAPHS:
+        _GRAPHS[(spec, version)] = _unbound_graph(app, version)
+    built = _GRAPHS[(spec, version)]
+    if built is None:
+        return app.make_graph(saver, version, store)
+    return built.copy(update={"checkpointer": saver, **({"store": store} if app.store else {})})
+
+
+def _unbound_graph(app: LangGraphApp, version: int) -> Any:
+    """The graph of ``version`` on an in-memory checkpointer (and store), or
+    None if it does not hold them as given, or cannot be copied."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver, store = InMemorySaver(), None
+    if app.store:
+        from langgraph.store.memory import InMemoryStore
+
+        store = InMemoryStore()
+    graph = app.make_graph(saver, version, store)
+    held = getattr(graph, "checkpointer", None) is saver and getattr(graph, "store", None) is store
+    return graph if held and callable(getattr(graph, "copy", None)) else None
+
+
 def maybe_store(app: LangGraphApp, spec: SaverSpec) -> contextlib.AbstractContextManager[Any]:
     """The long-term store beside ``spec``'s checkpoints if ``app`` uses one, else None."""
     return open_store(spec, ready=True) if app.store else contextlib.nullcontext(None)
@@ -89,7 +137,7 @@ def worker_main(args: dict[str, Any]) -> int:
     if spec.backend == "postgres":
         points = CrashPoints(str(args["crash_log"]), args.get("crash"), bool(args.get("trace")))
     with open_saver(spec, points, ready=True) as saver, maybe_store(app, spec) as store:
-        graph = app.make_graph(saver, version, store)
+        graph = bound_graph(str(args["app"]), app, version, saver, store)
         for run in registry.runs():
             thread_id = f"{args['thread_prefix']}{run.run_id}"
             site = GuardSite(

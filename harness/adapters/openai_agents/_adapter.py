@@ -41,7 +41,7 @@ from typing import Any
 
 from ...model import RunSpec, RunState
 from ...world import Caller, World, WorldClient
-from .. import ForkServerWorker, Observation, RunView, WorkflowSpec
+from .. import ForkServerWorker, Observation, RunView, WorkflowSpec, kit
 from .._contract import BaseEnvironment, Capability, Declarations, DurableState
 from ..kit import EPOCH, ConstantClock, RunRegistry, WorkerSet, transitions_from_sequence
 
@@ -60,6 +60,11 @@ class AgentsApp:
     session's history is the input). ``volatile``: item keys (at any depth)
     that differ between two correct runs, left out of durable state and
     contexts.
+
+    ``agent()`` is called once, in the fork server before it forks, and
+    every worker runs its turns on that agent (as a service reuses one
+    agent for every run): it must start no thread and open no connection
+    there (a client that connects on first use is fine).
 
     A turn that raises is left for the next worker, so a tool whose world
     call must be retried should raise (``function_tool(...,
@@ -131,7 +136,8 @@ def worker_main(args: dict[str, Any]) -> int:
     set_trace_provider(DefaultTraceProvider())
 
     app, worker_id, work = load_app(args["app"]), str(args["worker_id"]), Path(args["workdir"])
-    agent, world = app.agent(), WorldClient(work / "world.db", clock=lambda: EPOCH)
+    agent = kit.prebuilt(f"{args['app']}.agent")  # app.agent() of the fork server
+    world = WorldClient(work / "world.db", clock=lambda: EPOCH)
 
     def record_context(d: Any) -> Any:
         """``RunConfig.call_model_input_filter``: append the model input ``d``
@@ -168,7 +174,9 @@ class AgentsEnvironment(BaseEnvironment):
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
         self.registry = RunRegistry(workdir / "registry.db", clock=lambda: EPOCH)
         SQLiteSession("-", self.sessions).close()  # the SDK creates its tables
-        self.workers = WorkerSet(workdir, ("agents", __name__, adapter.app_spec.split(":")[0]))
+        # the app's module (and this one) come with its agent(), called once in the fork server
+        preload = ("agents", "agents.memory.sqlite_session", "concurrent.futures.thread")
+        self.workers = WorkerSet(workdir, preload, prebuild=[f"{adapter.app_spec}.agent"])
         self.args, self._contexts_seen = {"app": adapter.app_spec, "workdir": str(workdir)}, 0
 
     def declarations(self) -> Declarations:
