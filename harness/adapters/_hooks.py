@@ -155,6 +155,12 @@ the ``Environment`` protocol of :mod:`harness.adapters._contract`):
     fault-free runs, which no fault slows). See ``docs/architecture.md``,
     "Planning on real time".
 
+``Adapter.scenario_runs: float``
+    Without ``scenario_seconds``: how many fault-free runs one scenario
+    costs (default 3), for a runtime whose faults wait out real time that
+    no fault-free run waits (a timed-out attempt, a retry's interval, a
+    worker's start after every kill). Scales with the machine's pace.
+
 ``Adapter.worker_timeout: float``
     How long one of its workers may run before the harness kills it and
     calls it stuck (default 120 s; the ``worker_timeout`` setting,
@@ -189,6 +195,7 @@ ADAPTER_HOOKS: Mapping[str, Kind] = {
     "lease_seconds": "seconds",
     "worker_timeout": "seconds",
     "scenario_seconds": "seconds",
+    "scenario_runs": "value",
     "drains": "flag",
     "rolls_back": "flag",
     "keeps_definitions": "flag",

@@ -35,6 +35,7 @@ from ._plan import (
     budget_fit,
     drawn_by,
     left_for_sampling,
+    measured_runs,
     plan_budget,
     revise_plan,
     shard_plan,
@@ -159,7 +160,8 @@ class Search:
         outcome.breadth_first = True
         self._warm_up()
         cost = self.engine.scenario_cost()
-        plan_budget(outcome, len(self.aimed), cost, s.budget_seconds, self.log)
+        runs = measured_runs(self.engine.adapter)
+        plan_budget(outcome, len(self.aimed), cost, s.budget_seconds, self.log, runs)
 
     def _warm_up(self) -> None:
         """Before a measured plan: the first planned scenario's oracle (its

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from upgrade_toy import UpgradeToy
 
+from harness._errors import UsageError
 from harness._settings import load_settings
 from harness.outcome import Draft
 from harness.scenarios import probe_universe
@@ -43,6 +44,19 @@ def test_the_measured_cost_leaves_out_the_first_fault_free_run(engine: Engine) -
     assert cost == pytest.approx(MEASURED_RUNS * 1.1) and source == "measured"
     engine.fault_free_seconds = [20.0]  # nothing else measured yet: that one
     assert engine.scenario_cost() == (MEASURED_RUNS * 20.0, "measured")
+
+
+def test_an_adapter_on_real_time_declares_the_runs_a_scenario_costs(engine: Engine) -> None:
+    """``scenario_runs``: a runtime whose faults wait out real time that no
+    fault-free run waits (a timed-out attempt, a retry's interval) says how
+    many fault-free runs a scenario costs; the estimate still scales with
+    the machine's pace. Anything but a number >= 0 is refused."""
+    engine.adapter.scenario_runs = 5  # type: ignore[attr-defined]
+    engine.fault_free_seconds = [20.0, 1.0, 1.2]
+    assert engine.scenario_cost() == (pytest.approx(5 * 1.1), "measured")
+    engine.adapter.scenario_runs = -1  # type: ignore[attr-defined]
+    with pytest.raises(UsageError, match=r"scenario_runs=-1: it must be .* a number >= 0"):
+        engine.scenario_cost()
 
 
 def _outcome(engine: Engine, cost: str) -> Draft:
