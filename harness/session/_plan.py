@@ -60,8 +60,8 @@ def shard_plan(
 #: reference on SQLite, 3.3-5.0 on the others; 2 made every estimate but
 #: the reference's 1.6-2.5x too low. Faults that cost real time (a timeout
 #: after a kill, a retry's interval) are not in it: an adapter that has
-#: them declares ``scenario_runs`` (how many fault-free runs a scenario
-#: costs; it scales with the machine) or ``scenario_seconds``
+#: them declares them (``fault_seconds``, added to the measured cost, which
+#: still follows the machine's pace) or the whole cost (``scenario_seconds``)
 MEASURED_RUNS = 3.0
 #: scenarios after which the plan is checked against the pace of the search
 REVISE_AFTER = 10
@@ -138,13 +138,13 @@ def _declared(adapter: Adapter, name: str, what: str, example: str) -> float | N
     return float(declared)
 
 
-def measured_runs(adapter: Adapter) -> float:
-    """How many fault-free runs one scenario costs: the adapter's
-    ``scenario_runs`` (a runtime whose faults cost real time that no
-    fault-free run waits: a timed-out attempt, a retry's interval), else
-    :data:`MEASURED_RUNS`."""
-    runs = _declared(adapter, "scenario_runs", "the fault-free runs one scenario costs", "4.5")
-    return MEASURED_RUNS if runs is None else runs
+def fault_seconds(adapter: Adapter) -> float:
+    """What a scenario's faults add in real time to a measured cost: the
+    adapter's ``fault_seconds`` (a runtime whose faults wait out real time
+    that no fault-free run waits: a retry's interval, a timed-out attempt),
+    else 0."""
+    what = "the real seconds a scenario's faults wait that no fault-free run waits"
+    return _declared(adapter, "fault_seconds", what, "0.5") or 0.0
 
 
 def scenario_cost(
@@ -152,17 +152,18 @@ def scenario_cost(
 ) -> tuple[float | None, str]:
     """What one scenario costs in real time, about, and how that is
     known: the adapter's ``scenario_seconds`` (``declared``), else
-    :func:`measured_runs` times the median of ``fault_free_seconds``
-    (``measured``), the first run of all left out when there are others
-    (it pays the first-use costs: the fork server's start, first
-    imports), else ``(None, "unknown")``."""
+    :data:`MEASURED_RUNS` times the median of ``fault_free_seconds``, plus
+    :func:`fault_seconds` (``measured``), the first run of all left out
+    when there are others (it pays the first-use costs: the fork server's
+    start, first imports), else ``(None, "unknown")``."""
     what = "the real seconds one scenario takes"
     declared = _declared(adapter, "scenario_seconds", what, "3.5")
     if declared is not None:
         return declared, "declared"
     if fault_free_seconds:
         warm = fault_free_seconds[1:] or fault_free_seconds
-        return measured_runs(adapter) * statistics.median(warm), "measured"
+        runs = MEASURED_RUNS * statistics.median(warm)
+        return runs + fault_seconds(adapter), "measured"
     return None, "unknown"
 
 
@@ -172,12 +173,12 @@ def plan_budget(
     cost: tuple[float | None, str],
     budget: float,
     log: Callable[[str], None],
-    runs: float = MEASURED_RUNS,
+    waits: float = 0.0,
 ) -> None:
     """Say before the search how many planned scenarios fit in the budget
     (kept in the outcome, for the report), and what to do if not all do;
-    ``cost`` is :func:`scenario_cost`'s answer (``runs``: the fault-free
-    runs a measured one counts), ``aimed`` the targeted part."""
+    ``cost`` is :func:`scenario_cost`'s answer (``waits``: the
+    :func:`fault_seconds` a measured one adds), ``aimed`` the targeted part."""
     planned = outcome.planned or 0
     outcome.scenario_seconds, outcome.scenario_cost = cost
     seconds, source = cost
@@ -190,7 +191,8 @@ def plan_budget(
     how = (
         "declared by the adapter"
         if source == "declared"
-        else f"measured: {runs:g} x the median fault-free run"
+        else f"measured: {MEASURED_RUNS:g} x the median fault-free run"
+        + (f", plus {waits:g} s the faults wait" if waits else "")
     )
     at = f"at about {seconds:.2g} s a scenario ({how})"
     if outcome.fit >= planned:

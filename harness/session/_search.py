@@ -34,8 +34,8 @@ from ._draws import Done, Stream, hypothesis_settings, own_draws, repeat
 from ._plan import (
     budget_fit,
     drawn_by,
+    fault_seconds,
     left_for_sampling,
-    measured_runs,
     plan_budget,
     revise_plan,
     shard_plan,
@@ -160,8 +160,8 @@ class Search:
         outcome.breadth_first = True
         self._warm_up()
         cost = self.engine.scenario_cost()
-        runs = measured_runs(self.engine.adapter)
-        plan_budget(outcome, len(self.aimed), cost, s.budget_seconds, self.log, runs)
+        waits = fault_seconds(self.engine.adapter)
+        plan_budget(outcome, len(self.aimed), cost, s.budget_seconds, self.log, waits)
 
     def _warm_up(self) -> None:
         """Before a measured plan: the first planned scenario's oracle (its

@@ -76,7 +76,7 @@ def test_the_adapter_is_at_most_226_lines_of_code() -> None:
     out, the workers' exit at their runs' end, the ended runs kept; 5 for
     its workers' routes through Toxiproxy and the attempts of a worker a
     partition cut off (issue 32); and 11 for a worker's polls that skip the
-    runs whose end it saw and its scenario_runs (issue 33 again)."""
+    runs whose end it saw and its fault_seconds (issue 33 again)."""
     assert lines_of_code('"""doc"""\n\n# note\nx = 1  # one\n') == 1
     package = ROOT / "harness" / "adapters" / "temporal"
     total = sum(lines_of_code(p.read_text()) for p in package.glob("*.py"))
