@@ -155,6 +155,12 @@ the ``Environment`` protocol of :mod:`harness.adapters._contract`):
     fault-free runs, which no fault slows). See ``docs/architecture.md``,
     "Planning on real time".
 
+``Adapter.fault_seconds: float``
+    Without ``scenario_seconds``: the real seconds a scenario's faults wait
+    that no fault-free run waits (a retry's interval, a timed-out attempt),
+    added to the cost measured from the fault-free runs (which follows the
+    machine's pace; this part does not).
+
 ``Adapter.worker_timeout: float``
     How long one of its workers may run before the harness kills it and
     calls it stuck (default 120 s; the ``worker_timeout`` setting,
@@ -189,6 +195,7 @@ ADAPTER_HOOKS: Mapping[str, Kind] = {
     "lease_seconds": "seconds",
     "worker_timeout": "seconds",
     "scenario_seconds": "seconds",
+    "fault_seconds": "seconds",
     "drains": "flag",
     "rolls_back": "flag",
     "keeps_definitions": "flag",

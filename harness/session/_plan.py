@@ -59,8 +59,9 @@ def shard_plan(
 #: benchmarks/adapter_cost.py): 2.2 fault-free runs a scenario on the
 #: reference on SQLite, 3.3-5.0 on the others; 2 made every estimate but
 #: the reference's 1.6-2.5x too low. Faults that cost real time (a timeout
-#: after a kill) are not in it: an adapter that has them declares
-#: ``scenario_seconds``
+#: after a kill, a retry's interval) are not in it: an adapter that has
+#: them declares them (``fault_seconds``, added to the measured cost, which
+#: still follows the machine's pace) or the whole cost (``scenario_seconds``)
 MEASURED_RUNS = 3.0
 #: scenarios after which the plan is checked against the pace of the search
 REVISE_AFTER = 10
@@ -117,32 +118,52 @@ def drawn_by(shard: tuple[int, int] | None, index: int) -> bool:
     return shard is None or index % shard[1] == shard[0] - 1
 
 
+def _declared(adapter: Adapter, name: str, what: str, example: str) -> float | None:
+    """The adapter's optional number ``name`` (>= 0, finite), else None;
+    anything else is refused with what it must be (``what``, ``example``)."""
+    declared = getattr(adapter, name, None)
+    if declared is None:
+        return None
+    if (
+        isinstance(declared, bool)
+        or not isinstance(declared, (int, float))
+        or not math.isfinite(declared)
+        or declared < 0
+    ):
+        raise UsageError(
+            f"adapter {adapter.name!r} declares {name}={declared!r}: it must be {what}, "
+            f"a number >= 0 (say {name} = {example}), or left out to have the harness "
+            "measure it"
+        )
+    return float(declared)
+
+
+def fault_seconds(adapter: Adapter) -> float:
+    """What a scenario's faults add in real time to a measured cost: the
+    adapter's ``fault_seconds`` (a runtime whose faults wait out real time
+    that no fault-free run waits: a retry's interval, a timed-out attempt),
+    else 0."""
+    what = "the real seconds a scenario's faults wait that no fault-free run waits"
+    return _declared(adapter, "fault_seconds", what, "0.5") or 0.0
+
+
 def scenario_cost(
     adapter: Adapter, fault_free_seconds: Sequence[float]
 ) -> tuple[float | None, str]:
     """What one scenario costs in real time, about, and how that is
     known: the adapter's ``scenario_seconds`` (``declared``), else
-    :data:`MEASURED_RUNS` times the median of ``fault_free_seconds``
-    (``measured``), the first run of all left out when there are others
-    (it pays the first-use costs: the fork server's start, first
-    imports), else ``(None, "unknown")``."""
-    declared = getattr(adapter, "scenario_seconds", None)
+    :data:`MEASURED_RUNS` times the median of ``fault_free_seconds``, plus
+    :func:`fault_seconds` (``measured``), the first run of all left out
+    when there are others (it pays the first-use costs: the fork server's
+    start, first imports), else ``(None, "unknown")``."""
+    what = "the real seconds one scenario takes"
+    declared = _declared(adapter, "scenario_seconds", what, "3.5")
     if declared is not None:
-        if (
-            isinstance(declared, bool)
-            or not isinstance(declared, (int, float))
-            or not math.isfinite(declared)
-            or declared < 0
-        ):
-            raise UsageError(
-                f"adapter {adapter.name!r} declares scenario_seconds={declared!r}: "
-                "it must be the real seconds one scenario takes, a number >= 0 (say "
-                "scenario_seconds = 3.5), or left out to have the harness measure it"
-            )
-        return float(declared), "declared"
+        return declared, "declared"
     if fault_free_seconds:
         warm = fault_free_seconds[1:] or fault_free_seconds
-        return MEASURED_RUNS * statistics.median(warm), "measured"
+        runs = MEASURED_RUNS * statistics.median(warm)
+        return runs + fault_seconds(adapter), "measured"
     return None, "unknown"
 
 
@@ -152,10 +173,12 @@ def plan_budget(
     cost: tuple[float | None, str],
     budget: float,
     log: Callable[[str], None],
+    waits: float = 0.0,
 ) -> None:
     """Say before the search how many planned scenarios fit in the budget
     (kept in the outcome, for the report), and what to do if not all do;
-    ``cost`` is :func:`scenario_cost`'s answer, ``aimed`` the targeted part."""
+    ``cost`` is :func:`scenario_cost`'s answer (``waits``: the
+    :func:`fault_seconds` a measured one adds), ``aimed`` the targeted part."""
     planned = outcome.planned or 0
     outcome.scenario_seconds, outcome.scenario_cost = cost
     seconds, source = cost
@@ -169,6 +192,7 @@ def plan_budget(
         "declared by the adapter"
         if source == "declared"
         else f"measured: {MEASURED_RUNS:g} x the median fault-free run"
+        + (f", plus {waits:g} s the faults wait" if waits else "")
     )
     at = f"at about {seconds:.2g} s a scenario ({how})"
     if outcome.fit >= planned:

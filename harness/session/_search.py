@@ -34,6 +34,7 @@ from ._draws import Done, Stream, hypothesis_settings, own_draws, repeat
 from ._plan import (
     budget_fit,
     drawn_by,
+    fault_seconds,
     left_for_sampling,
     plan_budget,
     revise_plan,
@@ -159,7 +160,8 @@ class Search:
         outcome.breadth_first = True
         self._warm_up()
         cost = self.engine.scenario_cost()
-        plan_budget(outcome, len(self.aimed), cost, s.budget_seconds, self.log)
+        waits = fault_seconds(self.engine.adapter)
+        plan_budget(outcome, len(self.aimed), cost, s.budget_seconds, self.log, waits)
 
     def _warm_up(self) -> None:
         """Before a measured plan: the first planned scenario's oracle (its

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from upgrade_toy import UpgradeToy
 
+from harness._errors import UsageError
 from harness._settings import load_settings
 from harness.outcome import Draft
 from harness.scenarios import probe_universe
@@ -43,6 +44,19 @@ def test_the_measured_cost_leaves_out_the_first_fault_free_run(engine: Engine) -
     assert cost == pytest.approx(MEASURED_RUNS * 1.1) and source == "measured"
     engine.fault_free_seconds = [20.0]  # nothing else measured yet: that one
     assert engine.scenario_cost() == (MEASURED_RUNS * 20.0, "measured")
+
+
+def test_an_adapter_on_real_time_declares_what_its_faults_wait(engine: Engine) -> None:
+    """``fault_seconds``: a runtime whose faults wait out real time that no
+    fault-free run waits (a retry's interval, a timed-out attempt) adds it
+    to the measured cost, which still follows the machine's pace. Anything
+    but a number >= 0 is refused."""
+    engine.adapter.fault_seconds = 0.5  # type: ignore[attr-defined]
+    engine.fault_free_seconds = [20.0, 1.0, 1.2]
+    assert engine.scenario_cost() == (pytest.approx(MEASURED_RUNS * 1.1 + 0.5), "measured")
+    engine.adapter.fault_seconds = -1  # type: ignore[attr-defined]
+    with pytest.raises(UsageError, match=r"fault_seconds=-1: it must be .* a number >= 0"):
+        engine.scenario_cost()
 
 
 def _outcome(engine: Engine, cost: str) -> Draft:

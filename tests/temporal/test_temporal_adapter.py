@@ -70,16 +70,17 @@ def verdicts(example: Example) -> dict[str, Verdict]:
     return {r.name: r.verdict for r in example.results}
 
 
-def test_the_adapter_is_at_most_215_lines_of_code() -> None:
+def test_the_adapter_is_at_most_226_lines_of_code() -> None:
     """150 (issue 18), and 60 more for its pace (issue 33): the server's
     settings, the workflow task timeout, the attempts of dead workers timed
-    out, the workers' exit at their runs' end, the ended runs kept; and 5
-    for its workers' routes through Toxiproxy and the attempts of a worker
-    a partition cut off (issue 32)."""
+    out, the workers' exit at their runs' end, the ended runs kept; 5 for
+    its workers' routes through Toxiproxy and the attempts of a worker a
+    partition cut off (issue 32); and 11 for a worker's polls that skip the
+    runs whose end it saw and its fault_seconds (issue 33 again)."""
     assert lines_of_code('"""doc"""\n\n# note\nx = 1  # one\n') == 1
     package = ROOT / "harness" / "adapters" / "temporal"
     total = sum(lines_of_code(p.read_text()) for p in package.glob("*.py"))
-    assert 100 < total <= 215, total
+    assert 100 < total <= 226, total
 
 
 def test_a_kill_after_the_refund_refunds_twice_without_a_key_once_with_one(
