@@ -73,7 +73,6 @@ class TreeSampler:
         #: the short-lived commands it ran (``ss``, say)
         self.commands = 0.0
         self._long_lived: set[int] = set()
-        self._cmd: dict[int, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -98,8 +97,8 @@ class TreeSampler:
             if pid not in procs:
                 continue
             ppid, comm, own, children, cmd = procs[pid]
-            self._cmd.setdefault(pid, cmd)
-            parent_cmd = self._cmd.get(ppid) or (procs[ppid][4] if ppid in procs else "")
+            # this scan's: pids are reused within a long run on a busy machine
+            parent_cmd = procs[ppid][4] if ppid in procs else ""
             kind = kind_of(pid, self.root, comm, cmd, parent_cmd)
             self.last[pid] = (kind, own, children, ppid, self._scans)
             if ppid == self.root and kind in ("fork server", "keeper"):
