@@ -100,6 +100,10 @@ class TreeSampler:
             # this scan's: pids are reused within a long run on a busy machine
             parent_cmd = procs[ppid][4] if ppid in procs else ""
             kind = kind_of(pid, self.root, comm, cmd, parent_cmd)
+            if not cmd and pid in self.last:
+                # a zombie has no command line; it is the process read before
+                # (its pid is not reused until it is reaped)
+                kind = self.last[pid][0]
             self.last[pid] = (kind, own, children, ppid, self._scans)
             if ppid == self.root and kind in ("fork server", "keeper"):
                 self._long_lived.add(pid)
