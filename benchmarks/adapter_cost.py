@@ -168,7 +168,12 @@ def profile_shares(path: Path) -> dict[str, float]:
 
 
 def run_row(
-    tree: Path, args: list[str], budget: float | None, seed: int, profile: bool = False
+    tree: Path,
+    args: list[str],
+    budget: float | None,
+    seed: int,
+    profile: bool = False,
+    by_process: bool = False,
 ) -> dict[str, Any]:
     """``harness run --profile ci ARGS`` with ``tree``'s harness: CPU, wall, the report."""
     work = Path(tempfile.mkdtemp(prefix="adapter-cost-"))
@@ -191,7 +196,15 @@ def run_row(
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
+            sampler = None
+            if by_process:
+                sys.path.insert(0, str(HERE))
+                from _tree_cpu import TreeSampler
+
+                sampler = TreeSampler(proc.pid)
             _, status, usage = os.wait4(proc.pid, 0)
+            if sampler is not None:
+                sampler.stop()
         wall = time.monotonic() - started
         after = server_cpu()
         code = os.waitstatus_to_exitcode(status)
@@ -200,10 +213,17 @@ def run_row(
             return {"exit": code, "error": text[-2000:], "wall": wall}
         data = json.loads((report / "report.json").read_text())
         shares = profile_shares(work / "parent.prof") if profile else None
+        cpu = usage.ru_utime + usage.ru_stime
+        kinds = None
+        if sampler is not None:
+            kinds = sampler.by_kind()
+            # what the last readings missed (each process's last interval)
+            kinds["unsampled"] = cpu - sum(kinds.values())
         return {
+            "by_process": kinds,
             "parent_profile": shares,
             "exit": code,
-            "cpu": usage.ru_utime + usage.ru_stime,
+            "cpu": cpu,
             "wall": wall,
             "server_cpu": {k: after[k] - before[k] for k in after},
             "verdict": data.get("verdict"),
@@ -282,6 +302,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run each harness parent under cProfile and print the share of its time in "
         "observation and recording (the CPU figures then include the profiler's cost)",
     )
+    parser.add_argument(
+        "--by-process",
+        action="store_true",
+        help="sample the run's process tree from /proc (every 0.1 s) and print its CPU per "
+        "kind of process: the harness parent, fork servers, workers, the Toxiproxy server",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON at the end")
     ns = parser.parse_args(argv)
     names = [n.strip() for n in ns.adapters.split(",") if n.strip()]
@@ -320,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             order = trees if i % 2 == 0 else list(reversed(trees))
             for tree_name, tree in order:
-                r = run_row(tree, args, ns.budget, ns.seed, ns.profile_parent)
+                r = run_row(tree, args, ns.budget, ns.seed, ns.profile_parent, ns.by_process)
                 results.append((name, tree_name, r))
                 brief = {k: v for k, v in r.items() if k != "error"}
                 print(f"  {name} [{tree_name}]: {json.dumps(brief)}", flush=True)
@@ -330,6 +356,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"harness run --profile ci --seed {ns.seed}{budget}")
     print(render(results))
     for name, tree_name, r in results:
+        if r.get("by_process") and r.get("ran"):
+            ran = int(r["ran"])
+            parts = ", ".join(
+                f"{k} {v / ran * 1000:.0f} ms"
+                for k, v in sorted(r["by_process"].items(), key=lambda kv: -kv[1])
+            )
+            print(f"CPU per scenario by process, {LABELS[name]} ({tree_name}): {parts}")
         if r.get("parent_profile"):
             parts = ", ".join(f"{k} {v:.1%}" for k, v in r["parent_profile"].items())
             print(f"parent profile, {LABELS[name]} ({tree_name}): {parts}")

@@ -177,6 +177,7 @@ EXPORTS: dict[str, list[str]] = {
         "name_outage_runs",
         "needs",
         "resolve_worker_timeout",
+        "routing_for",
         "validate",
         "wait_worker",
         "worker_timeout",

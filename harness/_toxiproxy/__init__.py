@@ -20,7 +20,9 @@ ones included. A fault on one worker's proxy touches no other worker and
 none of the harness's own connections. :func:`release_routes` hands an
 environment's proxies back when it closes: kept for the next workers to the
 same store, unless a fault acted on them (those are deleted). Without the
-Toxiproxy backend the URLs come back unchanged.
+Toxiproxy backend the URLs come back unchanged; while a scenario runs,
+only the workers one of its network faults acts on are routed
+(:func:`routing_only`), the others connect directly.
 
 **Ownership.** A server the harness starts runs under a *keeper*: a small
 process (standard library only, ``python -I -S``) in a session of its own
@@ -62,7 +64,7 @@ from ._proxies import (
     server,
 )
 from ._proxies import _free_port as _free_port
-from ._routing import release_routes, route_worker, routes_of
+from ._routing import release_routes, route_worker, routes_of, routing_only
 from ._urls import DEFAULT_PORTS, rewrite, upstream_of
 
 __all__ = [
@@ -87,6 +89,7 @@ __all__ = [
     "rewrite",
     "route_worker",
     "routes_of",
+    "routing_only",
     "server",
     "server_source",
     "upstream_of",

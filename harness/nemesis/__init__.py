@@ -57,6 +57,8 @@ from ._world import OUTAGE_MODE, name_outage_runs
 for _module in dict.fromkeys(f.handlers for f in FAULT_FAMILIES if f.handlers):
     import_module(f"{__name__}.{_module}")
 
+from ._network import routing_for  # noqa: E402 (after the families, in their order)
+
 __all__ = [
     "FIRED_EVENTS",
     "HANDLERS",
@@ -75,6 +77,7 @@ __all__ = [
     "name_outage_runs",
     "needs",
     "resolve_worker_timeout",
+    "routing_for",
     "validate",
     "wait_worker",
     "worker_timeout",

@@ -23,14 +23,15 @@ the kind as never exercised, with that cause, never as passed.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from .. import _netfilter, _toxiproxy
 from ..adapters import Capability, Endpoint, WorkerHandle, tcp_connections
 from ..adapters._netinfo import network_gaps, offered_network_kinds
-from ..model import EventF, NetworkFault
+from ..model import EventF, NetworkFault, Step
 from . import _toxiproxy as _on_toxiproxy
 from ._clock import advance
 from ._context import StepContext
@@ -41,6 +42,19 @@ from ._registry import handles
 #: notice; the reference runtime asks for 5 s); a server that keeps them is
 #: said so (``server_kept``), not waited out
 SERVER_LET_GO = 20.0
+
+
+@contextlib.contextmanager
+def routing_for(steps: Iterable[Step]) -> Iterator[None]:
+    """While a scenario of ``steps`` runs: on the Toxiproxy backend, route
+    through proxies of their own only the workers a network fault of the
+    scenario acts on (its ``worker_id``: the paused worker, or the one a
+    ``partition_after_apply`` starts); every other worker connects to its
+    stores directly. A proxy no fault acts on changes nothing but the cost
+    of copying that worker's traffic through the proxy server."""
+    targets = {s.worker_id for s in steps if isinstance(s, NetworkFault)}
+    with _toxiproxy.routing_only(targets):
+        yield
 
 
 def _endpoints(ctx: StepContext, handle: WorkerHandle) -> Sequence[Endpoint]:

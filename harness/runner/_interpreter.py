@@ -59,6 +59,11 @@ class Interpreter:
         self.coverage = self.recorder.coverage
 
     def run(self) -> RunResult:
+        # Only the workers a network fault acts on go through proxies.
+        with nemesis.routing_for(self.scenario.steps):
+            return self._run()
+
+    def _run(self) -> RunResult:
         started = time.monotonic()
         rec = self.recorder
         try:

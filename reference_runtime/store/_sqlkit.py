@@ -65,6 +65,34 @@ class Tx:
             self._cur.executemany(self._sql(sql), rows)
 
 
+class OneStatement(Tx):
+    """A read in autocommit: one statement, with its own snapshot. A second
+    would see another snapshot: refused (take a transaction for that)."""
+
+    def __init__(self, cursor: Any, placeholder: str) -> None:
+        super().__init__(cursor, placeholder)
+        self._ran = False
+
+    def _sql(self, sql: str) -> str:
+        if self._ran:
+            raise RuntimeError("a read in autocommit runs one statement: use a snapshot for more")
+        self._ran = True
+        return super()._sql(sql)
+
+
+def end_autocommit(conn: Any) -> None:
+    """Switch a connection back to transactions before it returns to its
+    pool: left in autocommit, every later transaction's statements would
+    commit one by one. One that cannot be switched back is closed (its pool
+    then discards it); a closed or broken one is left as it is."""
+    if conn.closed or conn.broken:
+        return
+    try:
+        conn.autocommit = False
+    except Exception:  # the driver's error: the connection is not to be reused
+        conn.close()
+
+
 def marks(n: int) -> str:
     """``?, ?, ?`` for an ``IN`` list of ``n`` values (``n`` >= 1)."""
     return ", ".join("?" * n)

@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg.rows import TupleRow
 from psycopg.types.string import TextLoader
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -58,7 +59,7 @@ from .._errors import (
     StoreUnreachable,
 )
 from ._sql import SqlStore
-from ._sqlkit import Migration, Tx
+from ._sqlkit import Migration, OneStatement, Tx, end_autocommit
 from ._urls import redact
 
 #: Seconds to wait for a server before calling it unreachable.
@@ -349,17 +350,22 @@ class PostgresStore(SqlStore):
             return pool
 
     @contextlib.contextmanager
-    def _transaction(self, first: str | None = None) -> Iterator[Tx]:
+    def _transaction(self, first: str | None = None, *, single: bool = False) -> Iterator[Tx]:
+        """``single``: one statement in autocommit (one round trip, not three)."""
         pool: ConnectionPool[Conn] | None = None
         broken = False
         try:
             pool = self._connections()
             with pool.connection() as conn, crashpoints.where(lambda: _endpoint(conn)):
+                # (a connection already bad fails its statement as before)
+                single = single and conn.pgconn.transaction_status == TransactionStatus.IDLE
+                if single:
+                    conn.autocommit = True
                 try:
                     with conn.cursor() as cur:
                         if first:
                             cur.execute(first)
-                        yield Tx(cur, self.placeholder)
+                        yield (OneStatement if single else Tx)(cur, self.placeholder)
                     try:
                         conn.commit()
                     except psycopg.OperationalError:
@@ -378,6 +384,9 @@ class PostgresStore(SqlStore):
                         conn.rollback()
                     broken = conn.broken or conn.closed
                     raise
+                finally:
+                    if single:
+                        end_autocommit(conn)
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             # Only a lost connection is translated: an error on a live one (a
             # cancelled statement, a constraint) is the caller's to see as is.
@@ -395,7 +404,9 @@ class PostgresStore(SqlStore):
         return self._transaction()
 
     def _read(self) -> contextlib.AbstractContextManager[Tx]:
-        return self._transaction()
+        # One statement sees one snapshot in autocommit too (OneStatement
+        # refuses a second: several take _snapshot).
+        return self._transaction(single=True)
 
     def _snapshot(self) -> contextlib.AbstractContextManager[Tx]:
         # load() reads several tables: they must come from one snapshot.
@@ -432,7 +443,7 @@ class PostgresStore(SqlStore):
     def _inspect(self) -> str:
         """``"ours"`` or why there is no store yet; raises ForeignStoreError
         for a schema whose tables belong to another program."""
-        with self._read() as tx:
+        with self._snapshot() as tx:  # two statements: one snapshot
             tables = {
                 r[0]
                 for r in tx.all(

@@ -41,8 +41,13 @@ PRELOAD = (
 #: benchmarks/kill_resume.py: about a tenth less CPU per SQLite worker than
 #: with the Postgres driver and the Redis client in its server).
 OPTIONAL_PRELOAD = (
-    ("postgres", "psycopg", ("psycopg", "psycopg_pool", "reference_runtime.store.postgres")),
-    ("redis", "redis", ("redis",)),
+    (
+        "postgres",
+        "psycopg",
+        # the codec every host name is resolved with (see _warm_drivers)
+        ("psycopg", "psycopg_pool", "reference_runtime.store.postgres", "encodings.idna"),
+    ),
+    ("redis", "redis", ("redis", "harness.adapters.reference._warm_drivers")),
 )
 
 
