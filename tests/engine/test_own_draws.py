@@ -32,7 +32,10 @@ def test_a_sampled_search_writes_nothing_into_the_working_directory(tmp_path: Pa
         timeout=300,
         check=False,
     )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    # 0 (pass) or 3 (inconclusive: three sampled scenarios may leave a
+    # property with nothing to judge, as seed 0's leave migration_safety)
+    assert run.returncode in (0, 3), run.stdout[-2000:] + run.stderr[-2000:]
+    assert (tmp_path / "report" / "report.json").is_file()
     # Hypothesis's parse cache of local modules (.hypothesis/constants/) was
     # written here, a file per module, before the search drew without it.
     assert sorted(p.name for p in cwd.iterdir()) == []
