@@ -30,7 +30,7 @@ from ..report._folder import RENDERINGS, keep_file
 from ..scenarios import Universe, commit_pair_rows, probe_universe
 from ..session import Engine, check_declarations, run_exhaustive, run_random_kill
 from ..session._draws import SEEDED_FROM
-from ..session._plan import targeted_cap
+from ..session._plan import pair_room, targeted_cap
 from ..session._probe import probe_outcome
 from ..session._shared import PlanQueue, SharedOracles
 
@@ -246,7 +246,9 @@ class Session:
                         universe,
                         regressions,
                         commit_pairs=commit_pair_rows(
-                            universe, targeted_cap(settings) if settings.targeted else 0
+                            universe,
+                            targeted_cap(settings) if settings.targeted else 0,
+                            pair_room(settings),
                         ),
                     )
             except Interrupted as exc:

@@ -82,8 +82,9 @@ class Settings:
         12,
         Option(
             "--max-examples",
-            "how many sampled scenarios the search plans, on top of the targeted schedules "
-            f"(default: the profile's: {profile_defaults('max_examples')})",
+            "how many scenarios the search plans, a fifth of them sampled and the rest "
+            "targeted schedules, plus up to a fifth more for the commit x fault pairs the "
+            f"targeted ones miss (default: the profile's: {profile_defaults('max_examples')})",
             metavar="N",
             type=int,
             bounds=(1, 1_000_000, "scenarios to run (at least one, or nothing is judged)"),

@@ -20,7 +20,7 @@ from ._profile import Commit, EffectSite, WorkflowProfile, profile_workflow
 from ._schedules._common import schedule_kind
 from ._seeded import sampled_stream
 from ._strategies import episode, run_specs, scenarios
-from ._targeted import commit_pair_rows, targeted
+from ._targeted import commit_pair_rows, targeted, targeted_plan
 from ._universe import PLANTED_KEY, TENANTS, Universe, probe_universe
 
 __all__ = [
@@ -44,4 +44,5 @@ __all__ = [
     "scenarios",
     "schedule_kind",
     "targeted",
+    "targeted_plan",
 ]

@@ -29,13 +29,14 @@ from .._signals import check_interrupted
 from ..adapters._contract import Adapter
 from ..model import Scenario
 from ..outcome import Draft, Example
-from ..scenarios import Universe, schedule_kind, targeted
+from ..scenarios import Universe, schedule_kind, targeted_plan
 from ._draws import Done, Stream, hypothesis_settings, own_draws, repeat
 from ._plan import (
     budget_fit,
     drawn_by,
     fault_seconds,
     left_for_sampling,
+    pair_room,
     plan_budget,
     revise_plan,
     shard_plan,
@@ -127,6 +128,9 @@ class Search:
         self.aimed: list[Scenario] = []
         #: the sampled stream of the whole plan (every shard draws it)
         self.stream = Stream(universe, 0)
+        #: schedules past the targeted share that the plan runs for the
+        #: (commit kind x fault) pairs the share does not reach; set by _plan
+        self.pairs_added = 0
 
     def run(self) -> Draft:
         """The plan, the aimed phase, the sampled phase, the shrink phase
@@ -147,10 +151,14 @@ class Search:
         """The whole plan, this shard's part of it, and what of it fits the
         budget (said before the search)."""
         s, outcome = self.settings, self.outcome
-        targets = targeted(self.universe) if s.targeted else []
-        self.whole = [*self.regressions, *targets[: targeted_cap(s)]]
-        # A shard runs its part of the same plan (every shard computes it alike).
-        outcome.whole_plan = s.max_examples + len(self.regressions)
+        targets, added = (
+            targeted_plan(self.universe, targeted_cap(s), pair_room(s)) if s.targeted else ([], 0)
+        )
+        self.whole = [*self.regressions, *targets]
+        # A shard runs its part of the same plan (every shard computes it
+        # alike); the pairs past the targeted share make it longer.
+        outcome.whole_plan = s.max_examples + len(self.regressions) + added
+        self.pairs_added = added
         # Hypothesis draws the whole plan's sampled stream in every shard.
         self.stream = Stream(self.universe, outcome.whole_plan - len(self.whole))
         # With a queue, the static part is only what the jobs expect to run
@@ -161,7 +169,9 @@ class Search:
         self._warm_up()
         cost = self.engine.scenario_cost()
         waits = fault_seconds(self.engine.adapter)
-        plan_budget(outcome, len(self.aimed), cost, s.budget_seconds, self.log, waits)
+        plan_budget(
+            outcome, len(self.aimed), cost, s.budget_seconds, self.log, waits, self.pairs_added
+        )
 
     def _warm_up(self) -> None:
         """Before a measured plan: the first planned scenario's oracle (its

@@ -107,7 +107,12 @@ def test_the_ci_profile_exercises_every_property_and_fires_every_family(
     assert ("storage" in offered) == (opts != ["backend=sqlite"]), offered
     silent = {f for f in offered if not FAMILY_KINDS[f] & fired}
     assert not silent, (silent, report["faults"])
-    assert report["searched_scenarios"] == report["planned_scenarios"] == _planned(opts)
+    # the plan, and past its targeted share the schedules of the commit x
+    # fault pairs it misses: every pair the variant offers ran
+    assert report["searched_scenarios"] == report["planned_scenarios"] >= _planned(opts)
+    if opts == ["backend=sqlite"]:
+        statuses = {p["status"] for p in report["commit_faults"]}
+        assert statuses == {"covered", "not_offered"}, report["commit_faults"]
     assert "faults fired:" in proc.stdout
 
 

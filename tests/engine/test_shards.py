@@ -22,7 +22,7 @@ import harness
 from harness._settings import load_settings
 from harness.report import load_report, report_schema
 from harness.session import Engine, _search
-from harness.session._plan import shard_plan, targeted_cap
+from harness.session._plan import pair_room, shard_plan, targeted_cap
 
 PLAN = ("--profile", "dev", "--max-examples", "20", "--seed", "2", "--budget", "600")
 BUG = ("--adapter-opt", "bug=no-idempotency-key")
@@ -35,25 +35,29 @@ class _Watched:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.targeted: list[str] = []
+        #: of them, the schedules past the targeted share run for the
+        #: commit x fault pairs it does not reach
+        self.added = 0
         self.executed: list[str] = []
 
 
 def _run_watched(shard: str, folder: Path) -> _Watched:
     watched = _Watched(folder)
-    real_execute, real_targeted = Engine.execute, _search.targeted
+    real_execute, real_targeted = Engine.execute, _search.targeted_plan
 
     def execute(self: Engine, scenario: Any, folder: Path | None = None) -> Any:
         watched.executed.append(scenario.model_dump_json())
         return real_execute(self, scenario, folder)
 
-    def targeted(universe: Any) -> Any:
-        plan = real_targeted(universe)
+    def targeted_plan(universe: Any, share: int, room: int) -> Any:
+        plan, added = real_targeted(universe, share, room)
         watched.targeted = [sc.model_dump_json() for sc in plan]
-        return plan
+        watched.added = added
+        return plan, added
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Engine, "execute", execute)
-        mp.setattr(_search, "targeted", targeted)
+        mp.setattr(_search, "targeted_plan", targeted_plan)
         harness.run(
             "reference",
             profile="dev",
@@ -104,8 +108,10 @@ def test_the_shards_of_a_plan_run_each_targeted_schedule_once_and_share_the_samp
     one, two = shards
     assert one.targeted and one.targeted == two.targeted, "every shard plans the same search"
     settings = load_settings("dev", max_examples=20)
-    plan = one.targeted[: targeted_cap(settings)]
-    sampled = settings.max_examples - len(plan)
+    plan = one.targeted
+    assert len(plan) == targeted_cap(settings) + one.added
+    assert one.added == two.added <= pair_room(settings)
+    sampled = settings.max_examples - targeted_cap(settings)
     assert sampled > 0
     ran_targeted = [w.executed[: len(plan[k::2])] for k, w in enumerate(shards)]
     # Shard K took the schedules at index % 2 == K - 1, each once, in order.
@@ -118,10 +124,10 @@ def test_the_shards_of_a_plan_run_each_targeted_schedule_once_and_share_the_samp
     assert set(draws[0]) != set(draws[1])
     for k, w in enumerate(shards, 1):
         report = _json(w.folder)
-        assert report["shard"] == {"k": k, "n": 2, "plan": 20}
+        assert report["shard"] == {"k": k, "n": 2, "plan": 20 + one.added}
         assert report["planned_scenarios"] == len(w.executed)
         jsonschema.validate(report, report_schema())
-    assert sum(_json(w.folder)["planned_scenarios"] for w in shards) == 20
+    assert sum(_json(w.folder)["planned_scenarios"] for w in shards) == 20 + one.added
 
 
 def test_a_shard_run_again_runs_the_same_scenarios(shards: list[_Watched], tmp_path: Path) -> None:

@@ -136,8 +136,8 @@ def test_budget_cut_reference_run_exits_3_and_says_how_many_ran(tmp_path: Path) 
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["verdict"] == "unknown"
     ran = report["searched_scenarios"]
-    planned = PROFILES["ci"]["max_examples"]
-    assert 0 < ran < report["planned_scenarios"] == planned
+    planned = report["planned_scenarios"]
+    assert 0 < ran < planned and planned >= PROFILES["ci"]["max_examples"]
     assert f"ran {ran} of {planned} planned scenarios; raise --budget" in proc.stdout
     assert "INCONCLUSIVE" in (tmp_path / "r" / "summary.md").read_text()
 

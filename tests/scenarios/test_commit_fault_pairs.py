@@ -25,7 +25,7 @@ from harness.model import Cancel, ContinueWorker, CrashSpec, RunWorker, Scenario
 from harness.scenarios import EffectSite, Universe, WorkflowProfile, probe_universe, targeted
 from harness.scenarios._profile import COMMIT_KINDS
 from harness.scenarios._schedules.pairs import COMMIT_FAULTS, commit_fault_pairs
-from harness.scenarios._targeted import commit_fault_plan
+from harness.scenarios._targeted import commit_fault_plan, targeted_plan
 
 PAY = WorkflowSpec(name="pay", inputs=({"x": 1},), needs_approval=True, effects=("mail.send",))
 
@@ -294,3 +294,32 @@ def test_the_report_says_which_pairs_ran_and_why_the_others_did_not() -> None:
         "not offered (capability: tcp): reset at intent, result",
         "past the plan's targeted share: ack_lost at last",
     ]
+
+
+def test_the_ci_plan_runs_every_pair_sqlite_offers_past_its_targeted_share(
+    reference_plan: tuple[Universe, list[Scenario]],
+) -> None:
+    """Without the room, the ci plan's 120 targeted places reached 4 of the
+    16 pairs the reference offers on SQLite: every kill inside a commit and
+    most operator writes came after them."""
+    u, plan = reference_plan
+    offered = {(k, f) for k, f, _, why in commit_fault_plan(u, plan) if why is None}
+    share = plan[:CI_TARGETED]
+    reached = {(k, f) for k, f, name, _ in commit_fault_plan(u, share) if name}
+    assert len(offered) >= 12 and len(reached) < len(offered)
+    ran, added = targeted_plan(u, CI_TARGETED, 30)
+    assert ran[:CI_TARGETED] == share  # the targeted share keeps its order
+    assert added == len(ran) - CI_TARGETED == len(offered - reached)
+    covered = {(k, f) for k, f, name, _ in commit_fault_plan(u, ran) if name}
+    assert covered == offered
+    # the room runs the pairs breadth-first: a short room still tries every
+    # fault before a second kind of any
+    few, added = targeted_plan(u, CI_TARGETED, 2)
+    assert added == 2
+    new = {(k, f) for k, f, name, _ in commit_fault_plan(u, few) if name} - reached
+    assert {f for _, f in new} == {"kill_inside", "operator_write"}
+    # no room, no targeted share, or a share too short to try every kind
+    # of schedule once (the pairs rank after those): nothing added
+    assert targeted_plan(u, CI_TARGETED, 0) == (share, 0)
+    assert targeted_plan(u, 0, 30) == ([], 0)
+    assert targeted_plan(u, 9, 30) == (plan[:9], 0)
