@@ -32,8 +32,9 @@ def check_approval_integrity(history: History, oracle: History | None) -> Proper
     the same run with ``decision == "approved"``, ``action`` equal to the
     kind (or to the approval action the declaration maps the kind to),
     ``params_hash`` equal to the effect's ``request_hash``, and the effect's
-    ``at`` no later than ``expires_at`` (a missing ``expires_at`` never
-    expires). One approval executes once: a logical operation of such a kind
+    ``at`` before ``expires_at`` (the first instant the approval no longer
+    counts, as a JWT's ``exp``; a missing ``expires_at`` never expires).
+    One approval executes once: a logical operation of such a kind
     applied more than once fails here too, naming the approval. One
     decision message counts once: a message id delivered again after the
     runtime accepted it must be recognised as a duplicate at the door
@@ -50,7 +51,7 @@ def check_approval_integrity(history: History, oracle: History | None) -> Proper
     ``approved`` decision delivered for its run (and its approval id, when
     both name one), and every gated effect was applied after such a
     decision was delivered (history order). An approval recorded as
-    ``approved`` with ``decided_at`` later than its ``expires_at`` fails:
+    ``approved`` with ``decided_at`` at or after its ``expires_at`` fails:
     the runtime accepted an expired decision, even if a later re-check kept
     the effect from happening. The oracle is not used.
 
@@ -216,11 +217,12 @@ def _check_expiry(f: Findings, a: Event) -> None:
             f.note(f"approval {_aid(a)} has an unreadable decided_at {raw}")
         return
     f.count("expiry_judged")
-    if decided > expires:
+    if decided >= expires:
+        at = "at the instant" if decided == expires else "after"
         f.fail(
             f"approval {_aid(a)} of run {vstr(a, 'run_id')} was recorded as approved at "
-            f"{decided:g}, after it expired at {expires:g}: the runtime accepted an expired "
-            "decision",
+            f"{decided!r}, {at} it expired ({expires!r}, the first instant it no longer "
+            "counts): the runtime accepted an expired decision",
             [a.index],
         )
         f.count("approved_after_expiry")

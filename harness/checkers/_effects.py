@@ -229,8 +229,9 @@ def match_approval(
     or None, why nothing authorizes it). An approval authorizes an effect when
     it is for the same run, ``approved``, for one of ``actions``, for the
     effect's exact parameters (``params_hash == request_hash``) and not
-    expired when the effect happened (``at <= expires_at``; a missing
-    ``expires_at`` never expires)."""
+    expired when the effect happened (``at < expires_at``: ``expires_at`` is
+    the first instant the approval no longer counts, as a JWT's ``exp``,
+    RFC 7519 4.1.4; a missing ``expires_at`` never expires)."""
     best: tuple[int, int, Event, str] | None = None
     for a in approvals:
         if vstr(a, "run_id") != eff.run_id:
@@ -276,8 +277,9 @@ def _expiry_check(eff: Effect, a: Event) -> tuple[bool, str]:
     if eff.at is None:
         return False, f"effect #{eff.index} has no time 'at' to compare with the expiry"
     return (
-        eff.at <= exp,
-        f"approval {_aid(a)} expired at {exp:g}, the effect happened at {eff.at:g}",
+        eff.at < exp,
+        f"approval {_aid(a)} expired at {exp!r}, the effect happened at {eff.at!r}"
+        + (" (the first instant it no longer counts)" if eff.at == exp else ""),
     )
 
 

@@ -124,7 +124,7 @@ def describe_step(step: BaseModel) -> str:
         if step.variant == "misdirected":
             what = f"a decision genuinely signed for {step.signed_for}'s approval"
         return f"deliver {what} for {step.run_id}{copies}{fresh}"
-    if isinstance(step, AdvanceClock):
+    if isinstance(step, AdvanceClock):  # a boundary (``until``) describes itself
         return f"advance the clock {step.seconds:g} s"
     if isinstance(step, ArmWorldFault):
         action = f".{step.action}" if step.action else ""

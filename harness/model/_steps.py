@@ -113,9 +113,33 @@ class Approve(_Step):
 
 
 class AdvanceClock(_Step):
+    """Move virtual time ``seconds`` on; or, with ``until`` (a run id), to
+    that run's own deadline (the ``wake_at`` it reports: a wait's timeout,
+    an approval's expiry) plus ``seconds`` (0: exactly the deadline, the
+    first instant it has passed; negative: just before it). Off-by-one
+    comparisons with a deadline (``>`` where ``>=`` belongs) show only at
+    the deadline itself."""
+
     op: Literal["advance_clock"] = "advance_clock"
     needs: ClassVar[Needs] = (Capability.CLOCK, "advancing the clock needs the clock capability")
     seconds: float
+    until: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _unset_until_left_out(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # a plain jump keeps the form (and the identity) it always had
+        data = handler(self)
+        if isinstance(data, dict) and self.until is None:
+            data.pop("until", None)
+        return data
+
+    def describe(self) -> str | None:
+        if self.until is None:
+            return None
+        if self.seconds == 0:
+            return f"set the clock to exactly {self.until}'s deadline (its wake_at)"
+        side = "before" if self.seconds < 0 else "after"
+        return f"set the clock {abs(self.seconds):g} s {side} {self.until}'s deadline (its wake_at)"
 
 
 class ArmWorldFault(_Step):

@@ -165,6 +165,24 @@ def test_an_effect_after_its_approval_expired_fails() -> None:
     assert "expired at 5" in r.message
 
 
+def test_expires_at_is_the_first_instant_an_approval_no_longer_counts() -> None:
+    """As a JWT's ``exp`` (RFC 7519 4.1.4), and as the harness's clock
+    faults read it: an effect at the very instant, or a decision recorded
+    then, is expired; a hair before, it counts."""
+    b = H().declaration(DECL, needs_approval=GATED).submit("r1").approval("r1", expires_at=5.0)
+    r = check_approval_integrity(b.effect("r1", REFUND, at=5.0).build(), None)
+    assert r.verdict is Verdict.FAIL
+    assert "the first instant it no longer counts" in r.message
+    b = H().declaration(DECL, needs_approval=GATED).submit("r1").approval("r1", expires_at=5.0)
+    r = check_approval_integrity(b.effect("r1", REFUND, at=4.999).build(), None)
+    assert r.verdict is not Verdict.FAIL and r.counts["authorized"] == 1, r.message
+    b = H().declaration(DECL, needs_approval=GATED).submit("r1")
+    b.approval("r1", expires_at=5.0, decided_at=5.0)
+    r = check_approval_integrity(b.build(), None)
+    assert r.verdict is Verdict.FAIL
+    assert "at the instant it expired" in r.message
+
+
 def test_a_rejected_approval_does_not_authorize() -> None:
     b = H().declaration(DECL, needs_approval=GATED).submit("r1").approval("r1", decision="rejected")
     r = check_approval_integrity(b.effect("r1", REFUND).build(), None)

@@ -21,7 +21,11 @@ WAIT_SECONDS = OUTAGE_SECONDS
 
 
 #: wait-deadline schedules at most
-MAX_WAIT_DEADLINES = 8
+MAX_WAIT_DEADLINES = 12
+#: how far before a deadline the "just before" boundary sets the clock: a
+#: whole second, so that a runtime keeping time in whole seconds still sees
+#: the deadline ahead
+JUST_BEFORE = -1.0
 
 
 @category("late_approval", place=120)
@@ -37,25 +41,49 @@ def _wait_deadlines(a: _Aim) -> list[Scenario]:
     runs whose deadline, the ``wake_at`` they report, it passes: they may
     end otherwise than fault-free), take what came in time, or keep waiting
     without starving the run it waits on; never wait past its deadline
-    for ever. Each workflow's first wait, then each one's next."""
+    for ever. Each workflow's first wait, then each one's next.
+
+    Then the deadline's boundary (``AdvanceClock(until=...)``): the clock
+    set to exactly the waiting run's own deadline, the ``wake_at`` it
+    reports (the first instant it has passed: the wait must time out there,
+    and a decision delivered there is expired), and for a gated run also a
+    second before it with the decision delivered then (still valid: the
+    run must go on as it would have). A comparison off by one (``>`` where
+    ``>=`` belongs) shows only there: a woken run that finds its wait not
+    yet over and is claimed again and again, an expired decision taken."""
     if "late_approval" not in a.families or Capability.CLOCK not in a.u.capabilities:
         return []
     groups: list[list[Scenario]] = []
+    edges: list[list[Scenario]] = []
     for wf in a.workflows:
         mine: list[Scenario] = []
+        boundary: list[Scenario] = []
         if "crash" in a.families and a.in_txn:
             for c in a.profile(wf).commits(a.in_txn):
                 if not c.handoff or c.after is None:
                     continue
+                where = f"r{c.round}/{c.last[0]}@{c.last[1]}"
+                kill = RunWorker(worker_id="w1", crash=CrashSpec(site=c.after[0], nth=c.after[1]))
                 mine.append(
                     _scenario(
-                        f"{wf.name}/deadline_passes/r{c.round}/{c.last[0]}@{c.last[1]}",
+                        f"{wf.name}/deadline_passes/{where}",
                         _run(wf),
                         *_rounds(c.round),
-                        RunWorker(worker_id="w1", crash=CrashSpec(site=c.after[0], nth=c.after[1])),
+                        kill,
                         AdvanceClock(seconds=WAIT_SECONDS),
                     )
                 )
+                if not boundary:  # the first hand-off's wait, at its deadline
+                    boundary.append(
+                        _scenario(
+                            f"{wf.name}/deadline_boundary/exact/{where}",
+                            _run(wf),
+                            *_rounds(c.round),
+                            kill,
+                            AdvanceClock(seconds=0.0, until="r1"),
+                            RunWorker(worker_id="w2"),
+                        )
+                    )
         if wf.needs_approval:
             mine.append(
                 _scenario(
@@ -66,8 +94,28 @@ def _wait_deadlines(a: _Aim) -> list[Scenario]:
                     RunWorker(worker_id="w2"),
                 )
             )
+            boundary[:0] = [
+                _scenario(
+                    f"{wf.name}/deadline_boundary/exact/approval",
+                    _run(wf),
+                    RunWorker(worker_id="w1"),
+                    AdvanceClock(seconds=0.0, until="r1"),
+                    RunWorker(worker_id="w2"),
+                ),
+                _scenario(
+                    f"{wf.name}/deadline_boundary/just_before/approval",
+                    _run(wf),
+                    RunWorker(worker_id="w1"),
+                    AdvanceClock(seconds=JUST_BEFORE, until="r1"),
+                    Approve(run_id="r1"),
+                    RunWorker(worker_id="w2"),
+                ),
+            ]
         groups.append(mine)
-    return _interleave(groups)[:MAX_WAIT_DEADLINES]
+        edges.append(boundary)
+    # the boundaries after every deadline passed (their kind's first comes
+    # early anyway: every kind's first schedule opens the plan)
+    return (_interleave(groups) + _interleave(edges))[:MAX_WAIT_DEADLINES]
 
 
 @category("late_approval", place=110)
