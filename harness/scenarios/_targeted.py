@@ -29,7 +29,8 @@ that matter most should not wait for the dice.
 Then the *commit-fault pairs* (:func:`commit_fault_pairs`): for every kind
 of commit the fault-free run made (decision, intent, sent-mark, result,
 checkpoint, inbox acknowledgement, the last) and every fault that can hit a
-commit (a kill inside it, an operator's write and a delivery while the
+commit (a kill inside it and right after it, an operator's write and a
+delivery while the
 worker holds the run at its door, a storage cut, a reset, a lost
 acknowledgement), one schedule; an earlier category's schedule with the
 same steps serves its pair, and the rest come last. A plan cut short of

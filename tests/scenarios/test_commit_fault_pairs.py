@@ -317,9 +317,47 @@ def test_the_ci_plan_runs_every_pair_sqlite_offers_past_its_targeted_share(
     few, added = targeted_plan(u, CI_TARGETED, 2)
     assert added == 2
     new = {(k, f) for k, f, name, _ in commit_fault_plan(u, few) if name} - reached
-    assert {f for _, f in new} == {"kill_inside", "operator_write"}
+    missed = [f for f in COMMIT_FAULTS if any(g == f for _, g in offered - reached)]
+    assert len(missed) >= 2 and {f for _, f in new} == set(missed[:2])
     # no room, no targeted share, or a share too short to try every kind
     # of schedule once (the pairs rank after those): nothing added
     assert targeted_plan(u, CI_TARGETED, 0) == (share, 0)
     assert targeted_plan(u, 0, 30) == ([], 0)
     assert targeted_plan(u, 9, 30) == (plan[:9], 0)
+
+
+#: "an event is acknowledged the moment it is read, in a commit of its own,
+#: so that no worker takes it twice; the wait's end is committed next"
+EVENT_ACKED_ALONE = (
+    "_executor/_inbox.py",
+    "        with sc.crossing(INBOX_ACK):\n            end_wait(\n                sc,\n"
+    "                run,\n                acks,\n                audits,\n"
+    "                status=S.RUNNING,\n",
+    "        with sc.crossing(INBOX_ACK):\n"
+    '            run = sc.commit(run, inbox_acked=acks, extra_audit=audits, action="inbox")\n'
+    "        if True:\n            end_wait(\n                sc,\n                run,\n"
+    "                (),\n                (),\n                status=S.RUNNING,\n",
+)
+
+
+def test_a_kill_after_the_inbox_acknowledgement_catches_an_event_acknowledged_alone(
+    reference_plan: tuple[Universe, list[Scenario]], tmp_path: Path
+) -> None:
+    """A kill right after each kind of commit is a pair too: the commit sweep
+    kills after every commit, but its schedules past the first few sit
+    beyond the ci plan's 120 targeted places."""
+    mutants = _load_mutants()
+    u, plan = reference_plan
+    ran, _ = targeted_plan(u, CI_TARGETED, 30)
+    rows = {(k, f): name for k, f, name, _ in commit_fault_plan(u, ran)}
+    name = rows[("inbox_ack", "kill_after")]
+    assert name is not None and name not in {s.name for s in plan[:CI_TARGETED]}
+    scenario = next(s for s in ran if s.name == name).model_dump(mode="json")
+    failed = {}
+    for label, edits in (("correct", ()), ("mutant", (EVENT_ACKED_ALONE,))):
+        copy = mutants.mutated_copy(tmp_path / label / "src", [mutants.Edit(*e) for e in edits])
+        failed[label] = mutants.execute(copy, scenario, tmp_path / label / "work").failed
+    # the event is acknowledged and gone; the run never takes it, and ends
+    # otherwise than its fault-free run
+    assert failed["correct"] == []
+    assert "resume_equivalence" in failed["mutant"]

@@ -26,6 +26,7 @@ from ._common import _Aim, _aim, _keyed, _paused, _rounds, _run, _scenario
 #: every fault that can hit a commit, in the order a plan tries them
 COMMIT_FAULTS = (
     "kill_inside",
+    "kill_after",
     "operator_write",
     "delivery_while_held",
     "storage_cut",
@@ -59,6 +60,10 @@ def commit_fault_pairs(u: Universe) -> list[CommitFaultPair]:
 
     - ``kill_inside``: the worker killed at the commit's middle in-transaction
       crash point (the transaction must die whole);
+    - ``kill_after``: the worker killed at the first crash point after the
+      commit (what it made durable must be enough to go on from: a commit
+      that records half of a step -- a message acknowledged, what it
+      decided not yet written -- loses the other half);
     - ``operator_write``: an operator cancels the run while the worker holds
       it at the commit's door (the last pause point before the transaction:
       the run read, its commit not begun), and the worker goes on; its
@@ -87,6 +92,9 @@ def commit_fault_pairs(u: Universe) -> list[CommitFaultPair]:
         "kill_inside": None
         if "crash" in a.families and a.in_txn
         else "crash points inside a transaction (crash family)",
+        "kill_after": None
+        if "crash" in a.families and a.in_txn
+        else "crash points inside a transaction, to tell a commit's end (crash family)",
         "operator_write": None
         if "operator" in a.families
         else "an operator's cancel and pause points (operator family)",
@@ -192,6 +200,15 @@ def _pair_schedule(a: _Aim, kind: str, fault: str, storage: tuple[str, ...]) -> 
                 _run(wf),
                 *_rounds(c.round),
                 RunWorker(worker_id="w1", crash=crash),
+            )
+        if fault == "kill_after":
+            if c.after is None:
+                continue  # the run ends with it: nothing after it to kill at
+            return _scenario(
+                f"{name}/{c.after[0]}@{c.after[1]}",
+                _run(wf),
+                *_rounds(c.round),
+                RunWorker(worker_id="w1", crash=CrashSpec(site=c.after[0], nth=c.after[1])),
             )
         if fault in ("reset", "ack_lost", "commit_lost"):
             at = mid if fault == "reset" else c.last
