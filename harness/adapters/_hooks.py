@@ -48,7 +48,8 @@ the ``Environment`` protocol of :mod:`harness.adapters._contract`):
     the first round whose worker exited 0, with nothing delivered and no
     world fault fired, after which ``runnable()`` says False -- instead of
     starting one more worker to see that nothing moves (``Adapter.drains``
-    is the same promise made once for every worker that exits 0). Read it
+    is the same promise made once for every worker that exits 0) -- and a
+    round that begins with ``runnable()`` False starts no worker. Read it
     from the same durable records a worker reads to pick its runs. Without
     it, a worker is started to see.
 

@@ -172,9 +172,12 @@ class RunContext:
         round changes nothing -- or until a round's worker exits 0 with
         nothing delivered and no fault fired, when the adapter declares
         ``drains`` (the worker ran all there was to run) or its environment
-        says nothing is ``runnable()`` now (see the contract). With
+        says nothing is ``runnable()`` now (see the contract). A round
+        that begins with nothing runnable starts no worker at all: it
+        observes, delivers and ticks as the others do. With
         ``step.code_version``, the workers are the older release's (a
-        ``migration`` fault naming every run, as an older ``RunWorker``)."""
+        ``migration`` fault naming every run, as an older ``RunWorker``),
+        started every round."""
         for worker_id in list(self.paused):
             nemesis.continue_worker(self, ContinueWorker(worker_id=worker_id))
         last: tuple[Any, ...] | None = None
@@ -186,21 +189,29 @@ class RunContext:
         # An adapter whose workers drain (see ``Adapter.drains`` in the
         # contract) needs no extra worker to confirm that nothing moves.
         drains = getattr(self.adapter, "drains", False) is True
-        for rnd in range(MAX_QUIESCE_ROUNDS):
+        started = 0
+        for _ in range(MAX_QUIESCE_ROUNDS):
             fired_before = len(self.env.world.fired())
-            worker_id = f"{prefix}{rnd}"
-            handle = (
-                self.env.start_worker(worker_id)
-                if version is None
-                else self.env.start_worker(worker_id, code_version=version)
-            )
-            self.recorder.record(
-                "invoke",
-                EventF.WORKER,
-                worker_id,
-                {"worker_id": worker_id, "crash": None, "code_version": version},
-            )
-            exit_ = self.await_worker(handle)
+            exit_: WorkerExit | None = None
+            # A round whose worker would find nothing runnable (the
+            # environment's word) starts none: it observes, delivers and
+            # ticks the clock as any round does. Not for an older release's
+            # workers: the promise is about today's.
+            if version is not None or not self._nothing_runnable():
+                worker_id = f"{prefix}{started}"
+                started += 1
+                handle = (
+                    self.env.start_worker(worker_id)
+                    if version is None
+                    else self.env.start_worker(worker_id, code_version=version)
+                )
+                self.recorder.record(
+                    "invoke",
+                    EventF.WORKER,
+                    worker_id,
+                    {"worker_id": worker_id, "crash": None, "code_version": version},
+                )
+                exit_ = self.await_worker(handle)
             self.recorder.sync()
             obs = self.recorder.observe()
             delivered = False
@@ -228,9 +239,11 @@ class RunContext:
             # drained what was runnable (it exited 0, and the adapter says its
             # workers drain or its environment that nothing is runnable now)
             # and nothing new came: no delivery, no fault.
-            quiet = exit_.code == 0 and fired == fired_before and not delivered
-            drained = quiet and (drains or self._nothing_runnable())
-            idle = not delivered and not exit_.killed and (state == last or drained)
+            # (no worker started: nothing was runnable, a drained round)
+            quiet = (exit_ is None or exit_.code == 0) and fired == fired_before and not delivered
+            drained = quiet and (exit_ is None or drains or self._nothing_runnable())
+            killed = exit_ is not None and exit_.killed
+            idle = not delivered and not killed and (state == last or drained)
             if idle and not self._tick(obs):
                 return
             last = state

@@ -1,9 +1,10 @@
 """The final quiesce of an adapter whose workers drain (``Adapter.drains``,
 issue 33), or whose environment says nothing is ``runnable()`` now, ends
 with the first worker that exits 0 with nothing delivered and no fault
-fired: no extra worker started only to see that nothing moves. The same
-runtime without either still gets that confirming worker, and both end in
-the same state. Real worker processes, SQLite."""
+fired: no extra worker started only to see that nothing moves. A round
+that begins with nothing runnable starts no worker at all. The same
+runtime without either still gets those workers, and both end in the
+same state. Real worker processes, SQLite."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from harness.adapters.reference import ReferenceAdapter, ReferenceEnvironment
 from harness.history import History
-from harness.model import ArmWorldFault, EventF, Quiesce, RunSpec, Scenario, Submit
+from harness.model import ArmWorldFault, EventF, Quiesce, RunSpec, RunWorker, Scenario, Submit
 from harness.runner import run_scenario
 
 RESEARCH = RunSpec(
@@ -24,8 +25,18 @@ RESEARCH = RunSpec(
 )
 
 
-class Undeclared(ReferenceAdapter):
-    """The reference runtime, its workers' draining not declared."""
+class Unprobed(ReferenceAdapter):
+    """The reference runtime, its environment without ``runnable()``."""
+
+    def open(self, workdir: Path, *, seed: int) -> ReferenceEnvironment:
+        env = super().open(workdir, seed=seed)
+        env.runnable = None  # type: ignore[assignment,method-assign]
+        return env
+
+
+class Undeclared(Unprobed):
+    """The reference runtime without ``runnable()``, its workers' draining
+    not declared."""
 
     drains = False
 
@@ -76,10 +87,10 @@ def test_a_draining_worker_ends_the_quiesce_without_a_confirming_one(tmp_path: P
 def test_a_round_where_a_fault_fired_is_not_idle(tmp_path: Path) -> None:
     """A world fault that fires during a round is movement: the quiesce goes
     on even though that round's worker exited 0 (the run is left to retry).
-    q0 is turned away by the fault; q1, though it only finds the run in its
-    backoff, is still started (counting q0 idle would tick the clock and let
-    q1 finish the run); q2 runs it after the scheduler's tick, and ends the
-    quiesce: it drained."""
+    q0 is turned away by the fault; the next round, which finds the run in
+    its backoff (nothing runnable), starts no worker and ticks the clock; q1
+    runs the run and ends the quiesce: it drained. Without ``runnable()``,
+    that round's worker (q1) is started to find nothing, and q2 runs it."""
     scenario = Scenario(
         name="t",
         steps=(
@@ -89,8 +100,43 @@ def test_a_round_where_a_fault_fired_is_not_idle(tmp_path: Path) -> None:
         ),
     )
     history = History.load(run_scenario(ReferenceAdapter(), scenario, tmp_path / "f").history_path)
-    assert quiesce_workers(history) == ["q0", "q1", "q2"]
-    assert finals(history) == [("r1", "completed")]
+    assert quiesce_workers(history) == ["q0", "q1"]
+    ticks = [e.index for e in history.by_f(EventF.NOTE) if e.value["text"] == "scheduler tick"]
+    q1 = next(e.index for e in history.by_f(EventF.WORKER) if e.value["worker_id"] == "q1")
+    assert len(ticks) == 1 and ticks[0] < q1
+    unprobed = History.load(run_scenario(Unprobed(), scenario, tmp_path / "u").history_path)
+    assert quiesce_workers(unprobed) == ["q0", "q1", "q2"]
+    assert finals(history) == finals(unprobed) == [("r1", "completed")]
+
+
+def test_a_quiesce_with_nothing_runnable_starts_no_worker(tmp_path: Path) -> None:
+    """The run is finished before the quiesce: the reference environment
+    says nothing is runnable, so no worker starts; without ``runnable()``
+    one starts, finds nothing and exits."""
+    scenario = Scenario(
+        name="t", steps=(Submit(run=RESEARCH), RunWorker(worker_id="w1"), Quiesce())
+    )
+    history = History.load(run_scenario(ReferenceAdapter(), scenario, tmp_path / "r").history_path)
+    unprobed = History.load(run_scenario(Unprobed(), scenario, tmp_path / "u").history_path)
+    assert quiesce_workers(history) == []
+    assert quiesce_workers(unprobed) == ["q0"]
+    assert finals(history) == finals(unprobed) == [("r1", "completed")]
+
+
+def test_the_reference_environment_says_what_is_runnable(tmp_path: Path) -> None:
+    """``runnable()`` from the store at the deployment's clock: a submitted
+    run is runnable, a completed one is not; with a Redis queue, no promise."""
+    adapter = ReferenceAdapter()
+    env = adapter.open(tmp_path / "e", seed=0)
+    try:
+        assert env.runnable() is False
+        env.submit(RESEARCH)
+        assert env.runnable() is True
+        assert env.start_worker("w1").wait(60).code == 0
+        assert [r.state.value for r in env.observe().runs] == ["completed"]
+        assert env.runnable() is False
+    finally:
+        env.close()
 
 
 @pytest.mark.parametrize(("says", "workers"), [(None, ["q0"]), (True, ["q0", "q1"])])

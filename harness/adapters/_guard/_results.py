@@ -78,21 +78,53 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
 _MAX_DEPTH = 200
 
 
+#: exact types that hold no number that is not finite (the common case,
+#: decided before any ``isinstance`` walk)
+_PLAIN = frozenset({str, int, bool, type(None)})
+#: exact container types walked by their items
+_SEQUENCES = frozenset({list, tuple, set, frozenset})
+
+
 def _all_finite(value: Any, depth: int = 0) -> bool:
     """No NaN or infinity anywhere in ``value`` (containers and pydantic
-    models walked), within :data:`_MAX_DEPTH` levels."""
-    if isinstance(value, float):
+    models walked), within :data:`_MAX_DEPTH` levels.
+
+    An observation is walked at every call of ``observe()``: exact types
+    are dispatched first and items checked in a loop, without a generator
+    per container (the same answers as the ``isinstance`` chain below,
+    which subclasses still take)."""
+    kind = type(value)
+    if kind is float:
         return math.isfinite(value)
-    if isinstance(value, str | int | bool | None):
+    if kind in _PLAIN:
         return True
     if depth >= _MAX_DEPTH:
         return False
-    if isinstance(value, BaseModel):
-        return all(_all_finite(getattr(value, f), depth + 1) for f in type(value).model_fields)
-    if isinstance(value, Mapping):
-        return all(_all_finite(v, depth + 1) for v in value.values())
-    if isinstance(value, list | tuple | set | frozenset):
-        return all(_all_finite(v, depth + 1) for v in value)
+    items: Any
+    if kind is dict:
+        items = value.values()
+    elif kind in _SEQUENCES:
+        items = value
+    elif isinstance(value, float):
+        return math.isfinite(value)
+    elif isinstance(value, str | int | bool | None):
+        return True
+    elif isinstance(value, BaseModel):
+        items = [getattr(value, f) for f in kind.model_fields]
+    elif isinstance(value, Mapping):
+        items = value.values()
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = value
+    else:
+        return True
+    deeper = depth + 1
+    for item in items:
+        item_kind = type(item)
+        if item_kind is float:
+            if not math.isfinite(item):
+                return False
+        elif item_kind not in _PLAIN and not _all_finite(item, deeper):
+            return False
     return True
 
 

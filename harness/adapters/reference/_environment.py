@@ -319,6 +319,15 @@ class ReferenceEnvironment:
             logged = -1
         return (self.d.change_cursor(), logged)
 
+    def runnable(self) -> bool:
+        """Whether a worker started now could claim a run (optional in the
+        contract): the store's runnable query, which a worker's claim only
+        narrows (by lease), at the deployment's clock. With a Redis queue the
+        queue hands runs out: no promise, True."""
+        if self.adapter.queue != "store":
+            return True
+        return bool(self.d.runtime.store.runnable(self.d.clock.now(), limit=1))
+
     def durable_state(self) -> DurableState:
         """Per run: its row's status and step, its working state, its ledger
         (an operation confirmed or reconciled both count as done) and its
