@@ -268,6 +268,7 @@ EXPORTS: dict[str, list[str]] = {
         "scenarios",
         "schedule_kind",
         "targeted",
+        "targeted_plan",
     ],
     "harness.session": [
         "Engine",
