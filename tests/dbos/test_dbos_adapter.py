@@ -256,3 +256,24 @@ def test_a_worker_runs_on_what_its_fork_server_compiled(tmp_path: Path) -> None:
     seen = json.loads(out.read_text())
     assert seen["warm"] >= 20, seen  # launch, polls, a workflow and a step
     assert seen["compiled"] <= 2, seen
+
+
+def test_a_later_environments_client_runs_on_what_the_first_compiled(tmp_path: Path) -> None:
+    """Issue 33: each environment has a DBOS client (a new engine) in the
+    harness's process; on SQLite its statements come from the adapter
+    module's compiled cache, filled by the first environment's."""
+    import sqlalchemy as sa
+
+    adapter = DBOSAdapter(app=CAREFUL)
+    hits: list[object] = []
+    for name in ("first", "second"):
+        env = adapter.open(tmp_path / name, seed=0)
+        try:
+            engine, hits = env.client._sys_db.engine, []
+            record = lambda *a, seen=hits: seen.append(a[4].cache_hit)  # noqa: E731
+            sa.event.listen(engine, "after_cursor_execute", record)
+            env.submit(R1)
+            assert [r.raw_status for r in env.observe().runs] == ["ENQUEUED"]
+        finally:
+            env.close()
+    assert hits and set(hits) == {engine.dialect.CACHE_HIT}, hits

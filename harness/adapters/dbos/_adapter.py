@@ -82,6 +82,9 @@ class DBOSEnvironment(c.BaseEnvironment):
             self.client = DBOSClient(
                 system_database_url=url, dbos_system_schema=schema, application_name=self.app.name
             )
+            if self.lease is None:  # its statements compiled once per process, not per client
+                sys_db = self.client._sys_db
+                sys_db.engine = sys_db.engine.execution_options(compiled_cache=_app.CACHE)
             if template is None:
                 self.client.register_queue(QUEUE, polling_interval_sec=POLL)
                 adapter.template = None if self.lease else db.read_bytes()
