@@ -105,6 +105,7 @@ EXPORTS: dict[str, list[str]] = {
     ],
     "harness.adapters.kit": [
         "AsyncBridge",
+        "CompiledCache",
         "ConstantClock",
         "CrashPoints",
         "DedupInbox",

@@ -23,6 +23,7 @@ from harness.adapters import RunView
 from harness.adapters.kit import (
     EPOCH,
     GAVE_UP,
+    CompiledCache,
     ConstantClock,
     DedupInbox,
     FileClock,
@@ -105,6 +106,33 @@ def test_a_prebuilt_object_is_built_once_in_the_fork_server_else_in_the_worker(
     assert first["text"] not in (f"built by {first['pid']}", f"built by {second['pid']}")
     # not prebuilt: each worker builds its own
     assert [s["text"] for s in seen["not"]] == [f"built by {s['pid']}" for s in seen["not"]]
+
+
+def test_engines_of_equivalent_dialects_share_a_compiled_statement(tmp_path: Path) -> None:
+    """``CompiledCache``: SQLAlchemy keys a compiled statement by the dialect
+    object, so two engines never share one; the kit's cache files it under
+    the first equivalent dialect. An engine whose dialect compiles otherwise
+    (another paramstyle) keeps its own."""
+    sa = pytest.importorskip("sqlalchemy")
+    cache = CompiledCache()
+    query = sa.select(sa.literal_column("1").label("one")).where(sa.bindparam("x") == 1)
+
+    def compiled(name: str, **kw: Any) -> Any:
+        options = {"compiled_cache": cache}
+        engine = sa.create_engine(f"sqlite:///{tmp_path / name}", execution_options=options, **kw)
+        try:
+            with engine.connect() as conn:
+                result = conn.execute(query, {"x": 1})
+                assert result.scalar() == 1
+                return result.context.compiled
+        finally:
+            engine.dispose()
+
+    first = compiled("a.db")
+    assert compiled("b.db") is first and len(cache) == 1
+    named = compiled("c.db", paramstyle="named")
+    assert named is not first and len(cache) == 2
+    assert ":x" in str(named) and "?" in str(first)
 
 
 def test_close_kills_and_reaps_running_and_stopped_workers_only(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ from ...world import World
 from .. import _contract as c
 from .._workers import ForkServerWorker
 from ..kit import EPOCH, RunRecord, RunRegistry, WorkerSet, transitions_from_sequence
+from . import _app
 from ._app import POLL, QUEUE, load_app
 
 TABLE = transitions_from_sequence(
@@ -81,6 +82,9 @@ class DBOSEnvironment(c.BaseEnvironment):
             self.client = DBOSClient(
                 system_database_url=url, dbos_system_schema=schema, application_name=self.app.name
             )
+            if self.lease is None:  # its statements compiled once per process, not per client
+                sys_db = self.client._sys_db
+                sys_db.engine = sys_db.engine.execution_options(compiled_cache=_app.CACHE)
             if template is None:
                 self.client.register_queue(QUEUE, polling_interval_sec=POLL)
                 adapter.template = None if self.lease else db.read_bytes()
@@ -89,7 +93,10 @@ class DBOSEnvironment(c.BaseEnvironment):
             raise
         self.world = World(workdir / "world.db", clock=lambda: EPOCH).create()
         self.registry = RunRegistry(workdir / "registry.db")
-        self.workers = WorkerSet(workdir, adapter.preload(), environment=self)  # routes them
+        # On SQLite, the fork server compiles what a worker runs, once (_app.warm)
+        warm = [(f"{_app.__name__}:warm", {"app": adapter.app_spec})]
+        warm = warm if adapter.preloaded and self.lease is None else []
+        self.workers = WorkerSet(workdir, adapter.preload(), environment=self, warm=warm)
         self.args.update(world=self.world.path, registry=str(self.registry.path))
         self.submitted = 0  # runs enqueued: a move of the observation cursor
 

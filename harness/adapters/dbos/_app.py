@@ -11,6 +11,7 @@ this worker runs. The worker itself is :func:`worker_main`.
 from __future__ import annotations
 
 import importlib
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -19,7 +20,7 @@ from typing import Any
 
 from ...world import Caller, Response, WorldClient
 from .._contract import WorkflowSpec
-from ..kit import EPOCH, IdlePolicy, RunRegistry, UnsyncedSQLite, work_until_idle
+from ..kit import EPOCH, CompiledCache, IdlePolicy, RunRegistry, UnsyncedSQLite, work_until_idle
 
 #: Busy while a workflow of the worker's version is enqueued or pending. The
 #: probe reads those statuses from the system database, where a run is
@@ -32,6 +33,11 @@ IDLE = IdlePolicy(quiet=1, interval=0.02, give_up=30.0)
 POLL = 0.05
 #: The queue runs are enqueued on.
 QUEUE = "harness_runs"
+#: The compiled SQL of every worker's system database engine (SQLite): what
+#: the fork server's :func:`warm` compiled, shared (see the kit's class).
+CACHE = CompiledCache()
+#: The workflow :func:`warm` runs, registered only while it runs.
+WARM = "harness.warm"
 
 _worker: dict[str, Any] = {}
 #: DBOS runs workflows in threads; the kit's registry keeps one SQLite
@@ -88,18 +94,57 @@ def call(service: str, action: str, request: Mapping[str, Any], key: str | None 
 def worker_main(args: dict[str, Any]) -> int:
     """A worker: launch DBOS (it re-enqueues this version's pending workflows
     and dequeues its enqueued ones), run until none is left, exit."""
-    from dbos import DBOS
-
     app, version = load_app(args["app"]), args["version"]
     _worker.update(args, world=WorldClient(args["world"], clock=lambda: EPOCH))
-    config = {"name": app.name, "system_database_url": args["url"], "executor_id": "local"}
-    config |= {"dbos_system_schema": args["schema"], "application_version": version}
-    if args["url"].startswith("sqlite"):  # commits reach the OS, not the disk (see the kit)
-        config |= {"db_engine_kwargs": {"connect_args": {"factory": UnsyncedSQLite}}}
+    dbos = _launch(app.name, args["url"], args["schema"], version)
+    return work_until_idle(_pending_probe(dbos, version), IDLE)
+
+
+def _launch(name: str, url: str, schema: str, version: str) -> Any:
+    from dbos import DBOS
+
+    config: Any = {"name": name, "system_database_url": url, "executor_id": "local"}
+    config |= {"dbos_system_schema": schema, "application_version": version}
+    if url.startswith("sqlite"):  # commits reach the OS, not the disk (see the kit),
+        # and the statements are those the fork server compiled (warm)
+        engine = {"connect_args": {"factory": UnsyncedSQLite}}
+        config["db_engine_kwargs"] = engine | {"execution_options": {"compiled_cache": CACHE}}
     dbos = DBOS(config={**config, "log_level": "WARNING"})  # type: ignore[typeddict-item]
     dbos._registry.get_internal_queue()._polling_interval_sec = POLL
     DBOS.launch()
-    return work_until_idle(_pending_probe(dbos, version), IDLE)
+    return dbos
+
+
+def warm(args: dict[str, Any]) -> None:
+    """The fork server's warm call (SQLite): one worker's life on a scratch
+    system database -- launch, the queues' polls, a workflow with a step
+    enqueued by a client, the idle probe -- so that :data:`CACHE` holds what
+    every worker's new engine would compile; then DBOS is destroyed, its
+    threads joined and the scratch workflow unregistered (a worker forks
+    from a server as it was, plus the cache)."""
+    from dbos import DBOS, DBOSClient
+    from dbos._dbos import _get_or_create_dbos_registry
+
+    app, workflows = load_app(args["app"]), _get_or_create_dbos_registry().workflow_info_map
+    version, before = app.versions[None], set(workflows)
+    step = DBOS.step(name=f"{WARM}.step")(lambda value: value)
+    DBOS.workflow(name=WARM)(lambda value: step(value))
+    with tempfile.TemporaryDirectory() as scratch:
+        url = f"sqlite:///{scratch}/warm.sqlite"
+        DBOS.migrate(url, schema="dbos")  # a worker's database is migrated too
+        client = DBOSClient(system_database_url=url, application_name=app.name)
+        client.register_queue(QUEUE, polling_interval_sec=POLL)
+        dbos = _launch(app.name, url, "dbos", version)
+        options: Any = {"queue_name": QUEUE, "workflow_name": WARM, "app_version": version}
+        client.enqueue(options, 0).get_result()
+        work_until_idle(_pending_probe(dbos, version), IDLE)
+        client.destroy()
+        DBOS.destroy()
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread():
+            thread.join(10.0)  # DBOS's executor threads end after destroy()
+    for name in set(workflows) - before:
+        del workflows[name]
 
 
 def _pending_probe(dbos: Any, version: str) -> Callable[[], float]:

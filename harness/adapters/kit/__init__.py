@@ -28,6 +28,8 @@ it, so that an adapter keeps only the mapping:
 - :class:`UnsyncedSQLite`: a ``sqlite3`` connection for a runtime's own
   SQLite files that commits without a disk flush (safe against the process
   kills the harness makes);
+- :class:`CompiledCache`: a SQLAlchemy compiled cache that every worker's
+  new engine shares with the one a fork server's warm call filled;
 - :class:`DedupInbox`: inbound messages by id, durable across worker
   processes, so ``deliver()`` can say False for a duplicate the runtime
   would drop silently;
@@ -50,7 +52,7 @@ across a fork). See ``docs/adapters.md`` ("The kit").
 
 The package's modules, each one part: ``_workers``, ``_clocks``, ``_shared``
 (the SQLite files, the inbox), ``_runs``, ``_idle``, ``_approvals``,
-``_owned``, ``_async``.
+``_owned``, ``_async``, ``_sqlcache``.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from ._idle import GAVE_UP, IdlePolicy, work_until_idle
 from ._owned import OwnedFolder, owned_folder, spawn_owned
 from ._runs import RunRecord, RunRegistry, transitions_from_sequence
 from ._shared import DedupInbox, UnsyncedSQLite
+from ._sqlcache import CompiledCache
 from ._workers import WorkerSet, prebuilt
 
 __all__ = [
@@ -70,6 +73,7 @@ __all__ = [
     "GAVE_UP",
     "WRONG_PARAMS",
     "AsyncBridge",
+    "CompiledCache",
     "ConstantClock",
     "CrashPoints",
     "DedupInbox",
