@@ -147,3 +147,20 @@ def test_a_new_session_starts_in_the_schema_without_a_statement_of_its_own(
         finally:
             store.close()
         sent.clear()
+
+
+def test_a_store_starts_one_background_thread_for_its_pool(
+    postgres_store: PostgresStore,
+) -> None:
+    # A worker uses one connection at a time: its pool's reconnecting runs
+    # on one thread (and the pool's scheduler), not three.
+    import threading
+
+    before = set(threading.enumerate())
+    store = PostgresStore(postgres_store.url, schema=postgres_store.schema)
+    try:
+        assert store.applied_migrations() == [1, 2, 3]
+        started = set(threading.enumerate()) - before
+        assert len(started) <= 2, sorted(t.name for t in started)
+    finally:
+        store.close()
