@@ -1,7 +1,7 @@
 """Where one kill-and-resume worker's own CPU time and page faults go.
 
 Run: ``python benchmarks/worker_profile.py [--cycles 30] [--top 25]
-[--mode marks|faults|profile|sql] [--backend sqlite]``
+[--mode marks|faults|profile|sql] [--backend sqlite|postgres] [--queue store|redis]``
 
 Runs the cycle of ``kill_resume.py`` (a forked worker claims a ``research``
 run, loads its state, commits one checkpoint and is SIGKILLed right after
@@ -118,7 +118,7 @@ def profiled(args: dict[str, Any]) -> int:
         _mark("target entered")
     from reference_runtime import _config, _runtime, _worker
 
-    prof = cProfile.Profile() if mode == "profile" else None
+    prof = cProfile.Profile(time.process_time) if mode == "profile" else None
     real_kill = os.kill
 
     before = set(sys.modules)
@@ -153,6 +153,13 @@ def profiled(args: dict[str, Any]) -> int:
             (_runtime.Worker, "_on_context", "_on_context"),
             (_step.StepContext, "commit", "commit"),
         ]
+        if "psycopg" in sys.modules:  # preloaded for Postgres deployments
+            from reference_runtime.store import postgres
+
+            wrap += [
+                (postgres.PostgresStore, "setup", "store setup (connect, checks)"),
+                (postgres.PostgresStore, "load", "load"),
+            ]
         for owner, name, label in wrap:
             orig = getattr(owner, name)
 
@@ -201,7 +208,7 @@ def profiled(args: dict[str, Any]) -> int:
 
 
 def main() -> None:
-    from harness.adapters.reference import ReferenceAdapter
+    from harness.adapters.reference import ReferenceAdapter, from_options
     from harness.adapters.reference._adapter import ReferenceEnvironment
     from harness.model import CrashSpec, RunSpec
 
@@ -210,15 +217,16 @@ def main() -> None:
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--mode", choices=["profile", "marks", "sql", "faults"], default="marks")
     p.add_argument("--backend", default="sqlite")
+    p.add_argument("--queue", default="store")
     ns = p.parse_args()
     if ns.mode == "faults":
         os.environ["WORKER_PROFILE_FAULTS"] = "1"  # the fork server's spares count too
-    adapter = ReferenceAdapter(ns.backend)
+    adapter: ReferenceAdapter = from_options(backend=ns.backend, queue=ns.queue)
     with tempfile.TemporaryDirectory(prefix="worker-profile-") as tmp:
         env: ReferenceEnvironment = adapter.open(Path(tmp), seed=0)
         from harness.adapters.reference._deployment import fork_server
 
-        env._server = fork_server(extra=("worker_profile",), backend=ns.backend)
+        env._server = fork_server(extra=("worker_profile",), backend=ns.backend, queue=ns.queue)
         try:
             for i in range(ns.cycles // 50 + 2):
                 env.submit(

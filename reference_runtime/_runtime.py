@@ -71,6 +71,24 @@ class Runtime:
             self._pid = os.getpid()
         return self._store
 
+    def detach_store(self) -> Store | None:
+        """The store this runtime opened in this process, no longer its
+        own: the caller closes it, or hands it to :meth:`adopt_store` of a
+        runtime of the same configuration. None if it has none open here.
+        The runtime opens another on its next use."""
+        store, self._store = self._store, None
+        return store if store is not None and self._pid == os.getpid() else None
+
+    def adopt_store(self, store: Store) -> None:
+        """Use ``store`` -- open in this process, set up, for this
+        configuration's URL and schema -- instead of opening one (saves a
+        connection and its setup check); this runtime closes it. Replaces
+        none: call it before the first use of :attr:`store`."""
+        if self._store is not None:
+            raise RuntimeError("this runtime already has a store")
+        store.bugs = self.config.bugs
+        self._store, self._pid = store, os.getpid()
+
     def close(self, *, durable: bool = True) -> None:
         """Close the store's connections. ``durable=False``: the store is a
         scratch one, thrown away next; closing skips waiting for the disk

@@ -5,6 +5,7 @@ schemas whose lock is free (:func:`sweep_postgres`)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from typing import Any
@@ -91,6 +92,10 @@ class SchemaLease:
             raise ValueError(f"schema {name!r} is not a name the harness makes (see tag())")
         _sweep_first("postgres", url, sweep_postgres)
         self.name = name
+        #: the harness's own sessions on this schema (anything with a
+        #: ``close()``), kept with the lease while it waits in the pool for
+        #: its next user, who takes them; closed when the lease is released
+        self.kept: dict[str, Any] = {}
         self._conn: Any = psycopg.connect(
             url,
             autocommit=True,
@@ -168,6 +173,9 @@ class SchemaLease:
     def release(self) -> None:
         """Drop the schema and its record, and give the lock up (ending the
         session frees it). What cannot be dropped now is the next sweep's."""
+        while self.kept:
+            with contextlib.suppress(Exception):  # a broken session: the server ends it
+                self.kept.popitem()[1].close()
         try:
             if not self._conn.closed:
                 _drop_recorded(self._conn, self.name)

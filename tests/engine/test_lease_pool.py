@@ -122,3 +122,41 @@ def test_what_the_pool_kept_is_dropped_when_the_process_exits(
         assert list(client.scan_iter(match=f"rr:{tag}:*")) == []
     finally:
         client.close()
+
+
+def _backend_pid(conn: psycopg.Connection) -> int:  # type: ignore[type-arg]
+    return int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
+
+
+def test_the_next_deployment_keeps_the_harness_s_own_sessions(
+    tmp_path: Path, postgres_url: str, redis_url: str
+) -> None:
+    # The harness's own store and observer connection go with the schema to
+    # its next user (no new session, no setup check); released with it.
+    first = _deploy(tmp_path / "a", postgres_url, redis_url)
+    first.submit("research", RESEARCH, tenant="acme", run_id="r1")
+    cursor = first.change_cursor()
+    store, observer = first.runtime.store, first._observer
+    observer_pid = _backend_pid(observer)
+    first.close()
+    second = _deploy(tmp_path / "b", postgres_url, redis_url)
+    try:
+        assert second.tag == first.tag
+        assert second.runtime.store is store and second._observer is observer
+        assert _backend_pid(second._observer) == observer_pid
+        assert store.list_runs() == [] and second.change_cursor() != cursor
+        second.submit("research", RESEARCH, tenant="acme", run_id="r1")
+        assert second.drive("r1") == "Completed"
+        assert second.change_cursor() != cursor
+    finally:
+        second.close()
+    assert second._pool_kind is not None
+    tag, leases = _janitor.take_pooled(second._pool_kind) or ("", ())
+    assert tag == first.tag
+    lease = next(x for x in leases if isinstance(x, _janitor.SchemaLease))
+    assert set(lease.kept) == {"store", "observer"}
+    for x in leases:
+        x.release()
+    assert observer.closed and lease.kept == {}
+    with pytest.raises(RuntimeError, match="closed"):
+        store.list_runs()

@@ -20,12 +20,13 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reference_runtime import FileClock, Run, Runtime, RuntimeConfig
 from reference_runtime import crashpoints as cp
-from reference_runtime.store import Snapshot
+from reference_runtime.store import Snapshot, Store
 from reference_runtime.store.sqlite import MIGRATIONS, SqliteStore
 
 from ..._janitor import (
@@ -79,6 +80,18 @@ def _build_sqlite_store(path: Path) -> None:
         store.close()
 
 
+@dataclass(frozen=True)
+class _KeptStore:
+    """A deployment runtime's store kept with its schema's lease, and the
+    configuration it was opened for (see ``Deployment._keep_sessions``)."""
+
+    key: tuple[Any, ...]
+    store: Store
+
+    def close(self) -> None:
+        self.store.close()
+
+
 class Deployment:
     """The reference runtime plus a world, isolated under ``root``."""
 
@@ -112,6 +125,10 @@ class Deployment:
         # from -- and never anything it did not record (_janitor).
         self.tag = f"{SCHEMA_PREFIX}{tag()}"
         self._leases: list[SchemaLease | RedisLease] = []
+        #: the harness's own connection for change_cursor(), opened on first use
+        #: (or kept from the schema's previous user: see _adopt_kept)
+        self._observer: Any = None
+        self._cursor_sql: str | None = None
         # A schema and a key prefix serve one deployment after another in
         # this process, emptied in between (close): making a schema with the
         # store's tables cost about 0.4 s and dropping it 0.15 s on this
@@ -175,6 +192,7 @@ class Deployment:
                 prefix = prefix_for(self.config.store_url, self.tag)
                 self._leases.append(RedisLease(self.config.redis_url, prefix))
             self.runtime = Runtime(self.config, clock=self.clock)
+            self._adopt_kept()
         except BaseException:
             self._release()
             self.world.close()
@@ -185,9 +203,6 @@ class Deployment:
         self.worker_connection_name = f"rr-worker-{self.tag}"
         self.spawner: Spawner = spawner or ForkServerSpawner(backend, queue)
         self._crash_log = self.root / "crashpoints.log"
-        #: the harness's own connection for change_cursor(), opened on first use
-        self._observer: Any = None
-        self._cursor_sql: str | None = None
 
     # -- workers --------------------------------------------------------------
 
@@ -409,6 +424,49 @@ class Deployment:
             )
         return tuple(self._observer.execute(self._cursor_sql).fetchone())
 
+    def _schema_lease(self) -> SchemaLease | None:
+        return next((x for x in self._leases if isinstance(x, SchemaLease)), None)
+
+    def _store_key(self) -> tuple[Any, ...]:
+        """What a kept store must match to serve this deployment's runtime."""
+        c = self.config
+        return (c.store_url, c.schema, c.connection_name, c.network_timeout)
+
+    def _adopt_kept(self) -> None:
+        """Take the harness's own sessions the schema's previous user kept
+        with its lease (see :meth:`_keep_sessions`): its runtime's store --
+        connected, set up -- and its observer connection. Each deployment
+        opened both anew: two connections, a server backend each, and the
+        store's setup check, per scenario."""
+        lease = self._schema_lease()
+        if lease is None:
+            return
+        store, observer = lease.kept.pop("store", None), lease.kept.pop("observer", None)
+        if store is not None:
+            if store.key == self._store_key():
+                self.runtime.adopt_store(store.store)
+            else:
+                store.close()
+        if observer is not None:
+            if observer.closed or observer.broken:
+                observer.close()
+            else:
+                self._observer = observer
+
+    def _keep_sessions(self) -> None:
+        """Before the schema goes back to the pool: hand its next user this
+        deployment's own sessions (the workers' are ended by the reset; these
+        are no worker's, and a reset deletes rows under them, nothing more).
+        Released with the lease if it is not pooled (SchemaLease.release)."""
+        lease = self._schema_lease()
+        if lease is None or self._pool_kind is None or not self._pooled():
+            return
+        store = self.runtime.detach_store()
+        if store is not None:
+            lease.kept["store"] = _KeptStore(self._store_key(), store)
+        if self._observer is not None and not (self._observer.closed or self._observer.broken):
+            lease.kept["observer"], self._observer = self._observer, None
+
     def _open_observer(self) -> Any:
         if self.backend == "sqlite":
             db = sqlite3.connect(
@@ -424,6 +482,7 @@ class Deployment:
 
     def close(self) -> None:
         try:
+            self._keep_sessions()
             if self._observer is not None:
                 self._observer.close()
                 self._observer = None
