@@ -218,11 +218,14 @@ def _check_expiry(f: Findings, a: Event) -> None:
         return
     f.count("expiry_judged")
     if decided >= expires:
-        at = "at the instant" if decided == expires else "after"
+        when = (
+            f"at {decided!r}, the instant it expired (the first instant it no longer counts)"
+            if decided == expires
+            else f"at {decided:g}, after it expired at {expires:g}"
+        )
         f.fail(
-            f"approval {_aid(a)} of run {vstr(a, 'run_id')} was recorded as approved at "
-            f"{decided!r}, {at} it expired ({expires!r}, the first instant it no longer "
-            "counts): the runtime accepted an expired decision",
+            f"approval {_aid(a)} of run {vstr(a, 'run_id')} was recorded as approved {when}: "
+            "the runtime accepted an expired decision",
             [a.index],
         )
         f.count("approved_after_expiry")

@@ -180,7 +180,7 @@ def test_expires_at_is_the_first_instant_an_approval_no_longer_counts() -> None:
     b.approval("r1", expires_at=5.0, decided_at=5.0)
     r = check_approval_integrity(b.build(), None)
     assert r.verdict is Verdict.FAIL
-    assert "at the instant it expired" in r.message
+    assert "at 5.0, the instant it expired" in r.message
 
 
 def test_a_rejected_approval_does_not_authorize() -> None:
