@@ -71,6 +71,7 @@ CATEGORY = {
     "kill_after_commit": "commit kills",
     "barrier_race": "barriers",
     "deadline_passes": "deadlines",
+    "deadline_boundary": "deadlines",
     "commit_ack_lost": "network",
     "reset_mid_transaction": "network",
     "partition": "network",
