@@ -17,7 +17,8 @@ def advance_clock(ctx: StepContext, step: AdvanceClock) -> None:
     """A scenario's clock jump: ``seconds`` on, or to the deadline of run
     ``until`` (its reported ``wake_at``) plus ``seconds``. A run with no
     deadline ahead (none reported, or already passed) moves nothing: the
-    fault is recorded as not fired, with why."""
+    fault is recorded as not fired, with the reason (``reason``, as every
+    fault that cannot fire says it)."""
     if step.until is None:
         advance(ctx, step.seconds)
         return
@@ -30,7 +31,7 @@ def advance_clock(ctx: StepContext, step: AdvanceClock) -> None:
             if wake_at is None
             else f"run {step.until}'s deadline {wake_at:g} is not ahead of the clock ({now:g})"
         )
-        ctx.recorder.fault("clock", False, seconds=0.0, until=step.until, why=why, runs=[])
+        ctx.recorder.fault("clock", False, seconds=0.0, until=step.until, reason=why, runs=[])
         return
     advance(ctx, target - now, to=target, until=step.until)
 

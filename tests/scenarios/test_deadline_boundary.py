@@ -20,7 +20,7 @@ from types import ModuleType
 import pytest
 
 from harness.adapters.reference import ReferenceAdapter
-from harness.model import AdvanceClock, Scenario
+from harness.model import AdvanceClock, Quiesce, RunSpec, Scenario, Submit
 from harness.model._scenario import describe_step
 from harness.scenarios import probe_universe, targeted
 
@@ -92,3 +92,21 @@ def test_a_wait_timed_out_only_after_its_deadline_is_caught_at_it(
     # woken at its deadline it found its wait not yet over, and was left
     # there: stuck, and not where the fault-free run ends
     assert "progress" in failed["mutant"]
+
+
+def test_a_run_with_no_deadline_ahead_moves_no_clock_and_says_why(tmp_path: Path) -> None:
+    mutants = _load_mutants()
+    run = RunSpec(run_id="r1", tenant="acme", workflow="refund", input={"amount_cents": 100})
+    scenario = Scenario(
+        name="no-deadline-yet",
+        steps=(Submit(run=run), AdvanceClock(seconds=0, until="r1"), Quiesce()),
+    )
+    copy = mutants.mutated_copy(tmp_path / "src")
+    mutants.execute(copy, scenario.model_dump(mode="json"), tmp_path / "work")
+    lines = (tmp_path / "work" / "example" / "history.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    (jump,) = [e for e in events if e["f"] == "fault" and e["value"]["kind"] == "clock"]
+    # submitted, never run: no wake_at yet, so nothing moved, and it says so
+    assert jump["value"]["fired"] is False
+    assert "reports no deadline" in jump["value"]["reason"]
+    assert jump["time"] == events[0]["time"]
