@@ -319,7 +319,14 @@ def test_probe_and_profile_folders_of_a_sigkilled_run_are_swept(tmp_path: Path) 
             if run.poll() is None:
                 os.killpg(run.pid, signal.SIGKILL)
             run.communicate(timeout=30)
+        # A kill between a folder's mkdir and its lock leaves a folder the
+        # harness cannot prove it made, which is kept by design (see the
+        # unlocked-folder test below): that run does not count, so it is
+        # removed here and the run is started again.
         left = list(tmp_path.glob("harness-pro*-*"))
+        for folder in [f for f in left if not (f / _janitor.LOCK_NAME).exists()]:
+            shutil.rmtree(folder)
+            left.remove(folder)
         if left:
             break
     assert left
