@@ -25,37 +25,23 @@ the harness checks.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 from unittest.mock import ANY
 
 import pytest
+from mutants_support import load_mutants
 
 from harness.adapters.reference import ReferenceAdapter
 from harness.history import History
 from harness.scenarios import probe_universe, targeted
 
-
-def _load_mutants() -> ModuleType:
-    # benchmarks/ is a folder of scripts, not a package: load the shared
-    # mechanism by path, under a name of its own.
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_mutants.py"
-    spec = importlib.util.spec_from_file_location("benchmarks_mutants", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-mutants = _load_mutants()
+mutants = load_mutants()
 Edit = mutants.Edit
 
 #: the bound on a counterexample, as for the seeded bugs (test_seeded_bugs.py)

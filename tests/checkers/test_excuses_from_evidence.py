@@ -11,13 +11,11 @@ evidence (the child ended before the jump) now holds it to the oracle.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from history_builder import H
+from mutants_support import load_mutants
 
 from harness.checkers._excuses import excused_runs
 from harness.checkers._resume import check_resume_equivalence
@@ -186,16 +184,6 @@ def test_a_cancel_that_did_not_take_effect_excuses_nothing() -> None:
 # -- a mistake of our own making -------------------------------------------------
 
 
-def _load_mutants() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_mutants.py"
-    spec = importlib.util.spec_from_file_location("benchmarks_mutants_excuses", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 #: "a deadline is a deadline: a wait whose time is up times out, whatever
 #: came in" -- the timeout checked before the inbox is read
 TIMEOUT_FIRST = (
@@ -236,7 +224,7 @@ CHILD_DONE_THEN_A_DAY = {
 
 
 def test_the_evidence_catches_a_timeout_the_broad_excuse_hid(tmp_path: Path) -> None:
-    mutants = _load_mutants()
+    mutants = load_mutants()
     got: dict[str, tuple[list[str], bool, bool]] = {}
     for label, edits in (("correct", ()), ("mutant", (mutants.Edit(*TIMEOUT_FIRST),))):
         copy = mutants.mutated_copy(tmp_path / label / "src", edits)

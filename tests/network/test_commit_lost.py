@@ -10,14 +10,12 @@ harms most: the research workflow's at-most-once report e-mail."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from mutants_support import load_mutants
 
 from harness.adapters.reference import from_options
 from harness.scenarios import probe_universe
@@ -27,17 +25,7 @@ from harness.vocabulary import PROXY_NETWORK_KINDS
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.usefixtures("toxiproxy")]
 
 
-def _load_mutants() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_mutants.py"
-    spec = importlib.util.spec_from_file_location("benchmarks_mutants_net", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-mutants = _load_mutants()
+mutants = load_mutants()
 
 #: a mistake of the class (an unknown commit taken for a success), written
 #: as its author would: "the row is still under our lease, so no one else

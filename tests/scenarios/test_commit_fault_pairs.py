@@ -12,12 +12,10 @@ inside an intent's transaction.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from mutants_support import load_mutants
 
 from harness.adapters._contract import Capability, WorkflowSpec
 from harness.adapters.reference import ReferenceAdapter
@@ -169,16 +167,6 @@ def test_a_trace_without_commits_offers_no_pair_and_says_so() -> None:
 # -- a mistake of our own making at the sent-mark commit ---------------------------
 
 
-def _load_mutants() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_mutants.py"
-    spec = importlib.util.spec_from_file_location("benchmarks_mutants_pairs", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 #: "an effect's intent goes to the audit log first, in a transaction of its
 #: own (fenced and version-checked like the checkpoint): the log shows every
 #: attempt at an effect, even one whose checkpoint fails" -- two edits to
@@ -226,7 +214,7 @@ def reference_plan() -> tuple[Universe, list[Scenario]]:
 def test_a_kill_inside_the_intent_commit_catches_a_split_intent(
     reference_plan: tuple[Universe, list[Scenario]], tmp_path: Path
 ) -> None:
-    mutants = _load_mutants()
+    mutants = load_mutants()
     u, plan = reference_plan
     rows = {(k, f): name for k, f, name, _ in commit_fault_plan(u, plan)}
     name = rows[("intent", "kill_inside")]
@@ -346,7 +334,7 @@ def test_a_kill_after_the_inbox_acknowledgement_catches_an_event_acknowledged_al
     """A kill right after each kind of commit is a pair too: the commit sweep
     kills after every commit, but its schedules past the first few sit
     beyond the ci plan's 120 targeted places."""
-    mutants = _load_mutants()
+    mutants = load_mutants()
     u, plan = reference_plan
     ran, _ = targeted_plan(u, CI_TARGETED, 30)
     rows = {(k, f): name for k, f, name, _ in commit_fault_plan(u, ran)}

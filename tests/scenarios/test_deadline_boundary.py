@@ -11,29 +11,16 @@ again and again -- is caught there, and the correct runtime passes.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from mutants_support import load_mutants
 
 from harness.adapters.reference import ReferenceAdapter
 from harness.model import AdvanceClock, Quiesce, RunSpec, Scenario, Submit
 from harness.model._scenario import describe_step
 from harness.scenarios import probe_universe, targeted
-
-
-def _load_mutants() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "_mutants.py"
-    spec = importlib.util.spec_from_file_location("benchmarks_mutants_boundary", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 #: "a wait times out once its deadline has passed": ``>`` where ``>=`` was
 TIMES_OUT_AFTER_THE_DEADLINE = (
@@ -71,7 +58,7 @@ def test_the_plan_sets_the_clock_to_each_kind_of_deadline(boundaries: list[Scena
 def test_a_wait_timed_out_only_after_its_deadline_is_caught_at_it(
     boundaries: list[Scenario], tmp_path: Path
 ) -> None:
-    mutants = _load_mutants()
+    mutants = load_mutants()
     (handoff,) = [s for s in boundaries if "/exact/r" in s.name][:1]
     scenario = handoff.model_dump(mode="json")
     failed = {}
@@ -95,7 +82,7 @@ def test_a_wait_timed_out_only_after_its_deadline_is_caught_at_it(
 
 
 def test_a_run_with_no_deadline_ahead_moves_no_clock_and_says_why(tmp_path: Path) -> None:
-    mutants = _load_mutants()
+    mutants = load_mutants()
     run = RunSpec(run_id="r1", tenant="acme", workflow="refund", input={"amount_cents": 100})
     scenario = Scenario(
         name="no-deadline-yet",
